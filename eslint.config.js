@@ -1,0 +1,20 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'src/dashboard/public/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'no-console': ['error', { allow: ['error'] }],
+      eqeqeq: ['error', 'smart'],
+    },
+  },
+  {
+    files: ['src/cli/**', 'bench/**', 'test/**', 'bin/**'],
+    rules: { 'no-console': 'off' },
+  },
+);
