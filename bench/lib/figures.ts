@@ -1,0 +1,202 @@
+/**
+ * Turns measurements into the figures the report prints: one row per figure with Herald's value,
+ * its baseline, the ratio, the goal and whether it was met; and the bars of the chart.
+ */
+import type { ChartItem } from './chart.js';
+import { GOALS, type BenchResults } from './results.js';
+import { formatMs, formatNumber } from './stats.js';
+import type { WrkResult } from './wrk.js';
+
+export interface Row {
+  figure: string;
+  herald: string;
+  baseline: string;
+  ratio: string;
+  goal: string;
+  /** undefined: there is no goal, or the figure was not measured. */
+  met: boolean | undefined;
+}
+
+export const NOT_MEASURED = 'not measured';
+
+function rate(result: WrkResult | undefined, unit = 'req/s'): string {
+  if (result === undefined) return NOT_MEASURED;
+  return `${formatNumber(result.rps)} ${unit} (p50 ${formatMs(result.p50Ms)}, p99 ${formatMs(result.p99Ms)})`;
+}
+
+function ratioRow(
+  figure: string,
+  herald: number | undefined,
+  baseline: number | undefined,
+  texts: { herald: string; baseline: string },
+  goal: number,
+): Row {
+  if (herald === undefined || baseline === undefined || baseline === 0) {
+    return { figure, ...texts, ratio: '–', goal: `≥ ${goal}`, met: undefined };
+  }
+  const ratio = herald / baseline;
+  return { figure, ...texts, ratio: ratio.toFixed(2), goal: `≥ ${goal}`, met: ratio >= goal };
+}
+
+export function peakRssMb(results: BenchResults): number | undefined {
+  const values = [
+    results.accept?.rssMb.sqlite,
+    results.accept?.rssMb.postgres,
+    results.delivery?.rssMb.fill,
+    results.delivery?.rssMb.worker,
+  ].filter((v): v is number => v !== undefined && v > 0);
+  return values.length === 0 ? undefined : Math.max(...values);
+}
+
+export function figureRows(results: BenchResults): Row[] {
+  const { accept, delivery, endToEnd, growth } = results;
+  const rows: Row[] = [];
+  const bare = accept?.bare;
+  rows.push(
+    ratioRow(
+      'Accept, SQLite',
+      accept?.sqlite?.rps,
+      bare?.rps,
+      { herald: rate(accept?.sqlite), baseline: `bare node:http ${rate(bare)}` },
+      GOALS.acceptSqlite,
+    ),
+  );
+  const pgRow = ratioRow(
+    'Accept, PostgreSQL',
+    accept?.postgres?.rps,
+    bare?.rps,
+    { herald: accept?.postgresSkipped ?? rate(accept?.postgres), baseline: `bare node:http ${rate(bare)}` },
+    GOALS.acceptPostgres,
+  );
+  rows.push(pgRow);
+  const deliveredText =
+    delivery?.heraldRate === undefined
+      ? NOT_MEASURED
+      : `${formatNumber(delivery.heraldRate)} msgs/s${delivery.timedOut === true ? ' (timed out)' : ''}`;
+  rows.push(
+    ratioRow(
+      `Delivery, ${formatNumber(delivery?.count ?? results.settings.deliveryCount)} messages`,
+      delivery?.timedOut === true ? undefined : delivery?.heraldRate,
+      delivery?.sourceRate,
+      {
+        herald: deliveredText,
+        baseline:
+          delivery?.sourceRate === undefined
+            ? NOT_MEASURED
+            : `smtp-source ${formatNumber(delivery.sourceRate)} msgs/s`,
+      },
+      GOALS.delivery,
+    ),
+  );
+  const stored = formatNumber(growth?.stored ?? results.settings.storedCount);
+  rows.push(
+    ratioRow(
+      `Accept with ${stored} stored`,
+      growth?.storedAccept?.rps,
+      growth?.emptyAccept?.rps,
+      { herald: rate(growth?.storedAccept), baseline: `empty database ${rate(growth?.emptyAccept)}` },
+      GOALS.growth,
+    ),
+  );
+  const lookupRatio =
+    growth?.storedLookup !== undefined && growth.emptyLookup !== undefined
+      ? (growth.storedLookup.p99Ms / growth.emptyLookup.p99Ms).toFixed(2)
+      : '–';
+  rows.push({
+    figure: `Status lookup p99 with ${stored} stored`,
+    herald:
+      growth?.storedLookup === undefined
+        ? NOT_MEASURED
+        : `${formatMs(growth.storedLookup.p99Ms)} (${rate(growth.storedLookup)})`,
+    baseline:
+      growth?.emptyLookup === undefined
+        ? NOT_MEASURED
+        : `empty database ${formatMs(growth.emptyLookup.p99Ms)}`,
+    ratio: lookupRatio,
+    goal: '–',
+    met: undefined,
+  });
+  rows.push({
+    figure: 'End to end, accept→sent',
+    herald:
+      endToEnd === undefined
+        ? NOT_MEASURED
+        : `p50 ${formatMs(endToEnd.acceptToSent.p50Ms)}, p99 ${formatMs(endToEnd.acceptToSent.p99Ms)} at ${formatNumber(endToEnd.rate)} req/s`,
+    baseline: '–',
+    ratio: '–',
+    goal: '–',
+    met: undefined,
+  });
+  const rss = peakRssMb(results);
+  rows.push({
+    figure: 'Peak RSS (accept, delivery)',
+    herald: rss === undefined ? NOT_MEASURED : `${formatNumber(rss, 1)} MB`,
+    baseline: '–',
+    ratio: '–',
+    goal: `≤ ${GOALS.peakRssMb} MB`,
+    met: rss === undefined ? undefined : rss <= GOALS.peakRssMb,
+  });
+  return rows;
+}
+
+export function chartItems(results: BenchResults): ChartItem[] {
+  const { accept, delivery, growth } = results;
+  const items: ChartItem[] = [];
+  const bare = accept?.bare?.rps;
+  const ratioGoal = (baseline: number, goal: number) => ({
+    value: baseline * goal,
+    label: `goal ≥ ${goal}× baseline`,
+  });
+  if (accept?.sqlite !== undefined && bare !== undefined) {
+    items.push({
+      title: 'Accept throughput, SQLite',
+      unit: 'req/s',
+      herald: { label: 'Herald (SQLite)', value: accept.sqlite.rps },
+      baseline: { label: 'bare node:http', value: bare },
+      goal: ratioGoal(bare, GOALS.acceptSqlite),
+      higherIsBetter: true,
+    });
+  }
+  if (accept?.postgres !== undefined && bare !== undefined) {
+    items.push({
+      title: 'Accept throughput, PostgreSQL',
+      unit: 'req/s',
+      herald: { label: 'Herald (PostgreSQL)', value: accept.postgres.rps },
+      baseline: { label: 'bare node:http', value: bare },
+      goal: ratioGoal(bare, GOALS.acceptPostgres),
+      higherIsBetter: true,
+    });
+  }
+  if (delivery?.heraldRate !== undefined && delivery.sourceRate !== undefined) {
+    items.push({
+      title: `Delivery throughput, ${formatNumber(delivery.count)} messages`,
+      unit: 'msgs/s',
+      herald: { label: 'Herald worker', value: delivery.heraldRate },
+      baseline: { label: 'smtp-source', value: delivery.sourceRate },
+      goal: ratioGoal(delivery.sourceRate, GOALS.delivery),
+      higherIsBetter: true,
+    });
+  }
+  if (growth?.storedAccept !== undefined && growth.emptyAccept !== undefined) {
+    items.push({
+      title: `Accept throughput with ${formatNumber(growth.stored)} stored (SQLite)`,
+      unit: 'req/s',
+      herald: { label: `${formatNumber(growth.stored)} stored`, value: growth.storedAccept.rps },
+      baseline: { label: 'empty database', value: growth.emptyAccept.rps },
+      goal: ratioGoal(growth.emptyAccept.rps, GOALS.growth),
+      higherIsBetter: true,
+    });
+  }
+  const rss = peakRssMb(results);
+  if (rss !== undefined) {
+    items.push({
+      title: 'Peak RSS of a Herald process',
+      unit: 'MB',
+      herald: { label: 'Herald peak', value: rss },
+      baseline: { label: 'budget', value: GOALS.peakRssMb },
+      goal: { value: GOALS.peakRssMb, label: `goal ≤ ${GOALS.peakRssMb} MB` },
+      higherIsBetter: false,
+    });
+  }
+  return items;
+}

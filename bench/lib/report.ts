@@ -1,0 +1,189 @@
+/**
+ * The end of a run: a table on stdout, and bench/results/latest.md with the figures, goals,
+ * details, problems and machine facts, next to the chart bench/results/latest.svg it links to.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { renderChart } from './chart.js';
+import { chartItems, figureRows, type Row } from './figures.js';
+import type { Machine } from './machine.js';
+import type { BenchResults } from './results.js';
+import { formatMs, formatNumber } from './stats.js';
+import type { WrkResult } from './wrk.js';
+
+function metText(row: Row): string {
+  if (row.met === undefined) return row.goal === '–' ? '–' : 'not measured';
+  return row.met ? 'met' : 'NOT MET';
+}
+
+export function consoleTable(results: BenchResults): string {
+  const header = ['Figure', 'Herald', 'Baseline', 'Ratio', 'Goal', 'Met'];
+  const rows = figureRows(results).map((r) => [r.figure, r.herald, r.baseline, r.ratio, r.goal, metText(r)]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(header), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function wrkTable(entries: [string, WrkResult | undefined][]): string[] {
+  const lines = [
+    '| Target | req/s | p50 | p99 | requests | non-2xx | socket errors |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const [name, r] of entries) {
+    if (r === undefined) continue;
+    lines.push(
+      `| ${name} | ${formatNumber(r.rps)} | ${formatMs(r.p50Ms)} | ${formatMs(r.p99Ms)} | ${formatNumber(r.requests)} | ${r.non2xx} | ${r.socketErrors} |`,
+    );
+  }
+  return lines;
+}
+
+function details(results: BenchResults): string[] {
+  const { settings: s, accept, delivery, endToEnd, growth } = results;
+  const out: string[] = ['## Details', ''];
+  const wrkLine = `\`wrk -t${s.threads} -c${s.connections} -d${s.durationS}s --latency\` with a Lua script for the POST body and headers, after a ${s.warmupS} s warm-up run that is not counted`;
+  if (accept !== undefined) {
+    out.push('### 1. Accept throughput', '');
+    out.push(
+      `${wrkLine}. Herald runs as \`serve --role api\` (no worker competing for the CPU); the baseline is a bare \`node:http\` server in its own process that reads the body, \`JSON.parse\`s it and answers 202 with a body of the same shape.`,
+      '',
+    );
+    out.push(
+      ...wrkTable([
+        ['bare node:http', accept.bare],
+        ['Herald, SQLite', accept.sqlite],
+        ['Herald, PostgreSQL', accept.postgres],
+      ]),
+      '',
+    );
+    if (accept.postgresSkipped !== undefined) out.push(`${accept.postgresSkipped}.`, '');
+  }
+  if (delivery !== undefined) {
+    out.push('### 2. Delivery throughput', '');
+    out.push(
+      `${formatNumber(delivery.count)} notifications queued through \`serve --role api\`${delivery.fillRate === undefined ? '' : ` (${formatNumber(delivery.fillRate)} req/s with ${s.connections} keep-alive connections)`}, then drained by \`serve --role worker\` into \`smtp-sink\`. Baseline: \`${delivery.sourceCommand ?? 'smtp-source'}\` into its own \`smtp-sink\`. Rates are counted at the sink, from the first to the last message.`,
+      '',
+    );
+    out.push(
+      `- Message size: Herald ${delivery.heraldMessageBytes === undefined ? 'unknown' : `${delivery.heraldMessageBytes} bytes`}; smtp-source payload \`-l ${delivery.sourcePayloadBytes}\` (its own header lines bring it to the same size).`,
+    );
+    if (delivery.heraldSeconds !== undefined) {
+      out.push(
+        `- Herald: ${formatNumber(delivery.heraldSeconds, 2)} s first to last message; ${formatNumber(delivery.heraldSecondsFromSpawn ?? 0, 2)} s from spawning the worker (includes its start-up).`,
+      );
+      out.push(
+        `- Final states: ${delivery.delivered ?? '?'} sent, ${delivery.failed ?? '?'} failed${delivery.timedOut === true ? `; timed out after ${s.drainTimeoutS} s` : ''}.`,
+      );
+    }
+    if (delivery.sourceSeconds !== undefined)
+      out.push(`- smtp-source: ${formatNumber(delivery.sourceSeconds, 2)} s first to last message.`);
+    out.push('');
+  }
+  if (endToEnd !== undefined) {
+    const e = endToEnd;
+    out.push('### 3. End to end', '');
+    out.push(
+      `Herald \`serve --role all\` delivering into \`smtp-sink\`, under an open-loop load of ${formatNumber(e.rate)} req/s (half the measured SQLite accept rate) for ${e.durationS} s: ${formatNumber(e.offered)} sends, ${formatNumber(e.accepted)} accepted, ${formatNumber(e.rejected)} not accepted. Status read for ${formatNumber(e.sampled)} of them (evenly spread): ${formatNumber(e.sent)} sent, ${e.failed} failed.`,
+      '',
+      '| Latency | p50 | p99 |',
+      '|---|---:|---:|',
+      `| accept→sent (status \`sent_at − created_at\`) | ${formatMs(e.acceptToSent.p50Ms)} | ${formatMs(e.acceptToSent.p99Ms)} |`,
+      `| due→sent (from the scheduled send time, includes client-side queueing) | ${formatMs(e.dueToSent.p50Ms)} | ${formatMs(e.dueToSent.p99Ms)} |`,
+      `| due→202 response | ${formatMs(e.dueToResponse.p50Ms)} | ${formatMs(e.dueToResponse.p99Ms)} |`,
+      '',
+    );
+  }
+  if (growth !== undefined) {
+    out.push('### 4. Growth (SQLite)', '');
+    out.push(
+      `${formatNumber(growth.stored)} notifications in state \`sent\` written into \`herald.db\` with one \`INSERT … SELECT\` over a recursive CTE${growth.seedSeconds === undefined ? '' : ` in ${growth.seedSeconds.toFixed(1)} s`}, then the same wrk runs as on an empty database. Lookups are \`GET /api/v1/notifications/{request_id}\` of random stored notifications (1,000 created through the API on the empty database).`,
+      '',
+      ...wrkTable([
+        ['lookup, empty', growth.emptyLookup],
+        [`lookup, ${formatNumber(growth.stored)} stored`, growth.storedLookup],
+        ['accept, empty', growth.emptyAccept],
+        [`accept, ${formatNumber(growth.stored)} stored`, growth.storedAccept],
+      ]),
+      '',
+    );
+  }
+  const rss: [string, number | undefined][] = [
+    ['accept, SQLite (role api)', accept?.rssMb.sqlite],
+    ['accept, PostgreSQL (role api)', accept?.rssMb.postgres],
+    ['delivery, queueing (role api)', delivery?.rssMb.fill],
+    ['delivery, draining (role worker)', delivery?.rssMb.worker],
+  ];
+  if (rss.some(([, v]) => v !== undefined)) {
+    out.push(
+      '### 5. Memory',
+      '',
+      'Peak resident set (`VmHWM` from `/proc/PID/status`) of each Herald process:',
+      '',
+    );
+    for (const [name, value] of rss)
+      if (value !== undefined) out.push(`- ${name}: ${formatNumber(value, 1)} MB`);
+    out.push('');
+  }
+  return out;
+}
+
+export function markdown(results: BenchResults, machine: Machine): string {
+  const rows = figureRows(results);
+  const date = results.startedAt
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
+  const lines = [
+    `# Herald benchmark${results.settings.quick ? ' (quick run)' : ''}`,
+    '',
+    `Run on ${date} with \`${results.command}\`. Every load stays on 127.0.0.1.`,
+    '',
+    '![Herald against its baselines](latest.svg)',
+    '',
+    '## Figures and goals',
+    '',
+    '| Figure | Herald | Baseline | Herald / baseline | Goal | Met |',
+    '|---|---|---|---:|---|---|',
+    ...rows.map(
+      (r) => `| ${r.figure} | ${r.herald} | ${r.baseline} | ${r.ratio} | ${r.goal} | ${metText(r)} |`,
+    ),
+    '',
+    ...details(results),
+  ];
+  if (results.heraldMissing !== undefined || results.problems.length > 0) {
+    lines.push('## Problems', '');
+    if (results.heraldMissing !== undefined)
+      lines.push(`- Herald could not be run: ${results.heraldMissing}`);
+    for (const p of results.problems) lines.push(`- ${p.phase}: ${p.message.replace(/\n/g, ' ')}`);
+    lines.push('');
+  }
+  const seconds =
+    results.finishedAt === undefined
+      ? undefined
+      : (results.finishedAt.getTime() - results.startedAt.getTime()) / 1000;
+  lines.push(
+    '## Machine',
+    '',
+    `- \`nproc\`: ${machine.nproc}; memory: ${machine.memoryGiB.toFixed(1)} GiB; CPU: ${machine.cpu}`,
+    `- ${machine.os}, Linux ${machine.kernel}; Node ${machine.node}; ${machine.wrk}`,
+    `- Command: \`${results.command}\`${seconds === undefined ? '' : `, ${formatNumber(seconds)} s in all`}`,
+    `- Date: ${date}`,
+    '',
+  );
+  return lines.join('\n');
+}
+
+export async function writeReport(results: BenchResults, machine: Machine, dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const title = `Herald benchmark${results.settings.quick ? ' (quick run)' : ''}`;
+  const subtitle = `${results.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${machine.nproc} CPUs · Node ${machine.node} · ${results.command}`;
+  await writeFile(join(dir, 'latest.svg'), renderChart(chartItems(results), title, subtitle));
+  const md = join(dir, 'latest.md');
+  await writeFile(md, markdown(results, machine));
+  await writeFile(join(dir, 'latest.json'), `${JSON.stringify({ ...results, machine }, null, 2)}\n`);
+  return md;
+}

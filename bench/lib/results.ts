@@ -1,0 +1,95 @@
+/** What each scenario measures, the context they share, and the goals the figures are held to. */
+import type { HeraldCli } from './herald-process.js';
+import type { Settings } from './settings.js';
+import type { WrkResult } from './wrk.js';
+
+export const GOALS = {
+  acceptSqlite: 0.75,
+  acceptPostgres: 0.6,
+  delivery: 0.3,
+  growth: 0.9,
+  peakRssMb: 250,
+} as const;
+
+export interface Context {
+  settings: Settings;
+  repoRoot: string;
+  /** Temporary directory of this run: data directories, logs, wrk scripts. */
+  workDir: string;
+  /** Undefined when Herald cannot be run yet; `heraldMissing` says why. */
+  herald: HeraldCli | undefined;
+  heraldMissing: string | undefined;
+  secretKey: string;
+  postgres: { baseUrl: string } | { skip: string };
+}
+
+/** Something a scenario could not measure; the rest of its figures still count. */
+export interface Problem {
+  phase: string;
+  message: string;
+}
+
+export interface AcceptResult {
+  bare?: WrkResult;
+  sqlite?: WrkResult;
+  postgres?: WrkResult;
+  postgresSkipped?: string;
+  rssMb: { sqlite?: number; postgres?: number };
+}
+
+export interface EndToEndResult {
+  rate: number;
+  durationS: number;
+  offered: number;
+  accepted: number;
+  rejected: number;
+  /** Sample of accepted notifications whose status was read, and how many of them were sent. */
+  sampled: number;
+  sent: number;
+  failed: number;
+  acceptToSent: { p50Ms: number; p99Ms: number };
+  dueToSent: { p50Ms: number; p99Ms: number };
+  dueToResponse: { p50Ms: number; p99Ms: number };
+}
+
+export interface DeliveryResult {
+  count: number;
+  sessions: number;
+  /** Average size of a Herald message as the sink received it, and smtp-source's -l for the same size. */
+  heraldMessageBytes?: number;
+  sourcePayloadBytes: number;
+  sourceRate?: number;
+  sourceSeconds?: number;
+  sourceCommand?: string;
+  heraldRate?: number;
+  heraldSeconds?: number;
+  /** Seconds from spawning the worker until the last message arrived (includes its start-up). */
+  heraldSecondsFromSpawn?: number;
+  delivered?: number;
+  failed?: number;
+  timedOut?: boolean;
+  fillRate?: number;
+  rssMb: { fill?: number; worker?: number };
+}
+
+export interface GrowthResult {
+  stored: number;
+  seedSeconds?: number;
+  emptyAccept?: WrkResult;
+  emptyLookup?: WrkResult;
+  storedAccept?: WrkResult;
+  storedLookup?: WrkResult;
+}
+
+export interface BenchResults {
+  startedAt: Date;
+  finishedAt?: Date;
+  command: string;
+  settings: Settings;
+  heraldMissing: string | undefined;
+  accept?: AcceptResult;
+  endToEnd?: EndToEndResult;
+  delivery?: DeliveryResult;
+  growth?: GrowthResult;
+  problems: Problem[];
+}

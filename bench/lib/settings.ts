@@ -1,0 +1,88 @@
+/** Command-line options of `npm run bench` and the sizes of a full and a --quick run. */
+import { parseArgs } from 'node:util';
+
+export const PHASES = ['accept', 'e2e', 'delivery', 'growth'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export interface Settings {
+  quick: boolean;
+  phases: Phase[];
+  build: boolean;
+  postgres: boolean;
+  keep: boolean;
+  /** wrk: warm-up (not recorded) and measured seconds of every run. */
+  warmupS: number;
+  durationS: number;
+  threads: number;
+  connections: number;
+  /** Delivery: notifications drained by the worker, and smtp-source's parallel sessions. */
+  deliveryCount: number;
+  smtpSessions: number;
+  /** End to end: seconds of paced load at half the measured accept rate. */
+  endToEndS: number;
+  /** Upper bound for any queue to drain before a figure is reported as timed out. */
+  drainTimeoutS: number;
+  /** Growth: notifications stored before the second measurement. */
+  storedCount: number;
+}
+
+export const USAGE = `Usage: npm run bench -- [options]
+
+  --quick              short run (5 s wrk runs, 2,000 deliveries, 100,000 stored): about 2 minutes
+  --phases LIST        comma-separated subset of: ${PHASES.join(',')} (default: all)
+  --no-build           use the existing dist/ instead of running npm run build first
+  --no-pg              skip PostgreSQL even when it is reachable
+  --duration S         seconds of each measured wrk run (default 30, quick 5)
+  --sessions N         smtp-source parallel sessions (default 8)
+  --keep               keep the temporary data directories and logs
+  -h, --help           this text
+
+Environment: HERALD_BENCH_PG_URL=postgres://user@127.0.0.1:5432/db picks the PostgreSQL server
+(otherwise 127.0.0.1:5432 as user postgres, when it answers).`;
+
+export function parseSettings(argv: string[]): Settings | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      phases: { type: 'string' },
+      'no-build': { type: 'boolean', default: false },
+      'no-pg': { type: 'boolean', default: false },
+      duration: { type: 'string' },
+      sessions: { type: 'string' },
+      keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) return 'help';
+  const quick = values.quick;
+  const phases = (values.phases ?? PHASES.join(',')).split(',').map((p) => p.trim());
+  for (const phase of phases) {
+    if (!(PHASES as readonly string[]).includes(phase))
+      throw new Error(`unknown phase "${phase}" (${PHASES.join(', ')})`);
+  }
+  const positive = (text: string | undefined, fallback: number, name: string) => {
+    if (text === undefined) return fallback;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} wants a positive integer`);
+    return value;
+  };
+  return {
+    quick,
+    phases: phases as Phase[],
+    build: !values['no-build'],
+    postgres: !values['no-pg'],
+    keep: values.keep,
+    warmupS: quick ? 2 : 5,
+    durationS: positive(values.duration, quick ? 5 : 30, 'duration'),
+    threads: 2,
+    connections: 64,
+    deliveryCount: quick ? 2_000 : 20_000,
+    smtpSessions: positive(values.sessions, 8, 'sessions'),
+    endToEndS: quick ? 5 : 20,
+    drainTimeoutS: quick ? 60 : 300,
+    storedCount: quick ? 100_000 : 1_000_000,
+  };
+}

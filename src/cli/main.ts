@@ -1,0 +1,52 @@
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config.js';
+import { HeraldError } from '../domain/errors.js';
+import { notificationCommands, statsCommand } from './notification-commands.js';
+import { projectCommands } from './project-commands.js';
+import { migrateCommand, serveCommand } from './serve-commands.js';
+import { smtpCommands } from './smtp-commands.js';
+import { templateCommands } from './template-commands.js';
+
+/** `herald`: the server and the operator's commands, over the same services as the API. */
+export function buildProgram(): Command {
+  const program = new Command('herald')
+    .description('Herald: self-hosted email notifications over any SMTP relay')
+    .option('--json', 'print one JSON object on stdout')
+    .showHelpAfterError()
+    .exitOverride();
+  for (const command of [
+    serveCommand(),
+    migrateCommand(),
+    projectCommands(),
+    templateCommands(),
+    smtpCommands(),
+    notificationCommands(),
+    statsCommand(),
+  ]) {
+    program.addCommand(command);
+  }
+  // Every subcommand accepts --json after its own options too.
+  for (const command of program.commands) {
+    for (const sub of [command, ...command.commands])
+      if (sub !== program) sub.option('--json', 'print one JSON object on stdout');
+  }
+  return program;
+}
+
+export async function run(argv: readonly string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    const known = error instanceof HeraldError || error instanceof ConfigError;
+    const message = error instanceof Error ? error.message : String(error);
+    if (argv.includes('--json')) process.stderr.write(JSON.stringify({ error: message }) + '\n');
+    else process.stderr.write(`herald: ${message}\n`);
+    if (!known && process.env.HERALD_DEBUG) console.error(error);
+    process.exitCode = 1;
+  }
+}

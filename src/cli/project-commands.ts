@@ -1,0 +1,117 @@
+import { Command, Option } from 'commander';
+import { parseQuotaLimit, parseQuotaPeriod } from '../config.js';
+import type { ProjectInput } from '../services/projects.js';
+import { withServices } from './context.js';
+import { projectJson } from './output.js';
+
+interface ProjectOptions {
+  name?: string;
+  contactEmail?: string;
+  fromEmail?: string;
+  fromName?: string;
+  quota?: string;
+  quotaPeriod?: string;
+}
+
+function projectInput(options: ProjectOptions): ProjectInput {
+  return {
+    ...(options.name !== undefined && { name: options.name }),
+    ...(options.contactEmail !== undefined && { contactEmail: options.contactEmail }),
+    ...(options.fromEmail !== undefined && { fromEmail: options.fromEmail }),
+    ...(options.fromName !== undefined && { fromName: options.fromName }),
+    ...(options.quota !== undefined && { quotaLimit: parseQuotaLimit(options.quota, '--quota') }),
+    ...(options.quotaPeriod !== undefined && {
+      quotaPeriod: parseQuotaPeriod(options.quotaPeriod, '--quota-period'),
+    }),
+  };
+}
+
+function withProjectOptions(command: Command): Command {
+  return command
+    .option('--contact-email <email>', 'recipient when a request has no "to"')
+    .option('--from-email <email>', 'sender address')
+    .option('--from-name <name>', 'sender display name')
+    .option('--quota <n>', 'accepted sends per period, or "unlimited"')
+    .addOption(new Option('--quota-period <period>', 'quota window').choices(['hour', 'day', 'month']));
+}
+
+export function projectCommands(): Command {
+  const project = new Command('project').description('manage projects and their API keys');
+
+  withProjectOptions(project.command('create').description('create a project; prints its API key once'))
+    .requiredOption('--name <name>', 'project name')
+    .action(async (options: ProjectOptions & { name: string }, command: Command) =>
+      withServices(command, async ({ projects }, out) => {
+        const { project: created, apiKey } = await projects.create({
+          ...projectInput(options),
+          name: options.name,
+        });
+        out.print(
+          { ...projectJson(created), api_key: apiKey },
+          `Created project ${created.name} (id ${created.id}).\n\nAPI key (shown only now, store it on your server):\n  ${apiKey}\n`,
+        );
+      }),
+    );
+
+  withProjectOptions(
+    project.command('update').description('change a project').argument('<project>', 'name or id'),
+  )
+    .option('--name <name>', 'new name')
+    .action(async (ref: string, options: ProjectOptions, command: Command) =>
+      withServices(command, async ({ projects }, out) => {
+        out.print(projectJson(await projects.update(ref, projectInput(options))));
+      }),
+    );
+
+  project
+    .command('rotate-key')
+    .description('replace the API key; the old key stops working at once')
+    .argument('<project>', 'name or id')
+    .action(async (ref: string, _options: unknown, command: Command) =>
+      withServices(command, async ({ projects }, out) => {
+        const { project: rotated, apiKey } = await projects.rotateKey(ref);
+        out.print(
+          { id: rotated.id, name: rotated.name, key_prefix: rotated.keyPrefix, api_key: apiKey },
+          `New API key for ${rotated.name} (shown only now; the old key no longer works):\n  ${apiKey}\n`,
+        );
+      }),
+    );
+
+  project
+    .command('list')
+    .description('list projects')
+    .action(async (_options: unknown, command: Command) =>
+      withServices(command, async ({ projects }, out) => {
+        const list = await projects.list();
+        out.print(
+          { projects: list.map(projectJson) },
+          list.length === 0
+            ? 'No projects yet: herald project create --name NAME'
+            : list
+                .map(
+                  (p) =>
+                    `${String(p.id).padStart(4)}  ${p.name.padEnd(24)} ${p.keyPrefix}…  quota ${p.quotaLimit ?? 'unlimited'}/${p.quotaPeriod}`,
+                )
+                .join('\n'),
+        );
+      }),
+    );
+
+  project
+    .command('show')
+    .description('show a project')
+    .argument('<project>', 'name or id')
+    .action(async (ref: string, _options: unknown, command: Command) =>
+      withServices(command, async ({ projects, notifications }, out) => {
+        const row = await projects.resolve(ref);
+        const quota = await notifications.quota(row);
+        out.print({
+          ...projectJson(await projects.get(row.id)),
+          quota_used: quota === null ? null : quota.limit - quota.remaining,
+          quota_reset: quota === null ? null : new Date(quota.reset * 1000).toISOString(),
+        });
+      }),
+    );
+
+  return project;
+}

@@ -1,0 +1,71 @@
+import { Command } from 'commander';
+import type { SmtpSettingsView } from '../services/smtp-settings.js';
+import { withServices } from './context.js';
+import { iso } from './output.js';
+
+/** SMTP settings as printed: the password is never shown, only whether one is stored. */
+function smtpJson(view: SmtpSettingsView): Record<string, unknown> {
+  return {
+    project_id: view.projectId,
+    host: view.host,
+    port: view.port,
+    security: view.security,
+    username: view.username,
+    has_password: view.hasPassword,
+    from_email: view.fromEmail,
+    from_name: view.fromName,
+    updated_at: iso(view.updatedAt),
+  };
+}
+
+export function smtpCommands(): Command {
+  const smtp = new Command('smtp').description("a project's own SMTP relay");
+
+  smtp
+    .command('set')
+    .description('use this relay for the project (the password is stored encrypted)')
+    .requiredOption('--project <project>', 'project name or id')
+    .requiredOption('--url <url>', 'smtp://user:pass@host:port or smtps://…; ?security=starttls|none')
+    .option('--from-email <email>', 'sender address when the project has none')
+    .option('--from-name <name>', 'sender display name')
+    .action(
+      async (
+        options: { project: string; url: string; fromEmail?: string; fromName?: string },
+        command: Command,
+      ) =>
+        withServices(command, async ({ smtpSettings }, out) => {
+          const view = await smtpSettings.setFromUrl(options.project, options.url, {
+            ...(options.fromEmail !== undefined && { fromEmail: options.fromEmail }),
+            ...(options.fromName !== undefined && { fromName: options.fromName }),
+          });
+          out.print(
+            smtpJson(view),
+            `SMTP for project ${view.projectId}: ${view.host}:${view.port} (${view.security}).`,
+          );
+        }),
+    );
+
+  smtp
+    .command('show')
+    .description("show the project's SMTP settings (without the password)")
+    .requiredOption('--project <project>', 'project name or id')
+    .action(async (options: { project: string }, command: Command) =>
+      withServices(command, async ({ smtpSettings }, out) => {
+        const view = await smtpSettings.get(options.project);
+        out.print(view === null ? { configured: false } : { configured: true, ...smtpJson(view) });
+      }),
+    );
+
+  smtp
+    .command('clear')
+    .description("remove the project's SMTP settings (the global default applies again)")
+    .requiredOption('--project <project>', 'project name or id')
+    .action(async (options: { project: string }, command: Command) =>
+      withServices(command, async ({ smtpSettings }, out) => {
+        const cleared = await smtpSettings.clear(options.project);
+        out.print({ cleared }, cleared ? 'SMTP settings removed.' : 'The project had no SMTP settings.');
+      }),
+    );
+
+  return smtp;
+}

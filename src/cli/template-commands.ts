@@ -1,0 +1,87 @@
+import { Command } from 'commander';
+import { withServices } from './context.js';
+import { templateJson } from './output.js';
+
+interface TemplateOptions {
+  project: string;
+  name: string;
+  subject?: string;
+  text?: string;
+  html?: string;
+}
+
+export function templateCommands(): Command {
+  const template = new Command('template').description("manage a project's templates");
+
+  template
+    .command('create')
+    .description('create a template; placeholders are written {{name}}')
+    .requiredOption('--project <project>', 'project name or id')
+    .requiredOption('--name <name>', 'template name (callers send it exactly, case-sensitive)')
+    .requiredOption('--subject <subject>', 'subject line')
+    .requiredOption('--text <body>', 'text body')
+    .option('--html <html>', 'HTML body (values are HTML-escaped; {{{name}}} inserts raw)')
+    .action(async (options: Required<Omit<TemplateOptions, 'html'>> & TemplateOptions, command: Command) =>
+      withServices(command, async ({ templates }, out) => {
+        const created = await templates.create(options.project, {
+          name: options.name,
+          subject: options.subject,
+          text: options.text,
+          html: options.html ?? null,
+        });
+        out.print(
+          templateJson(created),
+          `Created template ${created.name} (placeholders: ${created.placeholders.join(', ') || 'none'}).`,
+        );
+      }),
+    );
+
+  template
+    .command('update')
+    .description('change a template')
+    .requiredOption('--project <project>', 'project name or id')
+    .requiredOption('--name <name>', 'template name')
+    .option('--subject <subject>', 'subject line')
+    .option('--text <body>', 'text body')
+    .option('--html <html>', 'HTML body ("" removes it)')
+    .action(async (options: TemplateOptions, command: Command) =>
+      withServices(command, async ({ templates }, out) => {
+        const updated = await templates.update(options.project, options.name, {
+          ...(options.subject !== undefined && { subject: options.subject }),
+          ...(options.text !== undefined && { text: options.text }),
+          ...(options.html !== undefined && { html: options.html }),
+        });
+        out.print(templateJson(updated), `Updated template ${updated.name}.`);
+      }),
+    );
+
+  template
+    .command('list')
+    .description("list a project's templates")
+    .requiredOption('--project <project>', 'project name or id')
+    .action(async (options: { project: string }, command: Command) =>
+      withServices(command, async ({ templates }, out) => {
+        const list = await templates.list(options.project);
+        out.print(
+          { templates: list.map(templateJson) },
+          list.length === 0
+            ? 'No templates.'
+            : list.map((t) => `${t.name.padEnd(28)} ${t.subject}`).join('\n'),
+        );
+      }),
+    );
+
+  template
+    .command('delete')
+    .description('delete a template')
+    .requiredOption('--project <project>', 'project name or id')
+    .requiredOption('--name <name>', 'template name')
+    .action(async (options: { project: string; name: string }, command: Command) =>
+      withServices(command, async ({ templates }, out) => {
+        await templates.delete(options.project, options.name);
+        out.print({ deleted: true, name: options.name }, `Deleted template ${options.name}.`);
+      }),
+    );
+
+  return template;
+}

@@ -1,0 +1,93 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { SmtpMailer } from './mail/smtp.js';
+import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
+import { SecretBox } from './security/cipher.js';
+import { resolveSecretKey } from './security/secret-key.js';
+import { ApiLogService } from './services/api-log.js';
+import { NotificationService } from './services/notifications.js';
+import { ProjectService } from './services/projects.js';
+import { SmtpSettingsService } from './services/smtp-settings.js';
+import { TemplateService } from './services/templates.js';
+import { openStorage } from './storage/open.js';
+import type { Storage } from './storage/storage.js';
+import { Deliverer } from './worker/deliver.js';
+import { DeliveryWorker } from './worker/worker.js';
+
+/**
+ * Wires Herald together by hand: one storage backend, the services over it, and the mail side.
+ * The HTTP app, the worker, the dashboard and the CLI all use these same services.
+ */
+export interface Services {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly storage: Storage;
+  readonly secretKey: string;
+  readonly projects: ProjectService;
+  readonly templates: TemplateService;
+  readonly smtpSettings: SmtpSettingsService;
+  readonly notifications: NotificationService;
+  readonly apiLogs: ApiLogService;
+  readonly mailer: SmtpMailer;
+  readonly globalSmtp: SmtpTarget | null;
+  readonly deliverer: Deliverer;
+}
+
+export async function openServices(
+  config: Config,
+  logger: Logger,
+  options = { migrate: true },
+): Promise<Services> {
+  const storage = openStorage(config.database);
+  try {
+    if (options.migrate) await storage.migrate();
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  const secretKey = resolveSecretKey(config.secretKey, config.dataDir);
+  const db = storage.db;
+  const projects = new ProjectService(db, config.defaultQuota);
+  const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
+  const mailer = new SmtpMailer({
+    timeoutMs: config.delivery.smtpTimeoutMs,
+    maxConnections: config.delivery.smtpMaxConnections,
+  });
+  const globalSmtp = config.smtpUrl === null ? null : parseSmtpUrl(config.smtpUrl);
+  return {
+    config,
+    logger,
+    storage,
+    secretKey,
+    projects,
+    templates: new TemplateService(db, projects),
+    smtpSettings,
+    notifications: new NotificationService(db),
+    apiLogs: new ApiLogService(db, logger),
+    mailer,
+    globalSmtp,
+    deliverer: new Deliverer({
+      db,
+      smtpSettings,
+      mailer,
+      globalSmtp,
+      captureWhenUnconfigured: !config.production,
+    }),
+  };
+}
+
+export function createWorker(services: Services): DeliveryWorker {
+  return new DeliveryWorker(
+    services.storage,
+    services.deliverer,
+    services.config.delivery,
+    services.logger.child({ role: 'worker' }),
+  );
+}
+
+export async function closeServices(services: Services): Promise<void> {
+  await services.notifications.flush();
+  await services.apiLogs.flush();
+  services.mailer.close();
+  await services.storage.close();
+}

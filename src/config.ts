@@ -1,0 +1,136 @@
+import path from 'node:path';
+
+/**
+ * Herald's configuration, parsed and validated once from the environment. This module is the only
+ * reader of `process.env`; everything else receives a frozen Config.
+ */
+
+export type Role = 'all' | 'api' | 'worker';
+export type QuotaPeriod = 'hour' | 'day' | 'month';
+
+export type DatabaseConfig =
+  { readonly kind: 'sqlite'; readonly file: string } | { readonly kind: 'postgres'; readonly url: string };
+
+export interface Config {
+  readonly production: boolean;
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly database: DatabaseConfig;
+  /** Global default SMTP server, used by projects without SMTP settings of their own. */
+  readonly smtpUrl: string | null;
+  /** From HERALD_SECRET_KEY; null means "generate or load one from the data dir" (never in production). */
+  readonly secretKey: string | null;
+  readonly logLevel: string;
+  readonly delivery: {
+    readonly maxAttempts: number;
+    readonly retryBaseMs: number;
+    /** How long a claimed message stays invisible to other workers unless its lease is renewed. */
+    readonly leaseMs: number;
+    /** Messages claimed per query; a batch claim is far cheaper than one claim per message. */
+    readonly batchSize: number;
+    /** Idle poll interval; the in-process API also wakes the worker directly. */
+    readonly pollMs: number;
+    /** Concurrent SMTP transactions per worker process. */
+    readonly concurrency: number;
+    /** Pooled connections per SMTP relay and worker process. */
+    readonly smtpMaxConnections: number;
+    readonly smtpTimeoutMs: number;
+    /** Longest a graceful stop waits for SMTP transactions in flight. */
+    readonly stopTimeoutMs: number;
+  };
+  readonly defaultQuota: { readonly limit: number | null; readonly period: QuotaPeriod };
+  readonly apiLog: { readonly retentionDays: number; readonly maxRows: number };
+  /** Public URL of the dashboard, used in the printed setup link. */
+  readonly publicUrl: string | null;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
+  return value;
+}
+
+export function parseQuotaLimit(raw: string, name = 'quota'): number | null {
+  if (raw === 'unlimited') return null;
+  if (!/^\d+$/.test(raw) || Number(raw) > 1_000_000_000) {
+    throw new ConfigError(`${name} must be a whole number up to 1000000000 or "unlimited"`);
+  }
+  return Number(raw);
+}
+
+export function parseQuotaPeriod(raw: string, name = 'quota period'): QuotaPeriod {
+  if (raw === 'hour' || raw === 'day' || raw === 'month') return raw;
+  throw new ConfigError(`${name} must be one of hour, day, month`);
+}
+
+function database(env: Env, dataDir: string): DatabaseConfig {
+  const raw = env.HERALD_DATABASE_URL;
+  if (raw === undefined || raw === '') return { kind: 'sqlite', file: path.join(dataDir, 'herald.db') };
+  if (/^postgres(ql)?:\/\//.test(raw)) return { kind: 'postgres', url: raw };
+  if (raw.startsWith('sqlite:')) {
+    const rest = raw.slice('sqlite:'.length).replace(/^\/\//, '');
+    if (rest === '') throw new ConfigError('HERALD_DATABASE_URL sqlite: needs a file path');
+    return { kind: 'sqlite', file: path.resolve(rest) };
+  }
+  if (/^[a-z]+:\/\//i.test(raw)) {
+    throw new ConfigError('HERALD_DATABASE_URL must be postgres://…, sqlite:PATH or a file path');
+  }
+  return { kind: 'sqlite', file: path.resolve(raw) };
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  const dataDir = path.resolve(env.HERALD_DATA_DIR || './data');
+  const secretKey = env.HERALD_SECRET_KEY || null;
+  if (secretKey !== null && secretKey.length < 32) {
+    throw new ConfigError('HERALD_SECRET_KEY must be at least 32 characters (64 hex characters recommended)');
+  }
+  if (production && secretKey === null) {
+    throw new ConfigError('HERALD_SECRET_KEY is required when NODE_ENV=production');
+  }
+  const smtpUrl = env.HERALD_SMTP_URL || null;
+  if (smtpUrl !== null && !/^smtps?:\/\//.test(smtpUrl)) {
+    throw new ConfigError('HERALD_SMTP_URL must start with smtp:// or smtps://');
+  }
+  const config: Config = {
+    production,
+    port: integer(env, env.HERALD_PORT ? 'HERALD_PORT' : 'PORT', 3000, 0, 65535),
+    host: env.HERALD_HOST || (production ? '0.0.0.0' : '127.0.0.1'),
+    dataDir,
+    database: database(env, dataDir),
+    smtpUrl,
+    secretKey,
+    logLevel: env.HERALD_LOG_LEVEL || 'info',
+    delivery: {
+      maxAttempts: integer(env, 'HERALD_DELIVERY_MAX_ATTEMPTS', 5, 1, 100),
+      retryBaseMs: integer(env, 'HERALD_DELIVERY_RETRY_BASE_MS', 30_000, 1, 86_400_000),
+      leaseMs: integer(env, 'HERALD_DELIVERY_LEASE_MS', 120_000, 500, 3_600_000),
+      batchSize: integer(env, 'HERALD_DELIVERY_BATCH_SIZE', 100, 1, 1000),
+      pollMs: integer(env, 'HERALD_DELIVERY_POLL_MS', 500, 10, 60_000),
+      concurrency: integer(env, 'HERALD_DELIVERY_CONCURRENCY', 20, 1, 500),
+      smtpMaxConnections: integer(env, 'HERALD_SMTP_MAX_CONNECTIONS', 5, 1, 100),
+      smtpTimeoutMs: integer(env, 'HERALD_SMTP_TIMEOUT_MS', 30_000, 100, 600_000),
+      stopTimeoutMs: integer(env, 'HERALD_STOP_TIMEOUT_MS', 20_000, 0, 600_000),
+    },
+    defaultQuota: {
+      limit: parseQuotaLimit(env.HERALD_DEFAULT_QUOTA || '10000', 'HERALD_DEFAULT_QUOTA'),
+      period: parseQuotaPeriod(env.HERALD_DEFAULT_QUOTA_PERIOD || 'month', 'HERALD_DEFAULT_QUOTA_PERIOD'),
+    },
+    apiLog: {
+      retentionDays: integer(env, 'HERALD_API_LOG_RETENTION_DAYS', 30, 1, 3650),
+      maxRows: integer(env, 'HERALD_API_LOG_MAX_ROWS', 1_000_000, 1000, 1_000_000_000),
+    },
+    publicUrl: env.HERALD_PUBLIC_URL || null,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,104 @@
+export interface Mailbox {
+  readonly name?: string;
+  readonly address: string;
+}
+
+/** RFC 5321 path limit (256) minus the angle brackets. */
+export const MAX_ADDRESS_LENGTH = 254;
+
+// 254 for the address, 200 for the name, quotes, escapes and spacing: anything longer is not one mailbox.
+const MAX_INPUT_LENGTH = 320;
+const MAX_NAME_LENGTH = 200;
+const MAX_LOCAL_LENGTH = 64;
+const MAX_DOMAIN_LENGTH = 253;
+
+// C0 controls, DEL, NEL and the Unicode line/paragraph separators: any of them could end a header line.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f\u0085\u2028\u2029]/;
+// RFC 5322 dot-atom of atext: no quoted local parts, so the address needs no quoting anywhere.
+const DOT_ATOM = /^[<A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+const ALL_DIGITS = /^[0-9]+$/;
+// RFC 5322 specials other than '.', which unquoted names commonly carry ("Dr. Jane Doe").
+// Rejecting them outside quotes rules out groups (':' ';'), lists (','), comments ('(' ')'),
+// a second address ('<' '>' '@') and half-quoted names.
+const UNQUOTED_NAME_FORBIDDEN = /[()<>[\]:;@\\,"]/;
+
+/**
+ * Parses exactly one mailbox: `jane@example.org` or `Jane Doe <jane@example.org>` or
+ * `"Doe, Jane" <jane@example.org>`. Returns null when invalid.
+ */
+export function parseMailbox(input: string): Mailbox | null {
+  if (typeof input !== 'string' || input.length > MAX_INPUT_LENGTH || CONTROL.test(input)) return null;
+  const trimmed = input.trim();
+  if (!trimmed.endsWith('>')) {
+    const address = parseAddress(trimmed);
+    return address === null ? null : { address };
+  }
+
+  const open = findAngleOpen(trimmed);
+  if (open < 0) return null;
+  const address = parseAddress(trimmed.slice(open + 1, -1));
+  if (address === null) return null;
+  const name = parseName(trimmed.slice(0, open).trim());
+  if (name === null) return null;
+  return name === '' ? { address } : { name, address };
+}
+
+/**
+ * Index of the `<` that opens the address, skipping a leading quoted name (where `<` is just text).
+ * -1 when there is none or when the remainder holds another `<` or `>`.
+ */
+function findAngleOpen(value: string): number {
+  let start = 0;
+  if (value.startsWith('"')) {
+    const close = closingQuote(value);
+    if (close < 0) return -1;
+    start = close + 1;
+  }
+  const open = value.indexOf('<', start);
+  if (open < 0) return -1;
+  const inner = value.slice(open + 1, -1);
+  if (inner.includes('<') || inner.includes('>')) return -1;
+  return open;
+}
+
+/** Index of the unescaped `"` closing the quoted string that starts at 0, or -1. */
+function closingQuote(value: string): number {
+  for (let i = 1; i < value.length; i++) {
+    const char = value[i];
+    if (char === '\\') i++;
+    else if (char === '"') return i;
+  }
+  return -1;
+}
+
+/** The display name without quotes or escapes, '' for none, null when invalid. */
+function parseName(raw: string): string | null {
+  let name: string;
+  if (raw.startsWith('"')) {
+    // The whole name must be the one quoted string: nothing may follow the closing quote.
+    if (closingQuote(raw) !== raw.length - 1) return null;
+    name = raw.slice(1, -1).replace(/\\(.)/g, '$1').trim();
+  } else {
+    if (UNQUOTED_NAME_FORBIDDEN.test(raw)) return null;
+    name = raw;
+  }
+  return name.length > MAX_NAME_LENGTH ? null : name;
+}
+
+/** The address with its domain lower-cased, or null when it is not a plain dot-atom@domain. */
+function parseAddress(value: string): string | null {
+  if (value.length > MAX_ADDRESS_LENGTH) return null;
+  const at = value.indexOf('@');
+  if (at < 0 || at !== value.lastIndexOf('@')) return null;
+  const local = value.slice(0, at);
+  const domain = value.slice(at + 1).toLowerCase();
+  if (local.length > MAX_LOCAL_LENGTH || !DOT_ATOM.test(local)) return null;
+  if (domain.length > MAX_DOMAIN_LENGTH) return null;
+  const labels = domain.split('.');
+  if (labels.length < 2 || !labels.every((label) => LABEL.test(label))) return null;
+  // A numeric TLD would make 192.168.0.1 look like a domain; IP literals are not accepted.
+  if (ALL_DIGITS.test(labels[labels.length - 1] ?? '')) return null;
+  return `${local}@${domain}`;
+}

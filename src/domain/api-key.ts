@@ -1,0 +1,71 @@
+import { createHash, randomInt } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+
+/**
+ * API keys look like `hrl_` + 32 random base62 characters + a 6-character base62 CRC32 checksum.
+ * 32 base62 characters carry ~190 bits of entropy, so a plain SHA-256 is a sufficient one-way hash
+ * (no salt or slow KDF is needed for keys that cannot be guessed). The checksum lets the API
+ * refuse mistyped or forged keys without a database lookup.
+ */
+
+const PREFIX = 'hrl_';
+const RANDOM_LENGTH = 32;
+const CHECKSUM_LENGTH = 6;
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
+/** How much of a key is kept in clear to tell keys apart in logs and the dashboard. */
+export const KEY_PREFIX_LENGTH = PREFIX.length + 8;
+
+function base62(value: number, width: number): string {
+  let out = '';
+  let rest = value;
+  for (let i = 0; i < width; i++) {
+    out = ALPHABET[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  }
+  return out;
+}
+
+function checksum(body: string): string {
+  // 62^6 > 2^32, so six characters hold every CRC32 value.
+  return base62(crc32(body), CHECKSUM_LENGTH);
+}
+
+export interface GeneratedKey {
+  readonly key: string;
+  readonly hash: string;
+  readonly prefix: string;
+}
+
+export function generateApiKey(): GeneratedKey {
+  let random = '';
+  for (let i = 0; i < RANDOM_LENGTH; i++) random += ALPHABET[randomInt(62)];
+  const body = PREFIX + random;
+  const key = body + checksum(body);
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, KEY_PREFIX_LENGTH) };
+}
+
+/** True when the key has the right shape and checksum; says nothing about whether it exists. */
+export function isWellFormedApiKey(key: string): boolean {
+  if (!KEY_PATTERN.test(key)) return false;
+  const body = key.slice(0, -CHECKSUM_LENGTH);
+  return checksum(body) === key.slice(-CHECKSUM_LENGTH);
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function apiKeyPrefix(key: string): string {
+  return key.slice(0, KEY_PREFIX_LENGTH);
+}
+
+/**
+ * Extracts the token of an `Authorization: Bearer <token>` header. The scheme is case-insensitive
+ * (RFC 9110 §11.1); the key is never read from anywhere else.
+ */
+export function bearerToken(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const match = /^bearer[ ]+([^\s]+)[ ]*$/i.exec(header);
+  return match ? match[1]! : null;
+}

@@ -1,0 +1,79 @@
+/**
+ * The catalog of errors the domain raises. Each has a stable code; the HTTP layer alone maps codes
+ * to status codes, and the CLI and dashboard show the message. Messages that the interface
+ * specification fixes are reproduced here to the letter.
+ */
+
+export const ErrorCode = {
+  InvalidApiKey: 'INVALID_API_KEY',
+  InvalidJson: 'INVALID_JSON',
+  InvalidTemplate: 'INVALID_TEMPLATE',
+  InvalidType: 'INVALID_TYPE',
+  InvalidRecipient: 'INVALID_RECIPIENT',
+  InvalidField: 'INVALID_FIELD',
+  QuotaExceeded: 'QUOTA_EXCEEDED',
+  NotificationNotFound: 'NOTIFICATION_NOT_FOUND',
+  QueueFailed: 'QUEUE_FAILED',
+  IdempotencyMismatch: 'IDEMPOTENCY_MISMATCH',
+  IdempotencyInFlight: 'IDEMPOTENCY_IN_FLIGHT',
+  ProjectNotFound: 'PROJECT_NOT_FOUND',
+  ProjectExists: 'PROJECT_EXISTS',
+  TemplateNotFound: 'TEMPLATE_NOT_FOUND',
+  TemplateExists: 'TEMPLATE_EXISTS',
+  InvalidInput: 'INVALID_INPUT',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class HeraldError extends Error {
+  override name = 'HeraldError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Messages fixed by the interface specification (§7.1) and product decisions. */
+export const Messages = {
+  invalidApiKey: 'Invalid or missing API key',
+  invalidJson: 'Invalid JSON body',
+  invalidTemplate: "Missing or invalid 'template'",
+  invalidRecipient: "Missing or invalid 'to' (recipient email)",
+  invalidType: "Only 'email' type is supported",
+  quotaExceeded: 'Request quota exceeded',
+  notificationNotFound: 'Notification not found',
+  queueFailed: 'Failed to queue notification',
+  templateNotFound: 'Template not found',
+  smtpNotConfigured: 'SMTP not configured',
+} as const;
+
+export const errors = {
+  invalidApiKey: () => new HeraldError(ErrorCode.InvalidApiKey, Messages.invalidApiKey),
+  invalidJson: () => new HeraldError(ErrorCode.InvalidJson, Messages.invalidJson),
+  invalidTemplate: () => new HeraldError(ErrorCode.InvalidTemplate, Messages.invalidTemplate),
+  invalidRecipient: () => new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient),
+  invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
+  invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
+  quotaExceeded: () => new HeraldError(ErrorCode.QuotaExceeded, Messages.quotaExceeded),
+  notificationNotFound: () => new HeraldError(ErrorCode.NotificationNotFound, Messages.notificationNotFound),
+  queueFailed: () => new HeraldError(ErrorCode.QueueFailed, Messages.queueFailed),
+  idempotencyMismatch: () =>
+    new HeraldError(
+      ErrorCode.IdempotencyMismatch,
+      'Idempotency-Key was already used with a different request body',
+    ),
+  idempotencyInFlight: () =>
+    new HeraldError(
+      ErrorCode.IdempotencyInFlight,
+      'A request with this Idempotency-Key is still being processed',
+    ),
+  projectNotFound: (ref: string) => new HeraldError(ErrorCode.ProjectNotFound, `Project not found: ${ref}`),
+  projectExists: (name: string) =>
+    new HeraldError(ErrorCode.ProjectExists, `A project named ${JSON.stringify(name)} already exists`),
+  templateNotFound: () => new HeraldError(ErrorCode.TemplateNotFound, Messages.templateNotFound),
+  templateExists: (name: string) =>
+    new HeraldError(ErrorCode.TemplateExists, `A template named ${JSON.stringify(name)} already exists`),
+  invalidInput: (message: string) => new HeraldError(ErrorCode.InvalidInput, message),
+};

@@ -1,0 +1,162 @@
+export type RenderMode = 'text' | 'html' | 'subject';
+
+export interface CompiledTemplate {
+  /** Placeholder paths in order of first appearance, deduplicated, e.g. ['user_name', 'order.id']. */
+  readonly placeholders: readonly string[];
+  render(values: Readonly<Record<string, unknown>>): string;
+}
+
+interface Slot {
+  /** null when the path can never resolve (it names `__proto__`). */
+  readonly path: readonly string[] | null;
+  /** Transforms the value's text for the mode: escaping, newline normalization, control removal. */
+  readonly finish: (text: string) => string;
+}
+
+// Triple braces are tried first so `{{{name}}}` is one raw placeholder, not `{` + `{{name}}` + `}`.
+// A mismatched `{{{name}}` falls through to the double form one character later, leaving `{` literal.
+// Anything between braces that is not a dotted path (`{{ 1 + 2 }}`, `{{}}`) does not match and stays text.
+const PATH = '[A-Za-z0-9_-]+(?:\\.[A-Za-z0-9_-]+)*';
+const PLACEHOLDER = new RegExp(
+  `\\{\\{\\{[ \\t]*(${PATH})[ \\t]*\\}\\}\\}|\\{\\{[ \\t]*(${PATH})[ \\t]*\\}\\}`,
+  'g',
+);
+
+/**
+ * Parses the template once. Rendering sits on the delivery hot path and a template is rendered
+ * many times, so `render` runs no regex and no parsing: it walks the precomputed literals and
+ * slots and concatenates. Literals are already normalized for the mode at compile time.
+ */
+export function compileTemplate(source: string, mode: RenderMode): CompiledTemplate {
+  const finishLiteral = mode === 'subject' ? replaceControls : normalizeNewlines;
+  // Invariant: literals.length === slots.length + 1; literal i comes before slot i.
+  const literals: string[] = [];
+  const slots: Slot[] = [];
+  const placeholders: string[] = [];
+  let last = 0;
+  for (const match of source.matchAll(PLACEHOLDER)) {
+    const rawPath = match[1];
+    const dottedPath = rawPath ?? match[2] ?? '';
+    literals.push(finishLiteral(source.slice(last, match.index)));
+    const path = dottedPath.split('.');
+    // Even an own `__proto__` key (JSON.parse creates one) is refused: values are caller data, and a
+    // template that walks through `__proto__` is an attack, not a use case.
+    slots.push({
+      path: path.includes('__proto__') ? null : path,
+      finish: valueFinisher(mode, rawPath !== undefined),
+    });
+    if (!placeholders.includes(dottedPath)) placeholders.push(dottedPath);
+    last = match.index + match[0].length;
+  }
+  literals.push(finishLiteral(source.slice(last)));
+
+  const head = literals[0] ?? '';
+  const count = slots.length;
+  const frozenPlaceholders = Object.freeze(placeholders);
+
+  return {
+    placeholders: frozenPlaceholders,
+    render(values) {
+      let out = head;
+      for (let i = 0; i < count; i++) {
+        const slot = slots[i] as Slot;
+        const text = slot.path === null ? '' : valueText(lookup(values, slot.path));
+        out += (text === '' ? '' : slot.finish(text)) + (literals[i + 1] as string);
+      }
+      // Trimming is on the whole string: a blank value at either end must not leave a space.
+      return mode === 'subject' ? out.trim() : out;
+    },
+  };
+}
+
+function valueFinisher(mode: RenderMode, raw: boolean): (text: string) => string {
+  if (mode === 'subject') return replaceControls;
+  if (mode === 'html' && !raw) return (text) => escapeHtml(normalizeValueNewlines(text));
+  return normalizeValueNewlines;
+}
+
+/**
+ * Reads a dotted path through own enumerable data properties only. Inherited keys
+ * (`constructor`, `__proto__`, `toString`) and accessors are never followed, so a template can
+ * neither reach the prototype chain nor run a getter; nothing is ever written.
+ */
+function lookup(values: unknown, path: readonly string[]): unknown {
+  let current = values;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    const descriptor = Object.getOwnPropertyDescriptor(current, key);
+    if (descriptor === undefined || !descriptor.enumerable || !('value' in descriptor)) return undefined;
+    current = descriptor.value;
+  }
+  return current;
+}
+
+function valueText(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return value;
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return String(value);
+    default:
+      return '';
+  }
+}
+
+export function escapeHtml(value: string): string {
+  // A character scan, not a regex: most values need no escaping and are returned untouched.
+  let out = '';
+  let last = 0;
+  for (let i = 0; i < value.length; i++) {
+    let entity: string;
+    switch (value.charCodeAt(i)) {
+      case 38:
+        entity = '&amp;';
+        break;
+      case 60:
+        entity = '&lt;';
+        break;
+      case 62:
+        entity = '&gt;';
+        break;
+      case 34:
+        entity = '&quot;';
+        break;
+      case 39:
+        entity = '&#39;';
+        break;
+      default:
+        continue;
+    }
+    out += value.slice(last, i) + entity;
+    last = i + 1;
+  }
+  return last === 0 ? value : out + value.slice(last);
+}
+
+export function normalizeNewlines(text: string): string {
+  return text.replace(/\r\n?/g, '\n');
+}
+
+// Each value is normalized on its own, so a value ending in CR never pairs with a template LF.
+function normalizeValueNewlines(text: string): string {
+  return text.includes('\r') ? normalizeNewlines(text) : text;
+}
+
+/**
+ * Subject lines become one header line: C0 controls (CR and LF among them), DEL, NEL and the
+ * Unicode line/paragraph separators would each break or smuggle a header, so each becomes a space.
+ */
+function replaceControls(text: string): string {
+  let out = '';
+  let last = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f || code === 0x85 || code === 0x2028 || code === 0x2029) {
+      out += text.slice(last, i) + ' ';
+      last = i + 1;
+    }
+  }
+  return last === 0 ? text : out + text.slice(last);
+}

@@ -1,0 +1,44 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { ApiLogService } from '../services/api-log.js';
+import type { NotificationService } from '../services/notifications.js';
+import type { ProjectService } from '../services/projects.js';
+import type { Storage } from '../storage/storage.js';
+import { registerApiLog } from './api-log-hooks.js';
+import { apiRoutes } from './api-routes.js';
+import { errorHandler, notFoundHandler } from './errors.js';
+import { healthRoutes } from './health.js';
+
+/** Product decision: request bodies are bounded at 256 KiB. */
+export const BODY_LIMIT = 256 * 1024;
+
+export interface AppDeps {
+  readonly logger: Logger;
+  readonly storage: Storage;
+  readonly projects: ProjectService;
+  readonly notifications: NotificationService;
+  readonly apiLogs: ApiLogService;
+  /** Registers more routes (the dashboard) on the same server. */
+  readonly plugins?: readonly ((app: FastifyInstance) => Promise<void>)[];
+}
+
+/** Builds the HTTP app without listening, so tests drive it through `inject`. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // Requests are recorded in the API log; a log line per request would only add cost.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    trustProxy: false,
+    return503OnClosing: true,
+    // Keys in the path are never logged; request ids are ours.
+    requestIdHeader: false,
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  registerApiLog(app, deps.apiLogs);
+  await app.register(healthRoutes, { storage: deps.storage });
+  await app.register(apiRoutes, { projects: deps.projects, notifications: deps.notifications });
+  for (const plugin of deps.plugins ?? []) await plugin(app);
+  return app;
+}

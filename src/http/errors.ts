@@ -1,0 +1,74 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
+
+/** The one place that turns domain error codes into HTTP status codes. */
+const STATUS: Record<ErrorCode, number> = {
+  [ErrorCode.InvalidApiKey]: 401,
+  [ErrorCode.InvalidJson]: 400,
+  [ErrorCode.InvalidTemplate]: 400,
+  [ErrorCode.InvalidType]: 400,
+  [ErrorCode.InvalidRecipient]: 400,
+  [ErrorCode.InvalidField]: 400,
+  [ErrorCode.InvalidInput]: 400,
+  [ErrorCode.QuotaExceeded]: 402,
+  [ErrorCode.NotificationNotFound]: 404,
+  [ErrorCode.ProjectNotFound]: 404,
+  [ErrorCode.TemplateNotFound]: 404,
+  [ErrorCode.IdempotencyInFlight]: 409,
+  [ErrorCode.ProjectExists]: 409,
+  [ErrorCode.TemplateExists]: 409,
+  [ErrorCode.IdempotencyMismatch]: 422,
+  [ErrorCode.QueueFailed]: 500,
+};
+
+export function statusOf(error: HeraldError): number {
+  return STATUS[error.code];
+}
+
+/** Fastify's own request errors, answered in the API's `{"error": …}` shape. */
+function frameworkError(error: FastifyError): { status: number; message: string } | null {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, message: 'Content-Type must be application/json' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, message: 'Request body is larger than 256 KiB' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, message: Messages.invalidJson };
+  }
+  if (error instanceof SyntaxError || error.statusCode === 400)
+    return { status: 400, message: Messages.invalidJson };
+  return null;
+}
+
+export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
+  reply.request.apiLog.error = message;
+  return reply.code(status).type('application/json; charset=utf-8').send({ error: message });
+}
+
+export function errorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  if (error instanceof HeraldError) return sendError(reply, statusOf(error), error.message);
+  const known = frameworkError(error);
+  if (known !== null) return sendError(reply, known.status, known.message);
+  request.log.error({ err: error }, 'request failed');
+  const isSend = request.method === 'POST' && request.routeOptions.url === '/api/v1/notifications';
+  return sendError(reply, 500, isSend ? Messages.queueFailed : 'Internal server error');
+}
+
+const NOT_FOUND_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>404 Not Found</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto; padding: 0 1rem">
+<h1>404 Not Found</h1><p>There is nothing at this address. The API lives under <code>/api/v1</code>.</p>
+</body></html>
+`;
+
+/** Spec §7.1: a wrong base URL or path gets a not-found page, not JSON. */
+export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_PAGE);
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import { errors } from '../domain/errors.js';
+import type { SmtpSecurity } from '../storage/schema.js';
+
+/**
+ * Where and how to reach an SMTP relay. Security: `tls` is implicit TLS (smtps, port 465),
+ * `starttls` requires the STARTTLS upgrade, `auto` upgrades when the server offers it, and `none`
+ * never upgrades (local relays and test sinks).
+ */
+export interface SmtpTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly security: SmtpSecurity;
+  readonly username: string | null;
+  readonly password: string | null;
+}
+
+export const SMTP_SECURITY: readonly SmtpSecurity[] = ['auto', 'starttls', 'tls', 'none'];
+
+export function isSmtpSecurity(value: string): value is SmtpSecurity {
+  return (SMTP_SECURITY as readonly string[]).includes(value);
+}
+
+/** `smtp://user:pass@host:port`, `smtps://…`; `?security=starttls|none|auto` refines smtp://. */
+export function parseSmtpUrl(raw: string): SmtpTarget {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw errors.invalidInput('SMTP URL must look like smtp://user:pass@host:port or smtps://…');
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
+    throw errors.invalidInput('SMTP URL must start with smtp:// or smtps://');
+  }
+  if (url.hostname === '') throw errors.invalidInput('SMTP URL needs a host');
+  let security: SmtpSecurity = url.protocol === 'smtps:' ? 'tls' : 'auto';
+  const requested = url.searchParams.get('security');
+  if (requested !== null) {
+    if (!isSmtpSecurity(requested))
+      throw errors.invalidInput('security must be one of auto, starttls, tls, none');
+    security = requested;
+  }
+  const port = url.port === '' ? (security === 'tls' ? 465 : 587) : Number(url.port);
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port,
+    security,
+    username: url.username === '' ? null : decodeURIComponent(url.username),
+    password: url.password === '' ? null : decodeURIComponent(url.password),
+  };
+}
+
+/** The target with its password replaced, for logs and CLI output. */
+export function describeSmtpTarget(target: SmtpTarget): string {
+  const user = target.username === null ? '' : `${encodeURIComponent(target.username)}@`;
+  return `${target.security === 'tls' ? 'smtps' : 'smtp'}://${user}${target.host}:${target.port} (${target.security})`;
+}
+
+/** Identifies a connection pool: targets with the same key can share connections. */
+export function smtpTargetKey(target: SmtpTarget): string {
+  return createHash('sha256')
+    .update(JSON.stringify([target.host, target.port, target.security, target.username, target.password]))
+    .digest('hex');
+}

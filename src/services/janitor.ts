@@ -1,0 +1,45 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { pruneIdempotencyKeys } from '../storage/idempotency.js';
+import type { Database } from '../storage/schema.js';
+import type { ApiLogService } from './api-log.js';
+
+/**
+ * Periodic housekeeping of the api role: API logs past their retention (age and row count) and
+ * expired Idempotency-Keys are deleted, so neither table grows without bound.
+ */
+export class Janitor {
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly apiLogs: ApiLogService,
+    private readonly retention: { readonly retentionDays: number; readonly maxRows: number },
+    private readonly logger: Logger,
+    private readonly intervalMs = 10 * 60_000,
+  ) {}
+
+  start(): void {
+    const tick = () =>
+      void this.runOnce().catch((err: unknown) => this.logger.warn({ err }, 'housekeeping failed'));
+    this.timer = setInterval(tick, this.intervalMs);
+    this.timer.unref();
+    setTimeout(tick, 5_000).unref();
+  }
+
+  async runOnce(now = Date.now()): Promise<{ apiLogs: number; idempotencyKeys: number }> {
+    const apiLogs = await this.apiLogs.prune(
+      now - this.retention.retentionDays * 86_400_000,
+      this.retention.maxRows,
+    );
+    const idempotencyKeys = await pruneIdempotencyKeys(this.db, now);
+    if (apiLogs + idempotencyKeys > 0)
+      this.logger.info({ apiLogs, idempotencyKeys }, 'housekeeping deleted expired rows');
+    return { apiLogs, idempotencyKeys };
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+}

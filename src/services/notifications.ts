@@ -1,0 +1,288 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { QuotaPeriod } from '../config.js';
+import { errors } from '../domain/errors.js';
+import { quotaState, quotaWindow, type QuotaState } from '../domain/quota.js';
+import type { SendRequest } from '../domain/send-request.js';
+import { listAttempts } from '../storage/delivery-attempts.js';
+import { GroupCommit } from '../storage/group-commit.js';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  releaseIdempotencyKey,
+} from '../storage/idempotency.js';
+import {
+  countByState,
+  findNotification,
+  insertNotification,
+  listNotifications,
+  type NotificationFilter,
+} from '../storage/notifications.js';
+import { quotaUsed, takeQuota } from '../storage/quota.js';
+import type {
+  Database,
+  DeliveryAttemptRow,
+  NotificationRow,
+  NotificationState,
+  ProjectRow,
+} from '../storage/schema.js';
+
+/** Idempotency keys are kept this long per project (product decision, after the IETF draft). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+export interface SendResponseBody {
+  readonly id: number;
+  readonly request_id: string;
+  readonly status: 'queued';
+  readonly message: string;
+}
+
+export interface AcceptCommand {
+  readonly project: ProjectRow;
+  readonly request: SendRequest;
+  readonly idempotency?: { readonly key: string; readonly body: unknown } | undefined;
+}
+
+export type AcceptOutcome =
+  | { readonly kind: 'accepted'; readonly body: SendResponseBody; readonly quota: QuotaState | null }
+  | {
+      readonly kind: 'replayed';
+      readonly status: number;
+      readonly body: SendResponseBody;
+      readonly quota: QuotaState | null;
+    }
+  | { readonly kind: 'quota_exceeded'; readonly quota: QuotaState }
+  | { readonly kind: 'idempotency_mismatch' }
+  | { readonly kind: 'idempotency_in_flight' };
+
+interface PreparedAccept {
+  readonly command: AcceptCommand;
+  readonly recipient: string;
+  readonly fingerprint: string | null;
+  readonly now: number;
+}
+
+/** The status body of GET /notifications/{request_id} (spec §4.2, product.md §3). */
+export interface StatusBody {
+  id: number;
+  request_id: string;
+  status: 'queued' | 'sent' | 'failed';
+  template: string;
+  to: string;
+  type: string;
+  attempts: number;
+  created_at: string;
+  updated_at: string;
+  sent_at?: string;
+  transport?: string;
+  error_message?: string;
+}
+
+/** `sending` is internal (a worker holds the message); callers see it as still queued. */
+export function publicStatus(state: NotificationState): 'queued' | 'sent' | 'failed' {
+  return state === 'sending' ? 'queued' : state;
+}
+
+export function statusBody(row: NotificationRow): StatusBody {
+  const status = publicStatus(row.state);
+  const body: StatusBody = {
+    id: row.id,
+    request_id: row.request_id,
+    status,
+    template: row.template,
+    to: row.recipient,
+    type: row.type,
+    attempts: row.attempts,
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+  if (status === 'sent') {
+    if (row.sent_at !== null) body.sent_at = new Date(row.sent_at).toISOString();
+    if (row.transport !== null) body.transport = row.transport;
+  }
+  if (status === 'failed') body.error_message = row.error_message ?? 'Delivery failed';
+  return body;
+}
+
+export interface NotificationDetail {
+  readonly notification: NotificationRow;
+  readonly attempts: DeliveryAttemptRow[];
+}
+
+export class NotificationService {
+  private readonly batcher: GroupCommit<PreparedAccept, AcceptOutcome>;
+  /** Idempotency keys of requests being accepted by this process right now. */
+  private readonly inFlight = new Set<string>();
+  private readonly acceptedListeners: (() => void)[] = [];
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.batcher = new GroupCommit((batch) => this.commitBatch(batch));
+  }
+
+  /** Called after each committed batch that accepted something (the in-process worker wakes up). */
+  onAccepted(listener: () => void): void {
+    this.acceptedListeners.push(listener);
+  }
+
+  /**
+   * Accepts a validated send request: the notification row is committed (durably) before this
+   * resolves. Throws `Missing or invalid 'to'` when neither `to` nor a contact email exists,
+   * `idempotencyInFlight` while the same key is still being accepted here, and `queueFailed` when
+   * the store cannot commit.
+   */
+  async accept(command: AcceptCommand): Promise<AcceptOutcome> {
+    const recipient = command.request.to?.address
+      ? formatRecipient(command.request.to)
+      : command.project.contact_email;
+    if (!recipient) throw errors.invalidRecipient();
+
+    const idemKey = command.idempotency ? `${command.project.id}\n${command.idempotency.key}` : null;
+    if (idemKey !== null) {
+      if (this.inFlight.has(idemKey)) throw errors.idempotencyInFlight();
+      this.inFlight.add(idemKey);
+    }
+    try {
+      const fingerprint = command.idempotency
+        ? createHash('sha256')
+            .update(JSON.stringify(canonicalize(command.idempotency.body)))
+            .digest('hex')
+        : null;
+      return await this.batcher.submit({ command, recipient, fingerprint, now: this.now() });
+    } catch {
+      // The batch transaction failed as a whole; nothing of this request was stored.
+      throw errors.queueFailed();
+    } finally {
+      if (idemKey !== null) this.inFlight.delete(idemKey);
+    }
+  }
+
+  private async commitBatch(batch: readonly PreparedAccept[]): Promise<AcceptOutcome[]> {
+    const outcomes = await this.db.transaction().execute(async (tx) => {
+      const results: AcceptOutcome[] = [];
+      for (const item of batch) results.push(await acceptOne(tx, item));
+      return results;
+    });
+    if (outcomes.some((o) => o.kind === 'accepted'))
+      for (const listener of this.acceptedListeners) listener();
+    return outcomes;
+  }
+
+  /** Waits until every accepted request is committed (graceful stop). */
+  flush(): Promise<void> {
+    return this.batcher.flush();
+  }
+
+  async status(projectId: number, requestId: string): Promise<StatusBody> {
+    const row = requestId.length <= 100 ? await findNotification(this.db, requestId, projectId) : undefined;
+    if (row === undefined) throw errors.notificationNotFound();
+    return statusBody(row);
+  }
+
+  /** Any project's notification with its attempts, for operators (CLI and dashboard). */
+  async detail(requestId: string, projectId?: number): Promise<NotificationDetail> {
+    const notification = await findNotification(this.db, requestId, projectId);
+    if (notification === undefined) throw errors.notificationNotFound();
+    return { notification, attempts: await listAttempts(this.db, notification.id) };
+  }
+
+  list(filter: NotificationFilter): Promise<NotificationRow[]> {
+    return listNotifications(this.db, filter);
+  }
+
+  counts(projectId?: number): Promise<Record<NotificationState, number>> {
+    return countByState(this.db, projectId);
+  }
+
+  async quota(project: ProjectRow): Promise<QuotaState | null> {
+    if (project.quota_limit === null) return null;
+    const window = quotaWindow(project.quota_period as QuotaPeriod, this.now());
+    return quotaState(project.quota_limit, await quotaUsed(this.db, project.id, window.start), window);
+  }
+}
+
+/**
+ * One request inside the batch transaction: claim the Idempotency-Key (or replay the response it
+ * holds), then take quota, then insert the row. A refusal undoes what this request did before it.
+ */
+async function acceptOne(tx: Kysely<Database>, item: PreparedAccept): Promise<AcceptOutcome> {
+  const { project, request, idempotency } = item.command;
+  const window = quotaWindow(project.quota_period as QuotaPeriod, item.now);
+
+  if (idempotency && item.fingerprint !== null) {
+    const claim = await claimIdempotencyKey(tx, {
+      projectId: project.id,
+      key: idempotency.key,
+      fingerprint: item.fingerprint,
+      now: item.now,
+      expiresAt: item.now + IDEMPOTENCY_TTL_MS,
+    });
+    if (!claim.claimed) {
+      if (claim.existing.fingerprint !== item.fingerprint) return { kind: 'idempotency_mismatch' };
+      if (claim.existing.response === null) return { kind: 'idempotency_in_flight' };
+      const quota =
+        project.quota_limit === null
+          ? null
+          : quotaState(project.quota_limit, await quotaUsed(tx, project.id, window.start), window);
+      return {
+        kind: 'replayed',
+        status: claim.existing.responseStatus ?? 202,
+        body: JSON.parse(claim.existing.response) as SendResponseBody,
+        quota,
+      };
+    }
+  }
+
+  let quota: QuotaState | null = null;
+  if (project.quota_limit !== null) {
+    const used = await takeQuota(tx, project.id, window.start, project.quota_limit);
+    if (used === null) {
+      if (idempotency) await releaseIdempotencyKey(tx, project.id, idempotency.key);
+      return { kind: 'quota_exceeded', quota: quotaState(project.quota_limit, project.quota_limit, window) };
+    }
+    quota = quotaState(project.quota_limit, used, window);
+  }
+
+  const requestId = randomUUID();
+  const { id } = await insertNotification(tx, {
+    request_id: requestId,
+    project_id: project.id,
+    template: request.template,
+    recipient: item.recipient,
+    data: JSON.stringify(request.data),
+    type: request.type,
+    state: 'queued',
+    attempts: 0,
+    run_at: item.now,
+    created_at: item.now,
+    updated_at: item.now,
+  });
+  const body: SendResponseBody = {
+    id,
+    request_id: requestId,
+    status: 'queued',
+    message: 'Notification queued for delivery',
+  };
+  if (idempotency) await completeIdempotencyKey(tx, project.id, idempotency.key, 202, JSON.stringify(body));
+  return { kind: 'accepted', body, quota };
+}
+
+function formatRecipient(to: { name?: string; address: string }): string {
+  if (to.name === undefined) return to.address;
+  return `"${to.name.replace(/[\\"]/g, (c) => `\\${c}`)}" <${to.address}>`;
+}
+
+/** Object keys sorted, so one body with its keys in another order is the same request. */
+function canonicalize(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonicalize);
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort())
+      out[key] = canonicalize((value as Record<string, unknown>)[key]);
+    return out;
+  }
+  return value;
+}

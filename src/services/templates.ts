@@ -1,0 +1,146 @@
+import type { Kysely } from 'kysely';
+import { errors } from '../domain/errors.js';
+import { CompiledMessage, type RenderedMessage } from '../domain/message.js';
+import type { Database, TemplateRow } from '../storage/schema.js';
+import {
+  deleteTemplate,
+  findTemplate,
+  insertTemplate,
+  listTemplates,
+  updateTemplate,
+} from '../storage/templates.js';
+import { isUniqueViolation } from '../storage/unique-violation.js';
+import type { ProjectService } from './projects.js';
+
+export const TEMPLATE_LIMITS = { name: 200, subject: 1000, text: 256 * 1024, html: 512 * 1024 } as const;
+
+export interface Template {
+  readonly id: number;
+  readonly projectId: number;
+  readonly name: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string | null;
+  readonly placeholders: string[];
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface TemplateInput {
+  readonly subject?: string;
+  readonly text?: string;
+  readonly html?: string | null;
+}
+
+function toTemplate(row: TemplateRow): Template {
+  const compiled = new CompiledMessage({ subject: row.subject, text: row.text_body, html: row.html_body });
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    name: row.name,
+    subject: row.subject,
+    text: row.text_body,
+    html: row.html_body,
+    placeholders: compiled.placeholders,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function checkName(name: string): string {
+  // Names are matched exactly (case-sensitive) against what callers send, so none is trimmed.
+  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}]/u.test(name)) {
+    throw errors.invalidInput(`Template name must be 1–${TEMPLATE_LIMITS.name} characters without spaces`);
+  }
+  return name;
+}
+
+function checkBody(input: TemplateInput): void {
+  if (
+    input.subject !== undefined &&
+    (input.subject.trim() === '' || input.subject.length > TEMPLATE_LIMITS.subject)
+  ) {
+    throw errors.invalidInput(`Subject must be 1–${TEMPLATE_LIMITS.subject} characters`);
+  }
+  if (input.text !== undefined && input.text.length > TEMPLATE_LIMITS.text) {
+    throw errors.invalidInput(`Text body must be at most ${TEMPLATE_LIMITS.text} characters`);
+  }
+  if (input.html != null && input.html.length > TEMPLATE_LIMITS.html) {
+    throw errors.invalidInput(`HTML body must be at most ${TEMPLATE_LIMITS.html} characters`);
+  }
+}
+
+export class TemplateService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly projects: ProjectService,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(
+    projectRef: string | number,
+    input: { name: string; subject: string; text: string; html?: string | null },
+  ): Promise<Template> {
+    const project = await this.projects.resolve(projectRef);
+    checkBody(input);
+    const now = this.now();
+    try {
+      const row = await insertTemplate(this.db, {
+        project_id: project.id,
+        name: checkName(input.name),
+        subject: input.subject,
+        text_body: input.text,
+        html_body: input.html === '' ? null : (input.html ?? null),
+        created_at: now,
+        updated_at: now,
+      });
+      return toTemplate(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw errors.templateExists(input.name);
+      throw error;
+    }
+  }
+
+  async update(projectRef: string | number, name: string, input: TemplateInput): Promise<Template> {
+    const project = await this.projects.resolve(projectRef);
+    checkBody(input);
+    const row = await updateTemplate(this.db, project.id, name, {
+      ...(input.subject !== undefined && { subject: input.subject }),
+      ...(input.text !== undefined && { text_body: input.text }),
+      ...(input.html !== undefined && { html_body: input.html === '' ? null : input.html }),
+      updated_at: this.now(),
+    });
+    if (row === undefined) throw errors.templateNotFound();
+    return toTemplate(row);
+  }
+
+  async get(projectRef: string | number, name: string): Promise<Template> {
+    const project = await this.projects.resolve(projectRef);
+    const row = await findTemplate(this.db, project.id, name);
+    if (row === undefined) throw errors.templateNotFound();
+    return toTemplate(row);
+  }
+
+  async list(projectRef: string | number): Promise<Template[]> {
+    const project = await this.projects.resolve(projectRef);
+    return (await listTemplates(this.db, project.id)).map(toTemplate);
+  }
+
+  async delete(projectRef: string | number, name: string): Promise<void> {
+    const project = await this.projects.resolve(projectRef);
+    if (!(await deleteTemplate(this.db, project.id, name))) throw errors.templateNotFound();
+  }
+
+  /** Renders unsaved template text with sample data, exactly as delivery would. */
+  preview(
+    source: { subject: string; text: string; html?: string | null },
+    data: Readonly<Record<string, unknown>>,
+  ): RenderedMessage & { placeholders: string[] } {
+    const compiled = new CompiledMessage({
+      subject: source.subject,
+      text: source.text,
+      html: source.html ?? null,
+    });
+    return { ...compiled.render(data), placeholders: compiled.placeholders };
+  }
+}

@@ -1,0 +1,165 @@
+import type { Kysely, Updateable } from 'kysely';
+import type {
+  Database,
+  NewNotificationRow,
+  NotificationRow,
+  NotificationState,
+  NotificationsTable,
+} from './schema.js';
+
+export async function insertNotification(
+  db: Kysely<Database>,
+  row: NewNotificationRow,
+): Promise<{ id: number }> {
+  return db.insertInto('notifications').values(row).returning('id').executeTakeFirstOrThrow();
+}
+
+export async function findNotification(
+  db: Kysely<Database>,
+  requestId: string,
+  projectId?: number,
+): Promise<NotificationRow | undefined> {
+  let query = db.selectFrom('notifications').selectAll().where('request_id', '=', requestId);
+  if (projectId !== undefined) query = query.where('project_id', '=', projectId);
+  return query.executeTakeFirst();
+}
+
+export async function findNotificationById(
+  db: Kysely<Database>,
+  id: number,
+): Promise<NotificationRow | undefined> {
+  return db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Records the outcome of a delivery attempt, but only while this worker still holds the lease: a
+ * worker whose lease expired (and whose message another worker reclaimed) must not overwrite it.
+ */
+export async function finishDelivery(
+  db: Kysely<Database>,
+  id: number,
+  owner: string,
+  changes: Updateable<NotificationsTable>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('notifications')
+    .set({ ...changes, lease_owner: null, lease_until: null })
+    .where('id', '=', id)
+    .where('state', '=', 'sending')
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Extends the lease of messages this worker is still sending. */
+export async function renewLeases(
+  db: Kysely<Database>,
+  ids: readonly number[],
+  owner: string,
+  leaseUntil: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('notifications')
+    .set({ lease_until: leaseUntil })
+    .where('id', 'in', ids)
+    .where('state', '=', 'sending')
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/**
+ * Puts claimed messages back in the queue without counting an attempt (a graceful stop releasing
+ * work it had not started).
+ */
+export async function releaseClaims(
+  db: Kysely<Database>,
+  ids: readonly number[],
+  owner: string,
+  now: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('notifications')
+    .set((eb) => ({
+      state: 'queued',
+      lease_owner: null,
+      lease_until: null,
+      attempts: eb('attempts', '-', 1),
+      updated_at: now,
+    }))
+    .where('id', 'in', ids)
+    .where('state', '=', 'sending')
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/**
+ * Returns messages whose worker died (lease expired) to the queue. The attempt it counted stays
+ * counted: the message may or may not have reached the relay.
+ */
+export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): Promise<number> {
+  const result = await db
+    .updateTable('notifications')
+    .set({ state: 'queued', lease_owner: null, lease_until: null, run_at: now, updated_at: now })
+    .where('state', '=', 'sending')
+    .where('lease_until', '<', now)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export async function countByState(
+  db: Kysely<Database>,
+  projectId?: number,
+): Promise<Record<NotificationState, number>> {
+  let query = db
+    .selectFrom('notifications')
+    .select(['state', (eb) => eb.fn.countAll<number>().as('count')])
+    .groupBy('state');
+  if (projectId !== undefined) query = query.where('project_id', '=', projectId);
+  const counts: Record<NotificationState, number> = { queued: 0, sending: 0, sent: 0, failed: 0 };
+  for (const row of await query.execute()) counts[row.state] = Number(row.count);
+  return counts;
+}
+
+/** The earliest time a queued message becomes due, so an idle worker knows when to look again. */
+export async function nextDueAt(db: Kysely<Database>): Promise<number | null> {
+  const row = await db
+    .selectFrom('notifications')
+    .select((eb) => eb.fn.min('run_at').as('next'))
+    .where('state', '=', 'queued')
+    .executeTakeFirst();
+  return row?.next == null ? null : Number(row.next);
+}
+
+export interface NotificationFilter {
+  readonly projectId?: number;
+  readonly state?: NotificationState;
+  readonly template?: string;
+  readonly recipient?: string;
+  readonly from?: number;
+  readonly to?: number;
+  /** Keyset pagination: rows with an id below this one. */
+  readonly beforeId?: number;
+  readonly limit: number;
+}
+
+export async function listNotifications(
+  db: Kysely<Database>,
+  filter: NotificationFilter,
+): Promise<NotificationRow[]> {
+  let query = db.selectFrom('notifications').selectAll();
+  if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
+  if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+  if (filter.template !== undefined) query = query.where('template', '=', filter.template);
+  if (filter.recipient !== undefined)
+    query = query.where('recipient', 'like', `%${escapeLike(filter.recipient)}%`);
+  if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);
+  if (filter.to !== undefined) query = query.where('created_at', '<', filter.to);
+  if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
+  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -1,0 +1,8 @@
+import type { DatabaseConfig } from '../config.js';
+import { openPostgres } from './postgres/open.js';
+import { openSqlite } from './sqlite/open.js';
+import type { Storage } from './storage.js';
+
+export function openStorage(config: DatabaseConfig): Storage {
+  return config.kind === 'postgres' ? openPostgres({ url: config.url }) : openSqlite(config.file);
+}

@@ -1,0 +1,39 @@
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { runMigrations } from '../migrate.js';
+import type { Database } from '../schema.js';
+import type { Storage } from '../storage.js';
+import { claimDuePostgres } from './claim.js';
+import { postgresMigrations } from './migrations.js';
+
+// Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export interface PostgresOptions {
+  readonly url: string;
+  /** Connections per process; see docs/deployment.md for sizing against max_connections. */
+  readonly poolSize?: number;
+}
+
+export function openPostgres(options: PostgresOptions): Storage {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection (database restart) must not crash the process; the pool
+  // discards it and the next query opens a new one.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kind: 'postgres',
+    db,
+    claimDue: (claim) => claimDuePostgres(db, claim),
+    migrate: () => runMigrations(db, postgresMigrations),
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,163 @@
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * The tables, as Kysely sees them. Both backends store the same shapes: timestamps are epoch
+ * milliseconds (BIGINT on PostgreSQL, INTEGER on SQLite), JSON is text, flags are 0/1 integers.
+ * Keeping one representation lets every query that does not need backend-specific SQL be shared.
+ */
+
+export type NotificationState = 'queued' | 'sending' | 'sent' | 'failed';
+export type SmtpSecurity = 'auto' | 'starttls' | 'tls' | 'none';
+
+export interface ProjectsTable {
+  id: Generated<number>;
+  name: string;
+  contact_email: string | null;
+  from_email: string | null;
+  from_name: string | null;
+  quota_limit: number | null;
+  quota_period: string;
+  api_key_hash: string;
+  api_key_prefix: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TemplatesTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SmtpSettingsTable {
+  project_id: number;
+  host: string;
+  port: number;
+  security: SmtpSecurity;
+  username: string | null;
+  /** AES-256-GCM ciphertext (see secrets.ts); never the password itself. */
+  password_enc: string | null;
+  from_email: string | null;
+  from_name: string | null;
+  updated_at: number;
+}
+
+export interface NotificationsTable {
+  id: Generated<number>;
+  request_id: string;
+  project_id: number;
+  template: string;
+  recipient: string;
+  data: string;
+  type: string;
+  state: NotificationState;
+  attempts: number;
+  run_at: number;
+  lease_until: number | null;
+  lease_owner: string | null;
+  error_message: string | null;
+  transport: string | null;
+  message_id: string | null;
+  subject: string | null;
+  text_body: string | null;
+  html_body: string | null;
+  created_at: number;
+  updated_at: number;
+  sent_at: number | null;
+}
+
+export interface DeliveryAttemptsTable {
+  id: Generated<number>;
+  notification_id: number;
+  attempt: number;
+  started_at: number;
+  finished_at: number;
+  outcome: 'sent' | 'retry' | 'failed';
+  smtp_code: number | null;
+  response: string | null;
+  transport: string | null;
+}
+
+export interface ApiLogsTable {
+  id: Generated<number>;
+  created_at: number;
+  method: string;
+  path: string;
+  status_code: number;
+  error: string | null;
+  latency_ms: number;
+  key_prefix: string | null;
+  project_id: number | null;
+  request_id: string | null;
+}
+
+export interface QuotaUsageTable {
+  project_id: number;
+  window_start: number;
+  used: number;
+}
+
+export interface IdempotencyKeysTable {
+  project_id: number;
+  key: string;
+  fingerprint: string;
+  /** The first response's JSON body; null while that request is still being accepted. */
+  response: string | null;
+  response_status: number | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface AdminsTable {
+  id: Generated<number>;
+  email: string;
+  password_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SessionsTable {
+  /** SHA-256 of the session token; the token itself lives only in the browser's cookie. */
+  id_hash: string;
+  admin_id: number;
+  csrf_token: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  projects: ProjectsTable;
+  templates: TemplatesTable;
+  smtp_settings: SmtpSettingsTable;
+  notifications: NotificationsTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  api_logs: ApiLogsTable;
+  quota_usage: QuotaUsageTable;
+  idempotency_keys: IdempotencyKeysTable;
+  admins: AdminsTable;
+  sessions: SessionsTable;
+  settings: SettingsTable;
+}
+
+export type ProjectRow = Selectable<ProjectsTable>;
+export type NewProjectRow = Insertable<ProjectsTable>;
+export type ProjectUpdate = Updateable<ProjectsTable>;
+export type TemplateRow = Selectable<TemplatesTable>;
+export type SmtpSettingsRow = Selectable<SmtpSettingsTable>;
+export type NotificationRow = Selectable<NotificationsTable>;
+export type NewNotificationRow = Insertable<NotificationsTable>;
+export type DeliveryAttemptRow = Selectable<DeliveryAttemptsTable>;
+export type ApiLogRow = Selectable<ApiLogsTable>;
+export type NewApiLogRow = Insertable<ApiLogsTable>;
+export type AdminRow = Selectable<AdminsTable>;
+export type SessionRow = Selectable<SessionsTable>;

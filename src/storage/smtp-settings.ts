@@ -1,0 +1,27 @@
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, SmtpSettingsRow, SmtpSettingsTable } from './schema.js';
+
+export async function upsertSmtpSettings(
+  db: Kysely<Database>,
+  row: Insertable<SmtpSettingsTable>,
+): Promise<SmtpSettingsRow> {
+  const { project_id: _, ...changes } = row;
+  return db
+    .insertInto('smtp_settings')
+    .values(row)
+    .onConflict((oc) => oc.column('project_id').doUpdateSet(changes))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findSmtpSettings(
+  db: Kysely<Database>,
+  projectId: number,
+): Promise<SmtpSettingsRow | undefined> {
+  return db.selectFrom('smtp_settings').selectAll().where('project_id', '=', projectId).executeTakeFirst();
+}
+
+export async function deleteSmtpSettings(db: Kysely<Database>, projectId: number): Promise<boolean> {
+  const result = await db.deleteFrom('smtp_settings').where('project_id', '=', projectId).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}

@@ -1,0 +1,35 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql } from 'kysely';
+import { runMigrations } from '../migrate.js';
+import type { Database } from '../schema.js';
+import type { Storage } from '../storage.js';
+import { claimDueSqlite } from './claim.js';
+import { sqliteMigrations } from './migrations.js';
+
+/**
+ * The embedded backend: one SQLite file in WAL mode. `synchronous=FULL` makes every commit durable
+ * before it returns, which is what lets a 202 promise that nothing is lost; throughput comes from
+ * group commit (many accepted requests per transaction), not from weaker syncing.
+ */
+export function openSqlite(file: string): Storage {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const connection = new BetterSqlite3(file);
+  connection.pragma('journal_mode = WAL');
+  connection.pragma('synchronous = FULL');
+  connection.pragma('foreign_keys = ON');
+  // The CLI and the server write the same file; a writer waits for the other instead of failing.
+  connection.pragma('busy_timeout = 10000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  return {
+    kind: 'sqlite',
+    db,
+    claimDue: (claim) => claimDueSqlite(db, claim),
+    migrate: () => runMigrations(db, sqliteMigrations),
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,24 @@
+import type { Kysely } from 'kysely';
+import type { Database, NotificationRow } from './schema.js';
+
+/**
+ * What a storage backend provides beyond the shared Kysely queries: its connection, the one query
+ * whose SQL differs per backend (claiming due notifications), migrations and lifecycle.
+ */
+export interface Storage {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly db: Kysely<Database>;
+  /** Marks up to `limit` due queued notifications as `sending` under a lease and returns them. */
+  claimDue(claim: ClaimRequest): Promise<NotificationRow[]>;
+  migrate(): Promise<void>;
+  /** Throws when the database does not answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ClaimRequest {
+  readonly now: number;
+  readonly owner: string;
+  readonly leaseUntil: number;
+  readonly limit: number;
+}

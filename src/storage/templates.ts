@@ -1,0 +1,55 @@
+import type { Insertable, Kysely, Updateable } from 'kysely';
+import type { Database, TemplateRow, TemplatesTable } from './schema.js';
+
+export async function insertTemplate(
+  db: Kysely<Database>,
+  row: Insertable<TemplatesTable>,
+): Promise<TemplateRow> {
+  return db.insertInto('templates').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateTemplate(
+  db: Kysely<Database>,
+  projectId: number,
+  name: string,
+  changes: Updateable<TemplatesTable>,
+): Promise<TemplateRow | undefined> {
+  return db
+    .updateTable('templates')
+    .set(changes)
+    .where('project_id', '=', projectId)
+    .where('name', '=', name)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Template names are case-sensitive on both backends: `=` on TEXT compares bytes. */
+export async function findTemplate(
+  db: Kysely<Database>,
+  projectId: number,
+  name: string,
+): Promise<TemplateRow | undefined> {
+  return db
+    .selectFrom('templates')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+}
+
+export async function listTemplates(db: Kysely<Database>, projectId: number): Promise<TemplateRow[]> {
+  return db.selectFrom('templates').selectAll().where('project_id', '=', projectId).orderBy('name').execute();
+}
+
+export async function deleteTemplate(
+  db: Kysely<Database>,
+  projectId: number,
+  name: string,
+): Promise<boolean> {
+  const result = await db
+    .deleteFrom('templates')
+    .where('project_id', '=', projectId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
