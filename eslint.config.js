@@ -16,7 +16,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/cli/**', 'bench/**', 'test/**', 'bin/**'],
+    files: ['src/cli/**', 'bench/**', 'test/**', 'bin/**', 'vitest.config.ts'],
     rules: { 'no-console': 'off' },
   },
 );

@@ -1,0 +1,76 @@
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.js';
+import { closeServices, openServices, type Services } from '../../src/compose.js';
+import { buildApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/logger.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+
+export const TEST_SECRET = 'a'.repeat(64);
+
+export interface TestContext {
+  readonly services: Services;
+  readonly config: Config;
+  readonly database: TestDatabase;
+  /** The HTTP app, not listening: drive it with `app.inject`. */
+  readonly app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/** Environment of a test instance: a fresh database, a fixed secret, quiet logs. */
+export function testEnv(database: TestDatabase, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    HERALD_DATA_DIR: database.dataDir,
+    HERALD_DATABASE_URL: database.url,
+    HERALD_SECRET_KEY: TEST_SECRET,
+    HERALD_DEFAULT_QUOTA: 'unlimited',
+    HERALD_LOG_LEVEL: 'silent',
+    ...env,
+  };
+}
+
+/** Services and an HTTP app over a fresh database of the backend under test. */
+export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+  const database = await freshDatabase();
+  const config = loadConfig(testEnv(database, env));
+  const services = await openServices(config, createLogger(config.logLevel));
+  const app = await buildApp(services);
+  await app.ready();
+  return {
+    services,
+    config,
+    database,
+    app,
+    async close() {
+      await app.close();
+      await closeServices(services);
+      await database.drop();
+    },
+  };
+}
+
+/** Creates a project with a template, returning its API key. */
+export async function seedProject(
+  services: Services,
+  options: {
+    name?: string;
+    contactEmail?: string | null;
+    fromEmail?: string;
+    quotaLimit?: number | null;
+    template?: { name: string; subject: string; text: string; html?: string | null };
+  } = {},
+): Promise<{ projectId: number; apiKey: string; name: string }> {
+  const name = options.name ?? `project-${Math.random().toString(36).slice(2, 10)}`;
+  const { project, apiKey } = await services.projects.create({
+    name,
+    contactEmail: options.contactEmail === undefined ? null : options.contactEmail,
+    fromEmail: options.fromEmail ?? 'noreply@herald.example',
+    quotaLimit: options.quotaLimit === undefined ? null : options.quotaLimit,
+  });
+  const template = options.template ?? {
+    name: 'user_created',
+    subject: 'Welcome {{user_name}}',
+    text: 'Hello {{user_name}}, your role is {{role}}.',
+  };
+  await services.templates.create(project.id, template);
+  return { projectId: project.id, apiKey, name };
+}

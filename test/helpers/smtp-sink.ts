@@ -1,0 +1,120 @@
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+
+/**
+ * A real SMTP server in the test process (the `smtp-server` package), with the faults a relay can
+ * produce: a recipient rejected with a reply code, temporary failures of the next N messages, a
+ * delayed greeting.
+ */
+export interface ReceivedMessage {
+  readonly envelopeFrom: string;
+  readonly envelopeTo: string[];
+  readonly raw: Buffer;
+  readonly parsed: ParsedMail;
+}
+
+export interface SinkError extends Error {
+  responseCode?: number;
+}
+
+function smtpError(code: number, message: string): SinkError {
+  const error: SinkError = new Error(message);
+  error.responseCode = code;
+  return error;
+}
+
+export class SmtpSink {
+  readonly messages: ReceivedMessage[] = [];
+  /** Recipient address → [code, text] it is rejected with at RCPT TO. */
+  readonly rejectRecipients = new Map<string, [number, string]>();
+  /** The next N messages get this reply after DATA instead of 250. */
+  failNext: { count: number; code: number; message: string } | null = null;
+  greetingDelayMs = 0;
+  private readonly server: SMTPServer;
+  private waiters: { count: number; resolve: () => void }[] = [];
+  port = 0;
+
+  constructor() {
+    this.server = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      size: 10 * 1024 * 1024,
+      onConnect: (_session, callback) => {
+        if (this.greetingDelayMs > 0) setTimeout(() => callback(), this.greetingDelayMs);
+        else callback();
+      },
+      onRcptTo: (address, _session, callback) => {
+        const rejection = this.rejectRecipients.get(address.address);
+        if (rejection) callback(smtpError(rejection[0], rejection[1]));
+        else callback();
+      },
+      onData: (stream, session, callback) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        stream.on('end', () => {
+          if (this.failNext && this.failNext.count > 0) {
+            this.failNext.count--;
+            callback(smtpError(this.failNext.code, this.failNext.message));
+            return;
+          }
+          const raw = Buffer.concat(chunks);
+          this.accept(session, raw).then(
+            () => callback(null),
+            (error: unknown) => callback(error as Error),
+          );
+        });
+      },
+    });
+  }
+
+  private async accept(session: SMTPServerSession, raw: Buffer): Promise<void> {
+    const parsed = await simpleParser(raw);
+    this.messages.push({
+      envelopeFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+      envelopeTo: session.envelope.rcptTo.map((r) => r.address),
+      raw,
+      parsed,
+    });
+    this.waiters = this.waiters.filter((w) => {
+      if (this.messages.length >= w.count) w.resolve();
+      return this.messages.length < w.count;
+    });
+  }
+
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.port = (this.server.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  get url(): string {
+    return `smtp://127.0.0.1:${this.port}?security=none`;
+  }
+
+  /** Resolves when at least `count` messages have arrived, or rejects after `timeoutMs`. */
+  waitFor(count: number, timeoutMs = 15_000): Promise<void> {
+    if (this.messages.length >= count) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`expected ${count} messages, got ${this.messages.length}`)),
+        timeoutMs,
+      );
+      this.waiters.push({
+        count,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
