@@ -16,7 +16,7 @@ const MAX_DOMAIN_LENGTH = 253;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f\u0085\u2028\u2029]/;
 // RFC 5322 dot-atom of atext: no quoted local parts, so the address needs no quoting anywhere.
-const DOT_ATOM = /^[<A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+const DOT_ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
 const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 const ALL_DIGITS = /^[0-9]+$/;
 // RFC 5322 specials other than '.', which unquoted names commonly carry ("Dr. Jane Doe").

@@ -24,8 +24,9 @@ const PLACEHOLDER = new RegExp(
 
 /**
  * Parses the template once. Rendering sits on the delivery hot path and a template is rendered
- * many times, so `render` runs no regex and no parsing: it walks the precomputed literals and
- * slots and concatenates. Literals are already normalized for the mode at compile time.
+ * many times, so `render` does no parsing: it walks the precomputed literals and slots and
+ * concatenates. Literals are normalized for the mode here; a value is only rewritten (by a
+ * character scan, or a regex when it holds a CR) if it needs it.
  */
 export function compileTemplate(source: string, mode: RenderMode): CompiledTemplate {
   const finishLiteral = mode === 'subject' ? replaceControls : normalizeNewlines;

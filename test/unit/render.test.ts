@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { compileTemplate, escapeHtml, normalizeNewlines } from '../src/domain/render.js';
+import { compileTemplate, escapeHtml, normalizeNewlines } from '../../src/domain/render.js';
 
 const text = (source: string, values: Record<string, unknown>): string =>
   compileTemplate(source, 'text').render(values);

@@ -1,9 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { simpleParser, type AddressObject } from 'mailparser';
-import { composeMessage } from '../src/mail/compose.js';
-import { parseMailbox, type Mailbox } from '../src/domain/address.js';
-import { compileTemplate, normalizeNewlines } from '../src/domain/render.js';
+import { composeMessage } from '../../src/mail/compose.js';
+import { parseMailbox, type Mailbox } from '../../src/domain/address.js';
+import { compileTemplate, normalizeNewlines } from '../../src/domain/render.js';
 
 const RUNS = { numRuns: 200 };
 // eslint-disable-next-line no-control-regex -- matching control characters is the point

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { MAX_ADDRESS_LENGTH, parseMailbox } from '../src/domain/address.js';
+import { MAX_ADDRESS_LENGTH, parseMailbox } from '../../src/domain/address.js';
 
 describe('parseMailbox: valid', () => {
   it.each([
