@@ -9,9 +9,13 @@ const pgUrl = process.env.HERALD_TEST_PG_URL;
 if (!pgUrl) {
   if (process.env.CI)
     throw new Error('CI must set HERALD_TEST_PG_URL: the PostgreSQL suite cannot be skipped in CI');
-  console.warn(
-    '\n  PostgreSQL suite SKIPPED: HERALD_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres).\n',
-  );
+  // The config is evaluated once per project; say it once.
+  if (!process.env.HERALD_PG_SKIP_NOTICE) {
+    process.env.HERALD_PG_SKIP_NOTICE = '1';
+    console.warn(
+      '\n  PostgreSQL suite SKIPPED: HERALD_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres).\n',
+    );
+  }
 }
 
 const perBackend = ['test/integration/**/*.test.ts', 'test/process/**/*.test.ts'];
