@@ -9,7 +9,7 @@ import type { ApiLogService } from './api-log.js';
  * expired Idempotency-Keys are deleted, so neither table grows without bound.
  */
 export class Janitor {
-  private timer: NodeJS.Timeout | null = null;
+  private timers: NodeJS.Timeout[] = [];
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -22,9 +22,8 @@ export class Janitor {
   start(): void {
     const tick = () =>
       void this.runOnce().catch((err: unknown) => this.logger.warn({ err }, 'housekeeping failed'));
-    this.timer = setInterval(tick, this.intervalMs);
-    this.timer.unref();
-    setTimeout(tick, 5_000).unref();
+    // A first pass soon after start, then at every interval; neither keeps the process alive.
+    this.timers = [setTimeout(tick, 5_000).unref(), setInterval(tick, this.intervalMs).unref()];
   }
 
   async runOnce(now = Date.now()): Promise<{ apiLogs: number; idempotencyKeys: number }> {
@@ -39,7 +38,7 @@ export class Janitor {
   }
 
   stop(): void {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers = [];
   }
 }
