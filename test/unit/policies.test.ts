@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { quotaState, quotaWindow } from '../../src/domain/quota.js';
+import { retryDelay } from '../../src/domain/retry.js';
+import { parseSendRequest } from '../../src/domain/send-request.js';
+import { classifySmtpError } from '../../src/mail/smtp.js';
+import { parseSmtpUrl } from '../../src/mail/smtp-target.js';
+
+describe('quota windows', () => {
+  const at = Date.UTC(2026, 1, 28, 23, 59, 30);
+  it('are fixed UTC calendar windows', () => {
+    expect(quotaWindow('hour', at)).toEqual({
+      start: Date.UTC(2026, 1, 28, 23),
+      end: Date.UTC(2026, 2, 1, 0),
+    });
+    expect(quotaWindow('day', at)).toEqual({ start: Date.UTC(2026, 1, 28), end: Date.UTC(2026, 2, 1) });
+    expect(quotaWindow('month', at)).toEqual({ start: Date.UTC(2026, 1, 1), end: Date.UTC(2026, 2, 1) });
+    expect(quotaWindow('month', Date.UTC(2026, 11, 31, 12))).toEqual({
+      start: Date.UTC(2026, 11, 1),
+      end: Date.UTC(2027, 0, 1),
+    });
+  });
+  it('report what is left and when it resets (Unix seconds)', () => {
+    const window = quotaWindow('day', at);
+    expect(quotaState(20, 5, window)).toEqual({ limit: 20, remaining: 15, reset: window.end / 1000 });
+    expect(quotaState(20, 25, window).remaining).toBe(0);
+  });
+});
+
+describe('retry delay', () => {
+  it('doubles from the base, with jitter in [delay/2, delay]', () => {
+    expect(retryDelay(1, 1000, () => 0)).toBe(500);
+    expect(retryDelay(1, 1000, () => 1)).toBe(1000);
+    expect(retryDelay(3, 1000, () => 1)).toBe(4000);
+    expect(retryDelay(3, 1000, () => 0)).toBe(2000);
+    expect(retryDelay(40, 1000, () => 1)).toBe(6 * 3_600_000);
+  });
+});
+
+describe('SMTP failure classification', () => {
+  it('treats 5xx as permanent and 4xx and network errors as transient', () => {
+    expect(
+      classifySmtpError({ responseCode: 550, response: '550 5.1.1 <x@y>: Recipient address rejected' }),
+    ).toEqual({
+      kind: 'permanent',
+      message: 'SMTP 550 5.1.1 <x@y>: Recipient address rejected',
+      smtpCode: 550,
+    });
+    expect(classifySmtpError({ responseCode: 421, response: '421 4.7.0 Try later' }).kind).toBe('transient');
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ESOCKET' });
+    expect(classifySmtpError(refused)).toMatchObject({ kind: 'transient', smtpCode: null });
+    const envelope = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' });
+    expect(classifySmtpError(envelope).kind).toBe('permanent');
+  });
+});
+
+describe('SMTP URLs', () => {
+  it('parse credentials, security and default ports', () => {
+    expect(parseSmtpUrl('smtps://us%40er:p%3Ass@mail.example')).toEqual({
+      host: 'mail.example',
+      port: 465,
+      security: 'tls',
+      username: 'us@er',
+      password: 'p:ss',
+    });
+    expect(parseSmtpUrl('smtp://relay.example:2525?security=none')).toMatchObject({
+      port: 2525,
+      security: 'none',
+    });
+    expect(parseSmtpUrl('smtp://relay.example')).toMatchObject({
+      port: 587,
+      security: 'auto',
+      username: null,
+    });
+    expect(() => parseSmtpUrl('http://relay.example')).toThrow(/smtp/);
+    expect(() => parseSmtpUrl('smtp://relay.example?security=maybe')).toThrow(/security/);
+  });
+});
+
+describe('send request validation', () => {
+  it('checks template, then type, then to', () => {
+    expect(() => parseSendRequest({ type: 'sms', to: 'bad' })).toThrow("Missing or invalid 'template'");
+    expect(() => parseSendRequest({ template: 't', type: 'sms', to: 'bad' })).toThrow(
+      "Only 'email' type is supported",
+    );
+    expect(() => parseSendRequest({ template: 't', to: 'bad' })).toThrow(
+      "Missing or invalid 'to' (recipient email)",
+    );
+  });
+  it('merges variables and data, data winning', () => {
+    expect(parseSendRequest({ template: 't', variables: { a: '1', b: '2' }, data: { b: '3' } }).data).toEqual(
+      {
+        a: '1',
+        b: '3',
+      },
+    );
+  });
+});
