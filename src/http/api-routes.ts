@@ -39,7 +39,11 @@ function authenticate(projects: ProjectService) {
     const token = bearerToken(request.headers.authorization);
     if (token !== null) request.apiLog.keyPrefix = apiKeyPrefix(token);
     const project = await projects.authenticate(token);
-    if (project === null) return sendError(reply, 401, Messages.invalidApiKey);
+    if (project === null) {
+      // RFC 9110 §15.5.2: a 401 names the scheme the client must use.
+      reply.header('WWW-Authenticate', 'Bearer realm="herald"');
+      return sendError(reply, 401, Messages.invalidApiKey);
+    }
     request.project = project;
     request.apiLog.projectId = project.id;
   };
@@ -65,6 +69,9 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const onRequest = authenticate(deps.projects);
+  // Fastify parses text/plain by default; the API takes JSON only (anything else is a 415).
+  // This plugin is encapsulated, so the dashboard's own parsers are not affected.
+  app.removeContentTypeParser('text/plain');
 
   api.post(
     COLLECTION,

@@ -6,7 +6,7 @@ import type { ProjectService } from '../services/projects.js';
 import type { Storage } from '../storage/storage.js';
 import { registerApiLog } from './api-log-hooks.js';
 import { apiRoutes } from './api-routes.js';
-import { errorHandler, notFoundHandler } from './errors.js';
+import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { healthRoutes } from './health.js';
 
 /** Product decision: request bodies are bounded at 256 KiB. */
@@ -33,6 +33,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     // Keys in the path are never logged; request ids are ours.
     requestIdHeader: false,
+    // The router's own limit (100 by default) would answer a long request_id with a bare 414
+    // before authentication; the real bound is Node's 16 KiB header limit, and the route answers
+    // any id it never issued with 404 Notification not found (spec §4.2).
+    routerOptions: { maxParamLength: 16 * 1024 },
+    frameworkErrors: frameworkErrorHandler,
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);

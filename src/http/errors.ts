@@ -43,7 +43,8 @@ function frameworkError(error: FastifyError): { status: number; message: string 
 }
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
-  reply.request.apiLog.error = message;
+  // Null only for errors the router raises before any hook ran (see frameworkErrorHandler).
+  if (reply.request.apiLog) reply.request.apiLog.error = message;
   return reply.code(status).type('application/json; charset=utf-8').send({ error: message });
 }
 
@@ -52,6 +53,9 @@ export function errorHandler(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
+  // A request that matched no route gets the not-found page even when its body could not be read
+  // (malformed JSON, too large, another media type): spec §7.1, a wrong path is a 404, not JSON.
+  if (request.is404) return notFoundHandler(request, reply);
   if (error instanceof HeraldError) return sendError(reply, statusOf(error), error.message);
   const known = frameworkError(error);
   if (known !== null) return sendError(reply, known.status, known.message);
@@ -71,4 +75,17 @@ const NOT_FOUND_PAGE = `<!doctype html>
 /** Spec §7.1: a wrong base URL or path gets a not-found page, not JSON. */
 export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_PAGE);
+}
+
+/**
+ * Errors the router raises before a route is chosen, so no hook runs (no auth, no API log): a path
+ * whose percent-encoding cannot be decoded. API paths get the JSON error shape, others the page.
+ */
+export function frameworkErrorHandler(
+  _error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  if (request.url.startsWith('/api/')) return sendError(reply, 400, 'Malformed URL');
+  return notFoundHandler(request, reply);
 }

@@ -58,7 +58,7 @@ describe('secrets at rest', () => {
     expect(box.open(sealed)).toBe('hunter2');
     expect(() => new SecretBox('y'.repeat(64)).open(sealed)).toThrow(/HERALD_SECRET_KEY/);
     const raw = Buffer.from(sealed.slice(3), 'base64');
-    raw[raw.length - 1] ^= 1;
+    raw.writeUInt8(raw.readUInt8(raw.length - 1) ^ 1, raw.length - 1);
     expect(() => box.open('v1:' + raw.toString('base64'))).toThrow();
   });
 

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../../src/domain/api-key.js';
+import type { ApiLogRow } from '../../src/storage/schema.js';
+import { SEND_PATH, expectError, getStatus, send } from '../helpers/http.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/** product.md §4: the API log records time, method, path, status, error, latency and key prefix. */
+
+let ctx: TestContext;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(() => ctx.close());
+
+/** All rows, oldest first, once the buffered entries are written. */
+async function logRows(): Promise<ApiLogRow[]> {
+  await ctx.services.apiLogs.flush();
+  return (await ctx.services.apiLogs.list({ limit: 50 })).reverse();
+}
+
+/**
+ * The rows after the first `skip`, once at least `count` of them are written: an entry is recorded
+ * when its response has been sent, which need not be before `inject` resolves. Callers assert the
+ * exact number, so a request logged twice still fails.
+ */
+async function newRows(skip: number, count: number): Promise<ApiLogRow[]> {
+  const rows = await waitUntil(
+    async () => {
+      const all = (await logRows()).slice(skip);
+      return all.length >= count ? all : undefined;
+    },
+    { what: `${count} API log rows` },
+  );
+  return rows;
+}
+
+describe('API log', () => {
+  it('has one row per request with what the dashboard shows, and never the whole key', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const before = (await logRows()).length;
+    const wrongKey = generateApiKey().key;
+    const unknownId = randomUUID();
+
+    const accepted = await send(ctx.app, apiKey, { template: 'user_created', to: 'jane@example.org' });
+    expect(accepted.statusCode).toBe(202);
+    const { request_id } = accepted.json<{ request_id: string }>();
+    expectError(
+      await send(ctx.app, wrongKey, { template: 'user_created', to: 'jane@example.org' }),
+      401,
+      'Invalid or missing API key',
+    );
+    expectError(await getStatus(ctx.app, apiKey, unknownId), 404, 'Notification not found');
+
+    const rows = await newRows(before, 3);
+    expect(rows).toHaveLength(3);
+    const [send202, send401, lookup404] = rows as [ApiLogRow, ApiLogRow, ApiLogRow];
+
+    expect(send202).toMatchObject({
+      method: 'POST',
+      path: SEND_PATH,
+      status_code: 202,
+      error: null,
+      key_prefix: apiKey.slice(0, 12),
+      project_id: projectId,
+      request_id,
+    });
+    expect(send401).toMatchObject({
+      method: 'POST',
+      path: SEND_PATH,
+      status_code: 401,
+      error: 'Invalid or missing API key',
+      key_prefix: wrongKey.slice(0, 12),
+      project_id: null,
+    });
+    expect(lookup404).toMatchObject({
+      method: 'GET',
+      path: `${SEND_PATH}/${unknownId}`,
+      status_code: 404,
+      error: 'Notification not found',
+      key_prefix: apiKey.slice(0, 12),
+      project_id: projectId,
+    });
+    for (const row of rows) {
+      expect(typeof row.latency_ms).toBe('number');
+      expect(row.latency_ms).toBeGreaterThanOrEqual(0);
+      expect(row.created_at).toBeGreaterThan(0);
+      const text = JSON.stringify(row);
+      expect(text).not.toContain(apiKey);
+      expect(text).not.toContain(wrongKey);
+    }
+  });
+
+  it('logs the path without its query string, so a key put there is not stored', async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    const before = (await logRows()).length;
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: `${SEND_PATH}?api_key=${apiKey}&x=1`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ template: 'user_created', to: 'jane@example.org' }),
+    });
+    expectError(response, 401, 'Invalid or missing API key');
+    const rows = await newRows(before, 1);
+    expect(rows).toHaveLength(1);
+    const row = rows[0]!;
+    expect(row.path).toBe(SEND_PATH);
+    expect(row.key_prefix).toBeNull();
+    expect(JSON.stringify(rows)).not.toContain(apiKey);
+  });
+
+  it('records the error text of other refusals (400, 402, 405, 413, 415)', async () => {
+    const { apiKey } = await seedProject(ctx.services, { quotaLimit: 0 });
+    const before = (await logRows()).length;
+    await send(ctx.app, apiKey, { template: '' });
+    await send(ctx.app, apiKey, { template: 'user_created', to: 'jane@example.org' });
+    await ctx.app.inject({
+      method: 'DELETE',
+      url: SEND_PATH,
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    await send(ctx.app, apiKey, { data: 'x'.repeat(300 * 1024) });
+    await send(ctx.app, apiKey, 'hello', { 'content-type': 'text/plain' });
+    const rows = await newRows(before, 5);
+    expect(rows.map((r) => r.status_code)).toEqual([400, 402, 405, 413, 415]);
+    expect(rows[0]!.error).toBe("Missing or invalid 'template'");
+    expect(rows[1]!.error).toBe('Request quota exceeded');
+    for (const row of rows) {
+      expect(typeof row.error).toBe('string');
+      expect(row.error!.length).toBeGreaterThan(0);
+    }
+    expect(JSON.stringify(rows)).not.toContain(apiKey);
+  });
+});

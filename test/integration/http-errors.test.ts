@@ -1,0 +1,155 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  SEND_PATH,
+  bearer,
+  countNotifications,
+  expectError,
+  expectNotFoundPage,
+  send,
+  sendOk,
+} from '../helpers/http.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+
+/** Spec §7.1 (the not-found page) and product.md §3 (405, 413, 415 with a JSON error body). */
+
+let ctx: TestContext;
+let apiKey: string;
+let projectId: number;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  ({ apiKey, projectId } = await seedProject(ctx.services));
+});
+afterAll(() => ctx.close());
+
+const VALID = JSON.stringify({ template: 'user_created', to: 'jane@example.org' });
+
+describe('404 not-found page (not JSON) for paths that are not routes', () => {
+  const paths = [
+    '/',
+    '/api',
+    '/api/v1',
+    '/api/v1/',
+    '/api/v2/notifications',
+    '/api/v1/notification',
+    '/api/v1/Notifications',
+    '/v1/notifications',
+    '/notifications',
+    '/api/v1/notifications/abc/extra',
+  ];
+
+  it.each(paths)('GET %s', async (url) => {
+    expectNotFoundPage(await ctx.app.inject({ method: 'GET', url, headers: bearer(apiKey) }));
+  });
+
+  it.each(paths)('POST %s with a valid send body', async (url) => {
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url,
+      headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+      payload: VALID,
+    });
+    expectNotFoundPage(response);
+  });
+
+  it('POST to a wrong base URL gets the page whatever the body (malformed, oversized, not JSON)', async () => {
+    const before = await countNotifications(ctx.services, projectId);
+    const bodies: [string, string][] = [
+      ['application/json', '{not json'],
+      ['application/json', ''],
+      ['application/json', JSON.stringify({ data: 'x'.repeat(300 * 1024) })],
+      ['text/plain', 'hello'],
+    ];
+    for (const [type, payload] of bodies) {
+      const response = await ctx.app.inject({
+        method: 'POST',
+        url: '/api/v2/notifications',
+        headers: { ...bearer(apiKey), 'content-type': type },
+        payload,
+      });
+      expectNotFoundPage(response);
+    }
+    expect(await countNotifications(ctx.services, projectId)).toBe(before);
+  });
+});
+
+describe('405 with Allow for a wrong method on an API path', () => {
+  it.each(['GET', 'PUT', 'DELETE', 'PATCH'] as const)(
+    '%s /api/v1/notifications → Allow: POST',
+    async (method) => {
+      const response = await ctx.app.inject({ method, url: SEND_PATH, headers: bearer(apiKey) });
+      expectError(response, 405);
+      expect(response.headers.allow).toBe('POST');
+    },
+  );
+
+  it.each(['POST', 'DELETE', 'PUT', 'PATCH'] as const)(
+    '%s /api/v1/notifications/{id} → Allow lists GET',
+    async (method) => {
+      const { request_id } = await sendOk(ctx.app, apiKey);
+      const response = await ctx.app.inject({
+        method,
+        url: `${SEND_PATH}/${request_id}`,
+        headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+        payload: VALID,
+      });
+      expectError(response, 405);
+      const allow = String(response.headers.allow)
+        .split(',')
+        .map((m) => m.trim());
+      expect(allow).toContain('GET');
+      expect(allow).not.toContain(method);
+    },
+  );
+
+  it('a wrong method creates and deletes nothing', async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey);
+    const before = await countNotifications(ctx.services, projectId);
+    await ctx.app.inject({ method: 'DELETE', url: `${SEND_PATH}/${request_id}`, headers: bearer(apiKey) });
+    await ctx.app.inject({
+      method: 'PUT',
+      url: SEND_PATH,
+      headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+      payload: VALID,
+    });
+    expect(await countNotifications(ctx.services, projectId)).toBe(before);
+  });
+});
+
+describe('413 for a body over 256 KiB', () => {
+  it('refuses it with a JSON error and stores nothing', async () => {
+    const before = await countNotifications(ctx.services, projectId);
+    const body = { template: 'user_created', to: 'jane@example.org', data: { blob: 'x'.repeat(256 * 1024) } };
+    expectError(await send(ctx.app, apiKey, body), 413);
+    expect(await countNotifications(ctx.services, projectId)).toBe(before);
+  });
+
+  it('accepts a body just under the limit', async () => {
+    const body = { template: 'user_created', to: 'jane@example.org', data: { blob: 'x'.repeat(250 * 1024) } };
+    expect((await send(ctx.app, apiKey, body)).statusCode).toBe(202);
+  });
+});
+
+describe('415 when the body is not JSON', () => {
+  const types = [
+    ['text/plain', VALID],
+    ['application/x-www-form-urlencoded', 'template=user_created&to=jane%40example.org'],
+    [
+      'multipart/form-data; boundary=x',
+      '--x\r\nContent-Disposition: form-data; name="template"\r\n\r\nuser_created\r\n--x--',
+    ],
+    ['application/xml', '<template>user_created</template>'],
+  ];
+  it.each(types)('%s', async (type, payload) => {
+    const before = await countNotifications(ctx.services, projectId);
+    expectError(await send(ctx.app, apiKey, payload, { 'content-type': type }), 415);
+    expect(await countNotifications(ctx.services, projectId)).toBe(before);
+  });
+
+  it.each(['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON'])(
+    'accepts %s',
+    async (type) => {
+      expect((await send(ctx.app, apiKey, VALID, { 'content-type': type })).statusCode).toBe(202);
+    },
+  );
+});

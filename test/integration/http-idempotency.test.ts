@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countNotifications, expectError, send } from '../helpers/http.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+
+/** product.md §3: the Idempotency-Key header (after the IETF draft), kept per project. */
+
+const BODY = { template: 'user_created', to: 'jane@example.org', data: { user_name: 'Jane', role: 'admin' } };
+
+let ctx: TestContext;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(() => ctx.close());
+
+function withKey(key: string): Record<string, string> {
+  return { 'idempotency-key': key };
+}
+
+describe('same key, same body', () => {
+  it('replays the first response, marks it replayed, and stores nothing new', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const first = await send(ctx.app, apiKey, BODY, withKey('order-1'));
+    expect(first.statusCode).toBe(202);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+
+    for (let i = 0; i < 3; i++) {
+      const again = await send(ctx.app, apiKey, BODY, withKey('order-1'));
+      expect(again.statusCode).toBe(202);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe(first.body);
+      expect(again.json()).toEqual(first.json());
+    }
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
+  });
+
+  it('uses no quota, and replays even when the quota is used up', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services, { quotaLimit: 2 });
+    const first = await send(ctx.app, apiKey, BODY, withKey('q-1'));
+    expect(first.headers['x-quota-remaining']).toBe('1');
+    const replay = await send(ctx.app, apiKey, BODY, withKey('q-1'));
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.headers['x-quota-remaining']).toBe('1');
+
+    const second = await send(ctx.app, apiKey, BODY);
+    expect(second.statusCode).toBe(202);
+    expect(second.headers['x-quota-remaining']).toBe('0');
+    expectError(await send(ctx.app, apiKey, BODY), 402, 'Request quota exceeded');
+
+    const lateReplay = await send(ctx.app, apiKey, BODY, withKey('q-1'));
+    expect(lateReplay.statusCode).toBe(202);
+    expect(lateReplay.headers['idempotent-replayed']).toBe('true');
+    expect(lateReplay.body).toBe(first.body);
+    expect(await countNotifications(ctx.services, projectId)).toBe(2);
+  });
+
+  it('treats the same JSON with its keys in another order as the same body', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const a =
+      '{"template":"user_created","to":"jane@example.org","data":{"user_name":"Jane","role":"admin"}}';
+    const b =
+      '{"data":{"role":"admin","user_name":"Jane"},"to":"jane@example.org","template":"user_created"}';
+    const c =
+      '{\n  "to": "jane@example.org",\n  "data": { "user_name": "Jane", "role": "admin" },\n  "template": "user_created"\n}';
+    const first = await send(ctx.app, apiKey, a, withKey('order-2'));
+    expect(first.statusCode).toBe(202);
+    for (const raw of [b, c]) {
+      const again = await send(ctx.app, apiKey, raw, withKey('order-2'));
+      expect(again.statusCode, again.body).toBe(202);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe(first.body);
+    }
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
+  });
+});
+
+describe('same key, another body', () => {
+  it('gets 422 and stores nothing', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    expect((await send(ctx.app, apiKey, BODY, withKey('order-3'))).statusCode).toBe(202);
+    const changed = [
+      { ...BODY, to: 'joe@example.org' },
+      { ...BODY, data: { user_name: 'Jane', role: 'viewer' } },
+      { template: BODY.template, to: BODY.to, variables: BODY.data },
+      { ...BODY, type: 'email' },
+    ];
+    for (const body of changed) {
+      const response = await send(ctx.app, apiKey, body, withKey('order-3'));
+      expectError(response, 422);
+      expect(response.headers['idempotent-replayed']).toBeUndefined();
+    }
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
+  });
+});
+
+describe('keys are per project', () => {
+  it('the same key in two projects gives two notifications', async () => {
+    const a = await seedProject(ctx.services);
+    const b = await seedProject(ctx.services);
+    const first = await send(ctx.app, a.apiKey, BODY, withKey('shared-key'));
+    const second = await send(ctx.app, b.apiKey, BODY, withKey('shared-key'));
+    expect(first.statusCode).toBe(202);
+    expect(second.statusCode).toBe(202);
+    expect(second.headers['idempotent-replayed']).toBeUndefined();
+    expect(second.json<{ request_id: string }>().request_id).not.toBe(
+      first.json<{ request_id: string }>().request_id,
+    );
+    expect(await countNotifications(ctx.services, a.projectId)).toBe(1);
+    expect(await countNotifications(ctx.services, b.projectId)).toBe(1);
+  });
+
+  it('a different key in the same project is a new notification', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    await send(ctx.app, apiKey, BODY, withKey('k-1'));
+    const other = await send(ctx.app, apiKey, BODY, withKey('k-2'));
+    expect(other.statusCode).toBe(202);
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    expect(await countNotifications(ctx.services, projectId)).toBe(2);
+  });
+});
+
+describe('the header itself', () => {
+  it('is refused with 400 when invalid, and nothing is stored', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    for (const key of ['k'.repeat(300), 'k'.repeat(256), 'has space', 'tab\there', 'ünïcödé']) {
+      expectError(await send(ctx.app, apiKey, BODY, withKey(key)), 400, /Idempotency-Key/);
+    }
+    expect(await countNotifications(ctx.services, projectId)).toBe(0);
+  });
+
+  it('accepts a key of 255 characters', async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    expect((await send(ctx.app, apiKey, BODY, withKey('k'.repeat(255)))).statusCode).toBe(202);
+  });
+
+  it('a request refused for its body does not take the key', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    expectError(await send(ctx.app, apiKey, { ...BODY, to: 'bad' }, withKey('fix-me')), 400);
+    const fixed = await send(ctx.app, apiKey, BODY, withKey('fix-me'));
+    expect(fixed.statusCode).toBe(202);
+    expect(fixed.headers['idempotent-replayed']).toBeUndefined();
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
+  });
+
+  it('a request refused for quota does not take the key', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services, { quotaLimit: 0 });
+    expectError(await send(ctx.app, apiKey, BODY, withKey('later')), 402, 'Request quota exceeded');
+    await ctx.services.projects.update(projectId, { quotaLimit: 1 });
+    const later = await send(ctx.app, apiKey, BODY, withKey('later'));
+    expect(later.statusCode).toBe(202);
+    expect(later.headers['idempotent-replayed']).toBeUndefined();
+  });
+});
+
+describe('concurrent requests with the same key', () => {
+  it('create exactly one notification; the others get the replay or 409', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => send(ctx.app, apiKey, BODY, withKey('burst'))),
+    );
+    const fresh = responses.filter(
+      (r) => r.statusCode === 202 && r.headers['idempotent-replayed'] !== 'true',
+    );
+    const replays = responses.filter(
+      (r) => r.statusCode === 202 && r.headers['idempotent-replayed'] === 'true',
+    );
+    const conflicts = responses.filter((r) => r.statusCode === 409);
+    expect(fresh).toHaveLength(1);
+    expect(fresh.length + replays.length + conflicts.length).toBe(responses.length);
+    for (const replay of replays) expect(replay.body).toBe(fresh[0]!.body);
+    for (const conflict of conflicts) expectError(conflict, 409);
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
+
+    // Once the first has finished, the key replays.
+    const after = await send(ctx.app, apiKey, BODY, withKey('burst'));
+    expect(after.headers['idempotent-replayed']).toBe('true');
+    expect(after.body).toBe(fresh[0]!.body);
+  });
+});
