@@ -7,6 +7,7 @@ import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimDueSqlite } from './claim.js';
 import { sqliteMigrations } from './migrations.js';
+import { withStatementCache } from './statement-cache.js';
 
 /**
  * The embedded backend: one SQLite file in WAL mode. `synchronous=FULL` makes every commit durable
@@ -21,7 +22,9 @@ export function openSqlite(file: string): Storage {
   connection.pragma('foreign_keys = ON');
   // The CLI and the server write the same file; a writer waits for the other instead of failing.
   connection.pragma('busy_timeout = 10000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(connection) }),
+  });
   return {
     kind: 'sqlite',
     db,
