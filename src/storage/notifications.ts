@@ -51,23 +51,6 @@ export async function finishDelivery(
   return result.numUpdatedRows > 0n;
 }
 
-/** Extends the lease of messages this worker is still sending. */
-export async function renewLeases(
-  db: Kysely<Database>,
-  ids: readonly number[],
-  owner: string,
-  leaseUntil: number,
-): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('notifications')
-    .set({ lease_until: leaseUntil })
-    .where('id', 'in', ids)
-    .where('state', '=', 'sending')
-    .where('lease_owner', '=', owner)
-    .execute();
-}
-
 /**
  * Puts claimed messages back in the queue without counting an attempt (a graceful stop releasing
  * work it had not started).

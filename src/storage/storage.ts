@@ -10,6 +10,8 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /** Marks up to `limit` due queued notifications as `sending` under a lease and returns them. */
   claimDue(claim: ClaimRequest): Promise<NotificationRow[]>;
+  /** Extends the leases this worker holds on messages it is still sending. */
+  renewLeases(renew: RenewRequest): Promise<void>;
   migrate(): Promise<void>;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
@@ -21,4 +23,10 @@ export interface ClaimRequest {
   readonly owner: string;
   readonly leaseUntil: number;
   readonly limit: number;
+}
+
+export interface RenewRequest {
+  readonly ids: readonly number[];
+  readonly owner: string;
+  readonly leaseUntil: number;
 }

@@ -4,6 +4,7 @@ import { runMigrations } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimDuePostgres } from './claim.js';
+import { renewLeasesPostgres } from './renew.js';
 import { postgresMigrations } from './migrations.js';
 
 // Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
@@ -25,11 +26,19 @@ export function openPostgres(options: PostgresOptions): Storage {
   // An idle client losing its connection (database restart) must not crash the process; the pool
   // discards it and the next query opens a new one.
   pool.on('error', () => {});
+  // A client checked out of the pool has no pool listener: if its connection dies during a query
+  // (database stopped, network cut), pg fails the query *and* emits 'error' on the client, which
+  // unheard would crash the process. The failed query already reports the error to its caller
+  // (a send answers 500), and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kind: 'postgres',
     db,
     claimDue: (claim) => claimDuePostgres(db, claim),
+    renewLeases: (renew) => renewLeasesPostgres(db, renew),
     migrate: () => runMigrations(db, postgresMigrations),
     ping: async () => {
       await sql`select 1`.execute(db);

@@ -6,6 +6,7 @@ import { runMigrations } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimDueSqlite } from './claim.js';
+import { renewLeasesSqlite } from './renew.js';
 import { sqliteMigrations } from './migrations.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -29,6 +30,7 @@ export function openSqlite(file: string): Storage {
     kind: 'sqlite',
     db,
     claimDue: (claim) => claimDueSqlite(db, claim),
+    renewLeases: (renew) => renewLeasesSqlite(db, renew),
     migrate: () => runMigrations(db, sqliteMigrations),
     ping: async () => {
       await sql`select 1`.execute(db);

@@ -1,0 +1,314 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Herald as separate processes, always from the current source (`node --import tsx
+ * src/cli/index.ts …`), so process tests never run a stale build. Every spawned process belongs to
+ * a ProcessGroup whose killAll() a test calls in afterAll, whatever happened before.
+ */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CLI = ['--import', 'tsx', 'src/cli/index.ts'];
+/** Lines of output kept per process, to explain a failure. */
+const KEEP_LINES = 200;
+
+/** The test's environment without any HERALD_* or PORT of its own, plus `env`. */
+export function heraldProcessEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('HERALD_') && name !== 'PORT' && name !== 'NODE_ENV') clean[name] = value;
+  }
+  return { ...clean, ...env };
+}
+
+export interface CommandResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs one `herald …` command to completion. */
+export function runHerald(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...CLI, ...args], {
+      cwd: REPO_ROOT,
+      env: heraldProcessEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`herald ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs `herald ARGS --json`, expecting exit 0 and one JSON object on stdout. */
+export async function heraldJson<T>(args: readonly string[], env: Record<string, string>): Promise<T> {
+  const result = await runHerald([...args, '--json'], env);
+  if (result.code !== 0) {
+    throw new Error(`herald ${args.join(' ')} exited ${result.code}: ${result.stderr.trim()}`);
+  }
+  return JSON.parse(result.stdout) as T;
+}
+
+export class HeraldProcess {
+  readonly child: ChildProcess;
+  /** Resolves with the exit code (null when killed by a signal) once the process has exited. */
+  readonly exited: Promise<number | null>;
+  private readonly lines: string[] = [];
+  /** Every warning and error the process logged (pino levels 40 and up), kept in full. */
+  readonly problems: string[] = [];
+  private exitCode: number | null | undefined = undefined;
+  private urlFound: ((url: string) => void) | null = null;
+  private startedUrl: string | null = null;
+
+  constructor(
+    readonly name: string,
+    args: readonly string[],
+    env: Record<string, string>,
+  ) {
+    this.child = spawn(process.execPath, [...CLI, ...args], {
+      cwd: REPO_ROOT,
+      env: heraldProcessEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.exited = new Promise((resolve) => {
+      this.child.on('exit', (code) => {
+        this.exitCode = code;
+        resolve(code);
+      });
+    });
+    for (const stream of [this.child.stdout, this.child.stderr]) {
+      let partial = '';
+      stream?.setEncoding('utf8').on('data', (chunk: string) => {
+        const parts = (partial + chunk).split('\n');
+        partial = parts.pop() ?? '';
+        for (const line of parts) this.line(line);
+      });
+    }
+  }
+
+  private line(line: string): void {
+    this.lines.push(line);
+    if (this.lines.length > KEEP_LINES) this.lines.shift();
+    if (/"level":(4|5|6)0/.test(line)) this.problems.push(line);
+    // The start-up log line carries the bound address (HERALD_PORT=0 picks a free port).
+    if (this.startedUrl === null && line.includes('"url":"http')) {
+      try {
+        const entry = JSON.parse(line) as { url?: unknown };
+        if (typeof entry.url === 'string') {
+          this.startedUrl = entry.url;
+          this.urlFound?.(entry.url);
+        }
+      } catch {
+        // not a JSON log line
+      }
+    }
+  }
+
+  get running(): boolean {
+    return this.exitCode === undefined;
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  /** The last lines the process printed (stdout and stderr). */
+  output(): string {
+    return this.lines.join('\n');
+  }
+
+  /** The HTTP address the process logged at start-up (api and all roles). */
+  url(timeoutMs = 60_000): Promise<string> {
+    if (this.startedUrl !== null) return Promise.resolve(this.startedUrl);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name} logged no URL within ${timeoutMs} ms:\n${this.output()}`)),
+        timeoutMs,
+      );
+      this.urlFound = (url) => {
+        clearTimeout(timer);
+        resolve(url);
+      };
+      void this.exited.then((code) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited (${code}) before listening:\n${this.output()}`));
+      });
+    });
+  }
+
+  /** Waits until the process logs `… started` (every role logs it once it is serving). */
+  async started(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.lines.some((line) => line.includes('started'))) {
+      if (!this.running) throw new Error(`${this.name} exited (${this.exitCode}):\n${this.output()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} did not start:\n${this.output()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (this.running) this.child.kill(signal);
+  }
+}
+
+/** Polls GET /healthz until it answers 200. */
+export async function waitForHealthy(url: string, proc?: HeraldProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (proc !== undefined && !proc.running)
+      throw new Error(`${proc.name} exited before it was healthy:\n${proc.output()}`);
+    if (Date.now() > deadline) throw new Error(`${url}/healthz did not answer 200 in time`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Every Herald process a test file started; killAll() in afterAll leaves none behind. */
+export class ProcessGroup {
+  private readonly all: HeraldProcess[] = [];
+
+  /** `herald serve --role api|all`, on a free port; resolves once /healthz answers. */
+  async http(
+    name: string,
+    role: 'api' | 'all',
+    env: Record<string, string>,
+  ): Promise<{ proc: HeraldProcess; url: string }> {
+    const proc = this.spawn(name, role, env);
+    const url = await proc.url();
+    await waitForHealthy(url, proc);
+    return { proc, url };
+  }
+
+  /** `herald serve --role worker`; resolves once the worker logged that it started. */
+  async worker(name: string, env: Record<string, string>): Promise<HeraldProcess> {
+    const proc = this.spawn(name, 'worker', env);
+    await proc.started();
+    return proc;
+  }
+
+  private spawn(name: string, role: 'api' | 'worker' | 'all', env: Record<string, string>): HeraldProcess {
+    // HERALD_PORT=0 binds a free port, read back from the start-up log line (no port races).
+    const proc = new HeraldProcess(name, ['serve', '--role', role], {
+      HERALD_PORT: '0',
+      HERALD_HOST: '127.0.0.1',
+      HERALD_LOG_LEVEL: 'info',
+      ...env,
+    });
+    this.all.push(proc);
+    return proc;
+  }
+
+  /** SIGKILLs every process still running and waits for each to exit. */
+  async killAll(): Promise<void> {
+    await Promise.all(
+      this.all.map(async (proc) => {
+        proc.kill('SIGKILL');
+        await proc.exited;
+      }),
+    );
+  }
+}
+
+export interface HttpReply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+}
+
+/** One HTTP request with node:http (a keep-alive agent lets thousands of sends reuse connections). */
+export function httpRequest(
+  url: string,
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: unknown;
+    agent?: http.Agent;
+    timeoutMs?: number;
+  } = {},
+): Promise<HttpReply> {
+  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: options.method ?? (payload === undefined ? 'GET' : 'POST'),
+        agent: options.agent,
+        headers: {
+          ...(payload !== undefined && { 'content-type': 'application/json' }),
+          ...options.headers,
+        },
+        timeout: options.timeoutMs ?? 30_000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${url}: no answer in time`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/**
+ * Sends `count` notifications with at most `concurrency` requests in flight, spread round-robin
+ * over the `urls` (api processes). Returns each reply in send order.
+ */
+export async function sendNotifications(options: {
+  urls: readonly string[];
+  apiKey: string;
+  count: number;
+  concurrency: number;
+  agent?: http.Agent;
+  body?: (i: number) => unknown;
+}): Promise<HttpReply[]> {
+  const replies: HttpReply[] = new Array<HttpReply>(options.count);
+  const body =
+    options.body ??
+    ((i: number) => ({ template: 'welcome', to: `user${i}@example.org`, data: { user_name: `User ${i}` } }));
+  let next = 0;
+  const lane = async () => {
+    while (next < options.count) {
+      const i = next++;
+      replies[i] = await httpRequest(`${options.urls[i % options.urls.length]}/api/v1/notifications`, {
+        headers: { authorization: `Bearer ${options.apiKey}` },
+        body: body(i),
+        agent: options.agent,
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.concurrency, options.count) }, lane));
+  return replies;
+}
+
+/** The request_id of a 202 reply. */
+export function requestIdOf(reply: HttpReply): string {
+  return (JSON.parse(reply.body) as { request_id: string }).request_id;
+}

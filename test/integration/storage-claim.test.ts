@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  finishDelivery,
+  nextDueAt,
+  reclaimExpiredLeases,
+  releaseClaims,
+} from '../../src/storage/notifications.js';
+import type { NotificationRow } from '../../src/storage/schema.js';
+import type { Storage } from '../../src/storage/storage.js';
+import {
+  addNotification,
+  addProject,
+  backend,
+  notification,
+  openTestStorage,
+  type StorageFixture,
+} from './storage-fixture.js';
+
+/**
+ * The queue contract of every storage backend: batch claims under a lease, lease renewal and
+ * outcome recording by the owner only, and the return of expired or released claims to the queue.
+ */
+const NOW = 1_700_000_000_000;
+const LEASE_MS = 60_000;
+
+let fx: StorageFixture;
+let projectId: number;
+
+beforeAll(async () => {
+  fx = await openTestStorage();
+  projectId = await addProject(fx.db);
+});
+afterAll(() => fx?.close());
+beforeEach(async () => {
+  await fx.db.deleteFrom('notifications').execute();
+});
+
+function claim(storage: Storage, owner: string, limit: number, now = NOW): Promise<NotificationRow[]> {
+  return storage.claimDue({ now, owner, leaseUntil: now + LEASE_MS, limit });
+}
+
+async function addDue(count: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++)
+    ids.push(await addNotification(fx.db, projectId, { run_at: NOW - 10_000 + i }));
+  return ids;
+}
+
+describe(`claimDue (${backend})`, () => {
+  it('claims due queued rows oldest first, up to the limit, as sending under a lease', async () => {
+    const due = await addDue(5);
+    await addNotification(fx.db, projectId, { run_at: NOW + 1 });
+    await addNotification(fx.db, projectId, { state: 'sent', run_at: NOW - 50_000 });
+    await addNotification(fx.db, projectId, { state: 'failed', run_at: NOW - 50_000 });
+    await addNotification(fx.db, projectId, { state: 'sending', run_at: NOW - 50_000, lease_until: NOW + 1 });
+
+    const first = await claim(fx.storage, 'worker-a', 3);
+    expect(first.map((row) => row.id)).toEqual(due.slice(0, 3));
+    for (const row of first) {
+      expect(row).toMatchObject({
+        state: 'sending',
+        lease_owner: 'worker-a',
+        lease_until: NOW + LEASE_MS,
+        attempts: 1,
+        updated_at: NOW,
+      });
+    }
+    const stored = await notification(fx.db, due[0]!);
+    expect(stored).toMatchObject({ state: 'sending', lease_owner: 'worker-a', attempts: 1 });
+
+    const second = await claim(fx.storage, 'worker-b', 10);
+    expect(second.map((row) => row.id)).toEqual(due.slice(3));
+    expect(await claim(fx.storage, 'worker-c', 10)).toEqual([]);
+  });
+
+  it('counts one more attempt on each claim of a retried row', async () => {
+    const id = await addNotification(fx.db, projectId, { attempts: 2, run_at: NOW - 1 });
+    const [row] = await claim(fx.storage, 'worker-a', 1);
+    expect(row).toMatchObject({ id, attempts: 3 });
+  });
+
+  it('takes a row that becomes due only once its run_at has come', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: NOW + 5_000 });
+    expect(await claim(fx.storage, 'worker-a', 10)).toEqual([]);
+    expect(await nextDueAt(fx.db)).toBe(NOW + 5_000);
+    const later = await claim(fx.storage, 'worker-a', 10, NOW + 5_000);
+    expect(later.map((row) => row.id)).toEqual([id]);
+    expect(await nextDueAt(fx.db)).toBeNull();
+  });
+
+  it('never gives the same row to two concurrent claims', async () => {
+    const other = await fx.openAnother();
+    const due = await addDue(60);
+    const [a, b] = await Promise.all([claim(fx.storage, 'worker-a', 40), claim(other, 'worker-b', 40)]);
+    const ids = [...a, ...b].map((row) => row.id);
+    expect(a.length).toBeLessThanOrEqual(40);
+    expect(b.length).toBeLessThanOrEqual(40);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBe(60);
+    expect(new Set(ids)).toEqual(new Set(due));
+    for (const row of a) expect(row.lease_owner).toBe('worker-a');
+    for (const row of b) expect(row.lease_owner).toBe('worker-b');
+  });
+
+  it('splits a backlog between many concurrent claimers, each row exactly once', async () => {
+    const storages = [fx.storage, await fx.openAnother(), await fx.openAnother()];
+    const due = new Set(await addDue(400));
+    const limit = 25;
+    const claimed: { owner: string; id: number }[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const owner = `worker-${i}`;
+        for (;;) {
+          const rows = await claim(storages[i % storages.length]!, owner, limit);
+          expect(rows.length).toBeLessThanOrEqual(limit);
+          if (rows.length === 0) return;
+          for (const row of rows) claimed.push({ owner, id: row.id });
+        }
+      }),
+    );
+    const ids = claimed.map((c) => c.id);
+    expect(ids.length).toBe(due.size);
+    expect(new Set(ids)).toEqual(due);
+    // Each row ends with the owner that claimed it, claimed once (attempts 1).
+    const rows = await fx.db.selectFrom('notifications').select(['id', 'lease_owner', 'attempts']).execute();
+    const owners = new Map(claimed.map((c) => [c.id, c.owner]));
+    for (const row of rows) {
+      expect(row.attempts).toBe(1);
+      expect(row.lease_owner).toBe(owners.get(row.id));
+    }
+  });
+});
+
+describe(`leases (${backend})`, () => {
+  it('renews only the leases its owner holds on rows still sending', async () => {
+    const [id, sentId] = await addDue(2);
+    await claim(fx.storage, 'worker-a', 2);
+    await finishDelivery(fx.db, sentId!, 'worker-a', { state: 'sent', sent_at: NOW, updated_at: NOW });
+
+    await fx.storage.renewLeases({ ids: [id!, sentId!], owner: 'worker-b', leaseUntil: NOW + 10 * LEASE_MS });
+    expect((await notification(fx.db, id!)).lease_until).toBe(NOW + LEASE_MS);
+
+    await fx.storage.renewLeases({ ids: [id!, sentId!], owner: 'worker-a', leaseUntil: NOW + 2 * LEASE_MS });
+    expect(await notification(fx.db, id!)).toMatchObject({
+      state: 'sending',
+      lease_owner: 'worker-a',
+      lease_until: NOW + 2 * LEASE_MS,
+    });
+    expect(await notification(fx.db, sentId!)).toMatchObject({ state: 'sent', lease_until: null });
+    await fx.storage.renewLeases({ ids: [], owner: 'worker-a', leaseUntil: NOW });
+  });
+
+  it('records an outcome only for the worker holding the lease, and only once', async () => {
+    const [id] = await addDue(1);
+    await claim(fx.storage, 'worker-a', 1);
+    const sent = { state: 'sent' as const, sent_at: NOW + 5, updated_at: NOW + 5, transport: 'smtp' };
+
+    expect(await finishDelivery(fx.db, id!, 'worker-b', sent)).toBe(false);
+    expect(await notification(fx.db, id!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
+
+    expect(await finishDelivery(fx.db, id!, 'worker-a', sent)).toBe(true);
+    expect(await notification(fx.db, id!)).toMatchObject({
+      state: 'sent',
+      sent_at: NOW + 5,
+      transport: 'smtp',
+      lease_owner: null,
+      lease_until: null,
+    });
+    expect(await finishDelivery(fx.db, id!, 'worker-a', { state: 'failed', updated_at: NOW + 6 })).toBe(
+      false,
+    );
+    expect((await notification(fx.db, id!)).state).toBe('sent');
+  });
+
+  it('returns rows whose lease expired to the queue, keeping the attempt counted', async () => {
+    const [expired, renewed] = await addDue(2);
+    await claim(fx.storage, 'worker-dead', 2);
+    await fx.storage.renewLeases({ ids: [renewed!], owner: 'worker-dead', leaseUntil: NOW + 3 * LEASE_MS });
+
+    expect(await reclaimExpiredLeases(fx.db, NOW + LEASE_MS - 1)).toBe(0);
+    // The lease runs until lease_until; it is expired strictly after.
+    expect(await reclaimExpiredLeases(fx.db, NOW + LEASE_MS)).toBe(0);
+    const later = NOW + LEASE_MS + 1;
+    expect(await reclaimExpiredLeases(fx.db, later)).toBe(1);
+    expect(await notification(fx.db, expired!)).toMatchObject({
+      state: 'queued',
+      lease_owner: null,
+      lease_until: null,
+      attempts: 1,
+      run_at: later,
+      updated_at: later,
+    });
+    expect((await notification(fx.db, renewed!)).state).toBe('sending');
+
+    // Another worker takes it at once; the dead worker can no longer record an outcome.
+    const retaken = await claim(fx.storage, 'worker-b', 10, later);
+    expect(retaken.map((row) => [row.id, row.attempts])).toEqual([[expired, 2]]);
+    expect(
+      await finishDelivery(fx.db, expired!, 'worker-dead', {
+        state: 'sent',
+        sent_at: later,
+        updated_at: later,
+      }),
+    ).toBe(false);
+    expect(await reclaimExpiredLeases(fx.db, later)).toBe(0);
+  });
+
+  it('releases claims of its owner back to the queue without counting an attempt', async () => {
+    const ids = await addDue(3);
+    await claim(fx.storage, 'worker-a', 3);
+
+    await releaseClaims(fx.db, ids.slice(0, 2), 'worker-b', NOW + 1);
+    for (const id of ids) expect((await notification(fx.db, id)).state).toBe('sending');
+
+    await releaseClaims(fx.db, ids.slice(0, 2), 'worker-a', NOW + 1);
+    for (const id of ids.slice(0, 2)) {
+      expect(await notification(fx.db, id)).toMatchObject({
+        state: 'queued',
+        attempts: 0,
+        lease_owner: null,
+        lease_until: null,
+        updated_at: NOW + 1,
+      });
+    }
+    expect(await notification(fx.db, ids[2]!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
+    await releaseClaims(fx.db, [], 'worker-a', NOW + 1);
+
+    const again = await claim(fx.storage, 'worker-b', 10, NOW + 2);
+    expect(again.map((row) => row.id)).toEqual(ids.slice(0, 2));
+    expect(again.every((row) => row.attempts === 1)).toBe(true);
+  });
+});

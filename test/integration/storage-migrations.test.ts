@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kysely } from 'kysely';
+import { loadConfig } from '../../src/config.js';
+import { openStorage } from '../../src/storage/open.js';
+import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { testEnv } from '../helpers/services.js';
+import { runHerald } from '../helpers/processes.js';
+import { addProject, backend, openTestStorage, type StorageFixture } from './storage-fixture.js';
+
+/** Migrations: applied once, re-running is a no-op, and concurrent migrators do not collide. */
+const TABLES = [
+  'admins',
+  'api_logs',
+  'delivery_attempts',
+  'herald_migrations',
+  'herald_migrations_lock',
+  'idempotency_keys',
+  'notifications',
+  'projects',
+  'quota_usage',
+  'sessions',
+  'settings',
+  'smtp_settings',
+  'templates',
+];
+
+async function tableNames(db: Kysely<unknown>): Promise<string[]> {
+  const tables = await db.introspection.getTables();
+  return tables.map((table) => table.name).sort();
+}
+
+async function appliedMigrations(db: Kysely<unknown>): Promise<string[]> {
+  const rows = await (db as Kysely<{ herald_migrations: { name: string } }>)
+    .selectFrom('herald_migrations')
+    .select('name')
+    .orderBy('name')
+    .execute();
+  return rows.map((row) => row.name);
+}
+
+let fx: StorageFixture;
+beforeAll(async () => {
+  fx = await openTestStorage();
+});
+afterAll(() => fx?.close());
+
+describe(`migrations (${backend})`, () => {
+  it('creates every table and records each migration once', async () => {
+    const db = fx.db as unknown as Kysely<unknown>;
+    expect(await tableNames(db)).toEqual(TABLES);
+    expect(await appliedMigrations(db)).toEqual(['001_initial']);
+  });
+
+  it('is a no-op when run again, on the same or another connection, keeping the data', async () => {
+    const projectId = await addProject(fx.db);
+    await fx.storage.migrate();
+    const other = await fx.openAnother();
+    await other.migrate();
+    const db = fx.db as unknown as Kysely<unknown>;
+    expect(await tableNames(db)).toEqual(TABLES);
+    expect(await appliedMigrations(db)).toEqual(['001_initial']);
+    const project = await fx.db.selectFrom('projects').select('id').where('id', '=', projectId).execute();
+    expect(project).toHaveLength(1);
+  });
+
+  describe('three `herald migrate` processes at once on a fresh database', () => {
+    let database: TestDatabase;
+    beforeAll(async () => {
+      database = await freshDatabase();
+    });
+    afterAll(() => database?.drop());
+
+    it('all succeed and the schema exists once', { timeout: 90_000 }, async () => {
+      const env = testEnv(database);
+      // Each process starts a TypeScript loader first; three make an overlap of the migrations likely.
+      const results = await Promise.all([1, 2, 3].map(() => runHerald(['migrate', '--json'], env)));
+      for (const result of results) {
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+        expect(JSON.parse(result.stdout)).toEqual({ migrated: true, database: backend });
+      }
+      const storage = openStorage(loadConfig(env).database);
+      try {
+        const db = storage.db as unknown as Kysely<unknown>;
+        expect(await tableNames(db)).toEqual(TABLES);
+        expect(await appliedMigrations(db)).toEqual(['001_initial']);
+      } finally {
+        await storage.close();
+      }
+    });
+  });
+});
