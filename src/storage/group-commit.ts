@@ -12,7 +12,14 @@ export class GroupCommit<T, R> {
   constructor(
     /** Writes a batch in one transaction; returns one result per item, in order. */
     private readonly commit: (items: readonly T[]) => Promise<R[]>,
-    private readonly maxBatch = 100,
+    private readonly options: {
+      readonly maxBatch?: number;
+      /**
+       * How long the first item of a batch may wait for company. 0 (the default) gathers what
+       * arrived in the same event-loop turn; a few milliseconds gathers items that trickle in.
+       */
+      readonly maxDelayMs?: number;
+    } = {},
   ) {}
 
   submit(item: T): Promise<R> {
@@ -22,17 +29,20 @@ export class GroupCommit<T, R> {
         this.scheduled = true;
         // setImmediate runs after the I/O callbacks of this loop turn, so every request already
         // parsed joins the same batch.
-        setImmediate(() => {
+        const start = () => {
           this.scheduled = false;
           this.running = this.drain().finally(() => (this.running = null));
-        });
+        };
+        const delay = this.options.maxDelayMs ?? 0;
+        if (delay > 0) setTimeout(start, delay);
+        else setImmediate(start);
       }
     });
   }
 
   private async drain(): Promise<void> {
     while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.maxBatch);
+      const batch = this.pending.splice(0, this.options.maxBatch ?? 100);
       try {
         const results = await this.commit(batch.map((entry) => entry.item));
         batch.forEach((entry, i) => entry.resolve(results[i]!));

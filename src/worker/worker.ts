@@ -5,13 +5,7 @@ import type { Logger } from 'pino';
 import { retryDelay } from '../domain/retry.js';
 import { insertAttempt } from '../storage/delivery-attempts.js';
 import { GroupCommit } from '../storage/group-commit.js';
-import {
-  finishDelivery,
-  nextDueAt,
-  reclaimExpiredLeases,
-  releaseClaims,
-  renewLeases,
-} from '../storage/notifications.js';
+import { finishDelivery, nextDueAt, reclaimExpiredLeases, releaseClaims } from '../storage/notifications.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import type { AttemptResult, Deliverer, DeliveryBatch } from './deliver.js';
@@ -45,6 +39,8 @@ export class DeliveryWorker {
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
   private active = 0;
+  /** Attempts whose outcome is not committed yet. */
+  private readonly recording = new Set<Promise<void>>();
   private stopping = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
@@ -61,7 +57,9 @@ export class DeliveryWorker {
   ) {
     // Outcomes are committed in groups too: with a durable commit per message the store, not the
     // relay, would bound delivery throughput.
-    this.recorder = new GroupCommit((items) => this.record(items));
+    // Outcomes trickle in as relays answer, one lane at a time; waiting a few milliseconds lets a
+    // commit carry dozens of them instead of one or two. Only the bookkeeping waits, not the mail.
+    this.recorder = new GroupCommit((items) => this.record(items), { maxDelayMs: 10, maxBatch: 500 });
   }
 
   start(): void {
@@ -82,7 +80,8 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     while (!this.stopping) {
       let claimed = 0;
-      if (this.backlog.length < this.options.concurrency) {
+      // Refill before the backlog runs dry, so the lanes never wait for a claim.
+      if (this.backlog.length < Math.max(this.options.concurrency, this.options.batchSize / 2)) {
         try {
           claimed = await this.claim();
         } catch (err) {
@@ -126,7 +125,7 @@ export class DeliveryWorker {
   private dispatch(job: { row: NotificationRow; batch: DeliveryBatch }): void {
     this.active++;
     const startedAt = this.now();
-    void job.batch
+    const recorded = job.batch
       .attempt(job.row)
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
@@ -139,16 +138,23 @@ export class DeliveryWorker {
           messageId: null,
         };
       })
-      .then((result) => this.recorder.submit({ row: job.row, startedAt, result }))
+      .then((result) => {
+        // The lane is free as soon as the relay has answered: the outcome is committed with the
+        // next group, so SMTP concurrency does not wait on the database's sync. The lease is
+        // held (and renewed) until the outcome is stored.
+        this.active--;
+        this.wake();
+        return this.recorder.submit({ row: job.row, startedAt, result });
+      })
       .catch((err: unknown) => {
         // The outcome could not be stored; the lease will expire and the message be retried.
         this.logger.error({ err, requestId: job.row.request_id }, 'recording a delivery outcome failed');
       })
       .finally(() => {
         this.held.delete(job.row.id);
-        this.active--;
-        this.wake();
+        this.recording.delete(recorded);
       });
+    this.recording.add(recorded);
   }
 
   private async record(items: readonly Finished[]): Promise<void[]> {
@@ -212,7 +218,11 @@ export class DeliveryWorker {
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
     try {
-      await renewLeases(this.storage.db, [...this.held], this.owner, this.now() + this.options.leaseMs);
+      await this.storage.renewLeases({
+        ids: [...this.held],
+        owner: this.owner,
+        leaseUntil: this.now() + this.options.leaseMs,
+      });
     } catch (err) {
       this.logger.warn({ err }, 'renewing leases failed');
     }
@@ -253,7 +263,7 @@ export class DeliveryWorker {
     this.loop = null;
     const waiting = this.backlog.splice(0);
     const deadline = this.now() + this.options.stopTimeoutMs;
-    while (this.active > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (this.recording.size > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await this.recorder.flush();
     if (this.renewTimer !== null) clearInterval(this.renewTimer);
     const ids = waiting.map((job) => job.row.id);
