@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { HeraldError } from '../domain/errors.js';
+import { adminCommands } from './admin-commands.js';
 import { notificationCommands, statsCommand } from './notification-commands.js';
 import { projectCommands } from './project-commands.js';
 import { migrateCommand, serveCommand } from './serve-commands.js';
@@ -22,13 +23,16 @@ export function buildProgram(): Command {
     smtpCommands(),
     notificationCommands(),
     statsCommand(),
+    adminCommands(),
   ]) {
     program.addCommand(command);
   }
-  // Every subcommand accepts --json after its own options too.
+  // Every subcommand accepts --json after its own options too, and reports usage errors by
+  // throwing (exit code 2) instead of exiting the process from inside commander.
   for (const command of program.commands) {
-    for (const sub of [command, ...command.commands])
-      if (sub !== program) sub.option('--json', 'print one JSON object on stdout');
+    for (const sub of [command, ...command.commands]) {
+      sub.option('--json', 'print one JSON object on stdout').exitOverride().showHelpAfterError();
+    }
   }
   return program;
 }

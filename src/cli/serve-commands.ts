@@ -1,12 +1,23 @@
 import { Command, Option } from 'commander';
 import { loadConfig, type Role } from '../config.js';
 import { createLogger } from '../logger.js';
-import { startServer, type HttpPlugin } from '../main.js';
+import type { HttpPlugin, startServer } from '../main.js';
 import { openStorage } from '../storage/open.js';
-import { withServices } from './context.js';
 
-/** Plugins the api role serves beside the API (the dashboard registers itself here). */
-export const httpPlugins: HttpPlugin[] = [];
+/**
+ * The server and the dashboard are loaded only by `herald serve`, so the operator's commands
+ * start without loading the HTTP stack.
+ */
+async function loadServer(): Promise<{
+  startServer: typeof startServer;
+  plugins: HttpPlugin[];
+}> {
+  const [{ startServer }, { dashboardPlugin }] = await Promise.all([
+    import('../main.js'),
+    import('../dashboard/plugin.js'),
+  ]);
+  return { startServer, plugins: [dashboardPlugin] };
+}
 
 export function serveCommand(): Command {
   return new Command('serve')
@@ -17,7 +28,8 @@ export function serveCommand(): Command {
     .action(async (options: { role: Role }) => {
       const config = loadConfig();
       const logger = createLogger(config.logLevel);
-      const server = await startServer(config, options.role, logger, httpPlugins);
+      const { startServer, plugins } = await loadServer();
+      const server = await startServer(config, options.role, logger, plugins);
       let signals = 0;
       const shutdown = (signal: string) => {
         signals++;
@@ -57,5 +69,3 @@ export function migrateCommand(): Command {
       );
     });
 }
-
-export { withServices };

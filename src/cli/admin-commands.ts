@@ -1,0 +1,54 @@
+import { Command } from 'commander';
+import { errors } from '../domain/errors.js';
+import { AdminService } from '../services/admins.js';
+import { withServices } from './context.js';
+import { iso } from './output.js';
+
+/** The whole of stdin, minus one trailing line break (what `echo` or a here-string adds). */
+async function readPassword(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password (then Enter and Ctrl-D): ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+}
+
+export function adminCommands(): Command {
+  const admin = new Command('admin').description('dashboard administrators');
+
+  admin
+    .command('create')
+    .description('create a dashboard admin; the password is read from stdin, never from the command line')
+    .requiredOption('--email <email>', 'login email')
+    .option('--password-stdin', 'read the password from stdin (required)')
+    .action(async (options: { email: string; passwordStdin?: boolean }, command: Command) => {
+      if (!options.passwordStdin)
+        throw errors.invalidInput('pass the password on stdin with --password-stdin');
+      const password = await readPassword();
+      await withServices(command, async (services, out) => {
+        const created = await new AdminService(services.storage.db).create(options.email, password);
+        out.print(
+          { id: created.id, email: created.email, created_at: iso(created.createdAt) },
+          `Created admin ${created.email} (id ${created.id}). Log in to the dashboard at /login.`,
+        );
+      });
+    });
+
+  admin
+    .command('list')
+    .description('list dashboard admins')
+    .action(async (_options: unknown, command: Command) =>
+      withServices(command, async (services, out) => {
+        const list = await new AdminService(services.storage.db).list();
+        out.print(
+          { admins: list.map((a) => ({ id: a.id, email: a.email, created_at: iso(a.createdAt) })) },
+          list.length === 0
+            ? 'No admins yet: open the setup link printed by `herald serve`, or run herald admin create.'
+            : list.map((a) => `${String(a.id).padStart(4)}  ${a.email}`).join('\n'),
+        );
+      }),
+    );
+
+  return admin;
+}

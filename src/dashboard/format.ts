@@ -1,0 +1,93 @@
+import type { NotificationState } from '../storage/schema.js';
+
+/**
+ * Formatting helpers handed to the views as `it.h`. They return plain text; the views escape it
+ * with `<%= %>` like every other value. Times are shown in UTC, the zone the filters use too.
+ */
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const pad = (n: number) => String(n).padStart(2, '0');
+
+function time(ms: number | null | undefined): string {
+  if (ms == null) return '—';
+  const d = new Date(ms);
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} UTC`;
+}
+
+function iso(ms: number | null | undefined): string {
+  return ms == null ? '' : new Date(ms).toISOString();
+}
+
+/** `YYYY-MM-DDTHH:MM` in UTC, the value of a datetime-local input. */
+function inputTime(ms: number | null | undefined): string {
+  return ms == null ? '' : new Date(ms).toISOString().slice(0, 16);
+}
+
+function ago(ms: number | null | undefined, now = Date.now()): string {
+  if (ms == null) return 'never';
+  const seconds = Math.max(0, Math.round((now - ms) / 1000));
+  if (seconds < 45) return 'just now';
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 36) return `${hours} h ago`;
+  const days = Math.round(hours / 24);
+  return days < 60 ? `${days} days ago` : time(ms).slice(0, 10);
+}
+
+function day(ms: number): string {
+  const d = new Date(ms);
+  return `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
+}
+
+function hour(ms: number): string {
+  return `${pad(new Date(ms).getUTCHours())}:00`;
+}
+
+function num(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+function percent(part: number, whole: number): number {
+  return whole <= 0 ? 0 : Math.min(100, Math.round((part / whole) * 100));
+}
+
+/** `sending` is internal; people see a message being sent as queued, like API callers do. */
+function status(state: NotificationState): 'queued' | 'sent' | 'failed' {
+  return state === 'sending' ? 'queued' : state;
+}
+
+function periodLabel(period: string): string {
+  return period === 'hour' ? 'this hour' : period === 'day' ? 'today' : 'this month';
+}
+
+/** A query string of the non-empty values, e.g. `?project=2&status=sent`, or ''. */
+function query(params: Readonly<Record<string, string | number | null | undefined>>): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params))
+    if (value !== undefined && value !== null && value !== '') search.set(key, String(value));
+  const text = search.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, null, 2);
+}
+
+export const helpers = {
+  time,
+  iso,
+  inputTime,
+  ago,
+  day,
+  hour,
+  num,
+  percent,
+  status,
+  periodLabel,
+  query,
+  json,
+  enc: encodeURIComponent,
+};
+
+export type Helpers = typeof helpers;

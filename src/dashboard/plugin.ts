@@ -1,0 +1,166 @@
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import fastifyRateLimit from '@fastify/rate-limit';
+import fastifyView from '@fastify/view';
+import { Eta } from 'eta';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import type { Services } from '../compose.js';
+import { HeraldError } from '../domain/errors.js';
+import { statusOf } from '../http/errors.js';
+import type { HttpPlugin } from '../main.js';
+import { AdminService } from '../services/admins.js';
+import { UsageService } from '../services/usage.js';
+import { loadAssets, VIEWS_DIR } from './assets.js';
+import { page, type DashboardDeps } from './context.js';
+import { authRoutes, publicAuthRoutes } from './routes-auth.js';
+import { logRoutes } from './routes-logs.js';
+import { projectRoutes } from './routes-projects.js';
+import { smtpRoutes } from './routes-smtp.js';
+import { templateRoutes } from './routes-templates.js';
+import { usageRoutes } from './routes-usage.js';
+import {
+  isCrossSite,
+  PRE_SESSION_COOKIE,
+  secretsMatch,
+  sentCsrfToken,
+  SESSION_COOKIE,
+  setSecurityHeaders,
+} from './security.js';
+
+export interface DashboardOptions {
+  /**
+   * Receives the one-time setup link once the server listens, when no admin exists yet. By
+   * default it is printed on stdout; it is always logged at info level as well.
+   */
+  readonly onSetupLink?: (url: string) => void;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function printSetupLink(url: string): void {
+  process.stdout.write(
+    `\n  Herald dashboard: no admin yet. Open this one-time link to create the first admin:\n\n    ${url}\n\n`,
+  );
+}
+
+/** Where people reach this server: HERALD_PUBLIC_URL, else the address it listens on. */
+function baseUrl(app: FastifyInstance, services: Services): string {
+  if (services.config.publicUrl !== null) return services.config.publicUrl.replace(/\/+$/, '');
+  const address = app.server.address() as AddressInfo | null;
+  const port = address?.port ?? services.config.port;
+  const host = services.config.host;
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+}
+
+export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugin {
+  return async (app, services) => {
+    const deps: DashboardDeps = {
+      services,
+      admins: new AdminService(services.storage.db),
+      usage: new UsageService(services.storage.db),
+      assets: await loadAssets(),
+    };
+    const setupToken = (await deps.admins.hasAdmins()) ? null : await deps.admins.createSetupToken();
+    const httpsPublicUrl = services.config.publicUrl?.startsWith('https://') ?? false;
+    const isSecure = (request: FastifyRequest) => httpsPublicUrl || request.protocol === 'https';
+
+    // Everything below lives in its own encapsulated context: the form parser, cookies, views, the
+    // error handler and the hooks apply to dashboard routes only, and /api/v1 keeps its behaviour.
+    await app.register(async (dash) => {
+      await dash.register(fastifyCookie);
+      await dash.register(fastifyFormbody);
+      await dash.register(fastifyRateLimit, { global: false });
+      await dash.register(fastifyView, {
+        engine: { eta: new Eta({ views: VIEWS_DIR, autoEscape: true, cache: services.config.production }) },
+        root: VIEWS_DIR,
+        production: services.config.production,
+      });
+      dash.decorateRequest('dashSession', null);
+      dash.decorateRequest('csrfToken', '');
+
+      dash.addHook('onSend', async (request, reply) => {
+        setSecurityHeaders(reply, isSecure(request));
+      });
+
+      // Every state-changing request carries the CSRF token of its session (or, before login, of
+      // the pre-session cookie) in a form field or header. A cross-site POST is refused outright.
+      dash.addHook('preHandler', async (request, reply) => {
+        if (SAFE_METHODS.has(request.method)) return;
+        const expected = request.dashSession?.csrfToken ?? request.cookies[PRE_SESSION_COOKIE] ?? '';
+        if (isCrossSite(request) || !secretsMatch(sentCsrfToken(request), expected)) {
+          return errorPage(
+            request,
+            reply,
+            403,
+            'This form has expired or did not come from the dashboard. Reload the page and try again.',
+          );
+        }
+      });
+
+      const errorPage = (request: FastifyRequest, reply: FastifyReply, status: number, message: string) =>
+        page(request, reply, deps, 'error', { title: `Error ${status}`, status, message }, status);
+
+      dash.setErrorHandler(async (error: FastifyError, request, reply) => {
+        if (error instanceof HeraldError) return errorPage(request, reply, statusOf(error), error.message);
+        const status = error.statusCode ?? 500;
+        if (status === 429)
+          return errorPage(request, reply, 429, `Too many attempts. ${error.message}. Wait and try again.`);
+        if (status >= 400 && status < 500)
+          return errorPage(request, reply, status, 'The request could not be understood.');
+        request.log.error({ err: error }, 'dashboard request failed');
+        return errorPage(request, reply, 500, 'Something went wrong. The error has been logged.');
+      });
+
+      for (const [name, asset] of deps.assets.files) {
+        dash.get(`/assets/${name}`, async (request, reply) => {
+          // Asset URLs carry the content hash, so a cached copy is never stale.
+          const versioned = (request.query as Record<string, unknown>).v === asset.version;
+          return reply
+            .type(asset.type)
+            .header('Cache-Control', versioned ? 'public, max-age=31536000, immutable' : 'no-cache')
+            .header('ETag', `"${asset.version}"`)
+            .send(asset.body);
+        });
+      }
+
+      await dash.register(async (open) => publicAuthRoutes(open, deps, isSecure));
+
+      await dash.register(async (admin) => {
+        admin.addHook('onRequest', async (request, reply) => {
+          const token = request.cookies[SESSION_COOKIE] ?? '';
+          const session = token === '' ? null : await deps.admins.session(token);
+          if (session === null) {
+            if (SAFE_METHODS.has(request.method))
+              return reply.redirect(`/login?next=${encodeURIComponent(request.url)}`);
+            return errorPage(request, reply, 403, 'You are not logged in. Log in and try again.');
+          }
+          request.dashSession = { ...session, token };
+          request.csrfToken = session.csrfToken;
+        });
+        admin.get('/', async (_request, reply) => reply.redirect('/projects'));
+        await authRoutes(admin, deps, isSecure);
+        await projectRoutes(admin, deps);
+        await templateRoutes(admin, deps);
+        await smtpRoutes(admin, deps);
+        await logRoutes(admin, deps);
+        await usageRoutes(admin, deps);
+      });
+    });
+
+    if (setupToken !== null) {
+      app.addHook('onListen', async () => {
+        const url = `${baseUrl(app, services)}/setup/${setupToken}`;
+        services.logger.info(
+          { setupUrl: url },
+          `Dashboard setup: open ${url} to create the first admin (the link works until it is used)`,
+        );
+        (options.onSetupLink ?? printSetupLink)(url);
+      });
+    }
+  };
+}
+
+/** The dashboard as the api role serves it (src/cli/serve-commands.ts). */
+export const dashboardPlugin: HttpPlugin = createDashboardPlugin();

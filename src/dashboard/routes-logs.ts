@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import type { NotificationFilter } from '../storage/notifications.js';
+import type { NotificationState } from '../storage/schema.js';
+import { page, type DashboardDeps } from './context.js';
+import { fieldsOf, utcTime, whole } from './forms.js';
+
+const PAGE_SIZE = 50;
+const STATES: readonly NotificationState[] = ['queued', 'sending', 'sent', 'failed'];
+/** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
+const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
+
+function isState(value: string | undefined): value is NotificationState {
+  return (STATES as readonly (string | undefined)[]).includes(value);
+}
+
+/** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
+export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  const { projects, notifications, apiLogs } = deps.services;
+
+  const projectNames = async () => new Map((await projects.list()).map((p) => [p.id, p.name]));
+
+  app.get('/messages', async (request, reply) => {
+    const q = fieldsOf(request.query);
+    const filter: NotificationFilter = {
+      projectId: whole(q.project),
+      state: isState(q.status) ? q.status : undefined,
+      template: q.template?.trim() || undefined,
+      recipient: q.recipient?.trim() || undefined,
+      from: utcTime(q.from),
+      to: utcTime(q.to),
+      beforeId: whole(q.before),
+      limit: PAGE_SIZE + 1,
+    };
+    const rows = await notifications.list(filter);
+    const names = await projectNames();
+    const more = rows.length > PAGE_SIZE;
+    const shown = rows.slice(0, PAGE_SIZE);
+    const filters = {
+      project: filter.projectId === undefined ? '' : String(filter.projectId),
+      status: filter.state ?? '',
+      template: filter.template ?? '',
+      recipient: filter.recipient ?? '',
+      from: filter.from === undefined ? '' : (q.from ?? ''),
+      to: filter.to === undefined ? '' : (q.to ?? ''),
+    };
+    return page(request, reply, deps, 'messages', {
+      title: 'Delivery logs',
+      rows: shown,
+      names,
+      states: STATES,
+      filters,
+      filtered: Object.values(filters).some((v) => v !== ''),
+      paged: filter.beforeId !== undefined,
+      nextBefore: more ? shown[shown.length - 1]?.id : null,
+    });
+  });
+
+  app.get<{ Params: { requestId: string } }>('/messages/:requestId', async (request, reply) => {
+    const { notification, attempts } = await notifications.detail(request.params.requestId);
+    const project = await projects.get(notification.project_id);
+    let data: unknown = null;
+    try {
+      data = JSON.parse(notification.data);
+    } catch {
+      data = notification.data;
+    }
+    const notice = (request.query as Record<string, unknown>).notice === 'test';
+    return page(request, reply, deps, 'message', {
+      title: `Message ${notification.request_id}`,
+      n: notification,
+      attempts,
+      project,
+      data,
+      pending: notification.state === 'queued' || notification.state === 'sending',
+      notice: notice
+        ? 'Test email queued. This page updates by itself when the worker has delivered it.'
+        : null,
+    });
+  });
+
+  app.get('/api-logs', async (request, reply) => {
+    const q = fieldsOf(request.query);
+    const projectId = whole(q.project);
+    const statusCode = whole(q.status, 100, 599);
+    const beforeId = whole(q.before);
+    const rows = await apiLogs.list({ projectId, statusCode, beforeId, limit: PAGE_SIZE + 1 });
+    const shown = rows.slice(0, PAGE_SIZE);
+    const filters = {
+      project: projectId === undefined ? '' : String(projectId),
+      status: statusCode === undefined ? '' : String(statusCode),
+    };
+    return page(request, reply, deps, 'api-logs', {
+      title: 'API logs',
+      rows: shown,
+      names: await projectNames(),
+      codes: API_STATUS_CODES,
+      filters,
+      filtered: filters.project !== '' || filters.status !== '',
+      paged: beforeId !== undefined,
+      nextBefore: rows.length > PAGE_SIZE ? shown[shown.length - 1]?.id : null,
+    });
+  });
+}

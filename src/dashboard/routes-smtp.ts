@@ -1,0 +1,221 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseMailbox, type Mailbox } from '../domain/address.js';
+import { HeraldError } from '../domain/errors.js';
+import { composeMessage } from '../mail/compose.js';
+import { SmtpDeliveryError } from '../mail/smtp.js';
+import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
+import type { Project } from '../services/projects.js';
+import type { ProjectSmtp, SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
+import { fragment, isHtmx, page, type DashboardDeps } from './context.js';
+import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
+import { transportState } from './routes-projects.js';
+
+type IdParams = { Params: { id: string } };
+
+/** The outcome of "verify" or "send test email": the relay's own words, shown as text. */
+export interface SmtpCheckResult {
+  readonly ok: boolean;
+  readonly title: string;
+  readonly reply: string;
+}
+
+const NOTICES: Record<string, string> = {
+  saved: 'SMTP settings saved. Verify the connection or send a test email below.',
+  cleared: 'SMTP settings removed.',
+};
+
+function notice(request: FastifyRequest): string | null {
+  const key = (request.query as Record<string, unknown>).notice;
+  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
+}
+
+/** The form; an empty password keeps the stored one unless "remove the password" is ticked. */
+function settingsInput(form: Fields): SmtpSettingsInput {
+  const security = text(form, 'security');
+  const password = text(form, 'password');
+  return {
+    host: text(form, 'host'),
+    port: /^\d{1,5}$/.test(text(form, 'port')) ? Number(text(form, 'port')) : NaN,
+    security: isSmtpSecurity(security) ? security : 'auto',
+    username: optional(form, 'username'),
+    password: form.clear_password === 'yes' ? null : password === '' ? undefined : password,
+    fromEmail: optional(form, 'from_email'),
+    fromName: optional(form, 'from_name'),
+  };
+}
+
+function formValues(view: SmtpSettingsView | null): Record<string, string> {
+  return {
+    host: view?.host ?? '',
+    port: String(view?.port ?? 587),
+    security: view?.security ?? 'auto',
+    username: view?.username ?? '',
+    from_email: view?.fromEmail ?? '',
+    from_name: view?.fromName ?? '',
+  };
+}
+
+/** The same choice as delivery: the project's from address, else the SMTP settings', else contact. */
+function fromAddress(project: Project, smtp: ProjectSmtp): Mailbox | null {
+  const address = project.fromEmail ?? smtp.fromEmail ?? project.contactEmail;
+  if (address === null) return null;
+  const name = project.fromEmail !== null ? project.fromName : (smtp.fromName ?? project.fromName);
+  return name === null ? { address } : { name, address };
+}
+
+function failure(title: string, error: unknown): SmtpCheckResult {
+  if (error instanceof SmtpDeliveryError) return { ok: false, title, reply: error.failure.message };
+  return { ok: false, title, reply: error instanceof Error ? error.message : String(error) };
+}
+
+export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  const { projects, smtpSettings, mailer } = deps.services;
+
+  const smtpPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    projectId: number,
+    state: { values?: Fields; error?: string; result?: SmtpCheckResult; testTo?: string } = {},
+    status = 200,
+  ) => {
+    const project = await projects.get(projectId);
+    const view = await smtpSettings.get(project.id);
+    return page(
+      request,
+      reply,
+      deps,
+      'smtp',
+      {
+        title: `SMTP · ${project.name}`,
+        project,
+        tab: 'smtp',
+        settings: view,
+        transport: transportState(deps, view),
+        globalSmtp: deps.services.globalSmtp === null ? null : describeSmtpTarget(deps.services.globalSmtp),
+        securities: SMTP_SECURITY,
+        values: state.values ?? formValues(view),
+        error: state.error ?? null,
+        result: state.result ?? null,
+        testTo: state.testTo ?? project.contactEmail ?? '',
+        notice: notice(request),
+      },
+      status,
+    );
+  };
+
+  const showResult = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    projectId: number,
+    result: SmtpCheckResult,
+    testTo?: string,
+  ) =>
+    isHtmx(request)
+      ? fragment(request, reply, 'partials/smtp-result', { result })
+      : smtpPage(request, reply, projectId, { result, ...(testTo !== undefined && { testTo }) });
+
+  app.get<IdParams>('/projects/:id/smtp', async (request, reply) =>
+    smtpPage(request, reply, idParam(request.params.id)),
+  );
+
+  app.post<IdParams>('/projects/:id/smtp', async (request, reply) => {
+    const id = idParam(request.params.id);
+    const form = fieldsOf(request.body);
+    try {
+      await smtpSettings.set(id, settingsInput(form));
+    } catch (error) {
+      if (!(error instanceof HeraldError) || error.code === 'PROJECT_NOT_FOUND') throw error;
+      return smtpPage(request, reply, id, { values: form, error: error.message }, 400);
+    }
+    return reply.redirect(`/projects/${id}/smtp?notice=saved`, 303);
+  });
+
+  app.post<IdParams>('/projects/:id/smtp/clear', async (request, reply) => {
+    const id = idParam(request.params.id);
+    await smtpSettings.clear(id);
+    return reply.redirect(`/projects/${id}/smtp?notice=cleared`, 303);
+  });
+
+  app.post<IdParams>('/projects/:id/smtp/verify', async (request, reply) => {
+    const id = idParam(request.params.id);
+    const smtp = await smtpSettings.forDelivery((await projects.resolve(id)).id);
+    if (smtp === null)
+      return showResult(request, reply, id, {
+        ok: false,
+        title: 'Not configured',
+        reply: 'Save SMTP settings first.',
+      });
+    try {
+      await mailer.verify(smtp.target);
+      const login = smtp.target.username === null ? 'no login configured' : 'the login was accepted';
+      return showResult(request, reply, id, {
+        ok: true,
+        title: 'Connection verified',
+        reply: `Connected to ${describeSmtpTarget(smtp.target)}; ${login}.`,
+      });
+    } catch (error) {
+      return showResult(request, reply, id, failure('Connection failed', error));
+    }
+  });
+
+  // A direct send over the saved settings, outside the queue: it checks the relay itself and
+  // shows its reply at once. (Template test emails go through the queue instead.)
+  app.post<IdParams>('/projects/:id/smtp/test', async (request, reply) => {
+    const id = idParam(request.params.id);
+    const project = await projects.get(id);
+    const toText = text(fieldsOf(request.body), 'to');
+    const smtp = await smtpSettings.forDelivery(project.id);
+    if (smtp === null)
+      return showResult(
+        request,
+        reply,
+        id,
+        { ok: false, title: 'Not configured', reply: 'Save SMTP settings first.' },
+        toText,
+      );
+    const to = parseMailbox(toText);
+    if (to === null)
+      return showResult(
+        request,
+        reply,
+        id,
+        { ok: false, title: 'No recipient', reply: 'Enter an email address.' },
+        toText,
+      );
+    const from = fromAddress(project, smtp);
+    if (from === null) {
+      return showResult(
+        request,
+        reply,
+        id,
+        {
+          ok: false,
+          title: 'No from address',
+          reply: 'Set a from email on the project or in these SMTP settings.',
+        },
+        toText,
+      );
+    }
+    try {
+      const raw = await composeMessage({
+        from,
+        to,
+        subject: `Herald test email for ${project.name}`,
+        text: `This is a test email from Herald for the project ${project.name}.\n\nIf you can read it, the SMTP settings work.\n`,
+        messageId: `test-${randomUUID()}@${from.address.slice(from.address.lastIndexOf('@') + 1)}`,
+        date: new Date(),
+      });
+      const sent = await mailer.send(smtp.target, { from: from.address, to: to.address }, raw);
+      return showResult(
+        request,
+        reply,
+        id,
+        { ok: true, title: 'Test email accepted', reply: sent.response },
+        toText,
+      );
+    } catch (error) {
+      return showResult(request, reply, id, failure('Test email refused', error), toText);
+    }
+  });
+}

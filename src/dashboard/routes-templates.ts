@@ -1,0 +1,217 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseMailbox } from '../domain/address.js';
+import { HeraldError } from '../domain/errors.js';
+import type { Project } from '../services/projects.js';
+import { TEMPLATE_LIMITS, type Template } from '../services/templates.js';
+import { fragment, isHtmx, page, type DashboardDeps } from './context.js';
+import { fieldsOf, idParam, parseSampleData, sampleDataFor, text, type Fields } from './forms.js';
+
+type NameParams = { Params: { id: string; name: string } };
+type IdParams = { Params: { id: string } };
+
+/** Template forms carry whole bodies (up to 256 KiB text and 512 KiB HTML), above the API's limit. */
+const FORM_LIMIT = { bodyLimit: 4 * 1024 * 1024 };
+
+const NOTICES: Record<string, string> = {
+  created: 'Template created.',
+  saved: 'Template saved.',
+  deleted: 'Template deleted.',
+};
+
+function notice(request: FastifyRequest): string | null {
+  const key = (request.query as Record<string, unknown>).notice;
+  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
+}
+
+export interface EditorValues {
+  readonly name: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string;
+  readonly data: string;
+}
+
+interface Preview {
+  readonly error: string | null;
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string | null;
+  readonly placeholders: string[];
+}
+
+function valuesOf(form: Fields): EditorValues {
+  return {
+    name: text(form, 'name'),
+    subject: text(form, 'subject'),
+    text: text(form, 'text'),
+    html: text(form, 'html'),
+    data: text(form, 'data'),
+  };
+}
+
+function templateValues(template: Template): EditorValues {
+  return {
+    name: template.name,
+    subject: template.subject,
+    text: template.text,
+    html: template.html ?? '',
+    data: sampleDataFor(template.placeholders),
+  };
+}
+
+export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  const { projects, templates, notifications } = deps.services;
+
+  /** Renders unsaved template text with the sample data, exactly as delivery would. */
+  const preview = (values: EditorValues): Preview => {
+    const parsed = parseSampleData(values.data);
+    const rendered = templates.preview(
+      { subject: values.subject, text: values.text, html: values.html },
+      'data' in parsed ? parsed.data : {},
+    );
+    return { error: 'error' in parsed ? parsed.error : null, ...rendered };
+  };
+
+  const editor = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    project: Project,
+    state: {
+      mode: 'new' | 'edit';
+      values: EditorValues;
+      error?: string | null;
+      testError?: string | null;
+      updatedAt?: number | null;
+    },
+    status = 200,
+  ) =>
+    page(
+      request,
+      reply,
+      deps,
+      'template-edit',
+      {
+        title: state.mode === 'new' ? 'New template' : `Template ${state.values.name}`,
+        project,
+        tab: 'templates',
+        mode: state.mode,
+        values: state.values,
+        preview: preview(state.values),
+        limits: TEMPLATE_LIMITS,
+        error: state.error ?? null,
+        testError: state.testError ?? null,
+        updatedAt: state.updatedAt ?? null,
+        notice: notice(request),
+      },
+      status,
+    );
+
+  app.get<IdParams>('/projects/:id/templates', async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    return page(request, reply, deps, 'templates', {
+      title: `Templates · ${project.name}`,
+      project,
+      tab: 'templates',
+      templates: await templates.list(project.id),
+      notice: notice(request),
+    });
+  });
+
+  app.get<IdParams>('/projects/:id/templates/new', async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    const values = {
+      name: '',
+      subject: 'Welcome, {{user_name}}',
+      text: 'Hello {{user_name}},\n\nYour account is ready.\n',
+      html: '',
+      data: '{\n  "user_name": "Jane"\n}',
+    };
+    return editor(request, reply, project, { mode: 'new', values });
+  });
+
+  app.post<IdParams>('/projects/:id/templates', FORM_LIMIT, async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    const values = valuesOf(fieldsOf(request.body));
+    try {
+      const created = await templates.create(project.id, values);
+      return reply.redirect(
+        `/projects/${project.id}/templates/edit/${encodeURIComponent(created.name)}?notice=created`,
+        303,
+      );
+    } catch (error) {
+      if (!(error instanceof HeraldError)) throw error;
+      return editor(request, reply, project, { mode: 'new', values, error: error.message }, 400);
+    }
+  });
+
+  // Live preview: htmx posts the editor form here as the user types and swaps in the fragment;
+  // without JavaScript the Preview button posts here and gets the whole editor back.
+  app.post<IdParams>('/projects/:id/templates/preview', FORM_LIMIT, async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    const form = fieldsOf(request.body);
+    const values = valuesOf(form);
+    if (isHtmx(request)) return fragment(request, reply, 'partials/preview', { preview: preview(values) });
+    return editor(request, reply, project, { mode: form.mode === 'edit' ? 'edit' : 'new', values });
+  });
+
+  app.get<NameParams>('/projects/:id/templates/edit/:name', async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    const template = await templates.get(project.id, request.params.name);
+    return editor(request, reply, project, {
+      mode: 'edit',
+      values: templateValues(template),
+      updatedAt: template.updatedAt,
+    });
+  });
+
+  app.post<NameParams>('/projects/:id/templates/edit/:name', FORM_LIMIT, async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    const values = { ...valuesOf(fieldsOf(request.body)), name: request.params.name };
+    try {
+      await templates.update(project.id, request.params.name, values);
+    } catch (error) {
+      if (!(error instanceof HeraldError) || error.code === 'TEMPLATE_NOT_FOUND') throw error;
+      return editor(request, reply, project, { mode: 'edit', values, error: error.message }, 400);
+    }
+    return reply.redirect(
+      `/projects/${project.id}/templates/edit/${encodeURIComponent(request.params.name)}?notice=saved`,
+      303,
+    );
+  });
+
+  app.post<NameParams>('/projects/:id/templates/delete/:name', async (request, reply) => {
+    const project = await projects.get(idParam(request.params.id));
+    await templates.delete(project.id, request.params.name);
+    return reply.redirect(`/projects/${project.id}/templates?notice=deleted`, 303);
+  });
+
+  // A test send goes through the real pipeline: accepted like an API request (it uses quota),
+  // delivered by the worker with the saved template, and shown in the delivery log.
+  app.post<NameParams>('/projects/:id/templates/test/:name', FORM_LIMIT, async (request, reply) => {
+    const row = await projects.resolve(idParam(request.params.id));
+    const project = await projects.get(row.id);
+    const template = await templates.get(row.id, request.params.name);
+    const form = fieldsOf(request.body);
+    const values = { ...valuesOf(form), name: template.name };
+    const fail = (message: string) =>
+      editor(
+        request,
+        reply,
+        project,
+        { mode: 'edit', values, testError: message, updatedAt: template.updatedAt },
+        400,
+      );
+
+    const to = parseMailbox(text(form, 'to'));
+    if (to === null) return fail('Enter the address to send the test email to.');
+    const data = parseSampleData(values.data);
+    if ('error' in data) return fail(data.error);
+    const outcome = await notifications.accept({
+      project: row,
+      request: { template: template.name, to, data: data.data, type: 'email' },
+    });
+    if (outcome.kind === 'quota_exceeded') return fail('The project has used up its quota for this period.');
+    if (outcome.kind !== 'accepted') return fail('The test email could not be queued.');
+    return reply.redirect(`/messages/${encodeURIComponent(outcome.body.request_id)}?notice=test`, 303);
+  });
+}

@@ -1,0 +1,205 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { parseMailbox } from '../domain/address.js';
+import { errors } from '../domain/errors.js';
+import { decoyHash, hashPassword, verifyPassword } from '../security/password.js';
+import {
+  consumeSetupTokens,
+  countAdmins,
+  findAdminByEmail,
+  findAdminById,
+  hasSetupToken,
+  insertAdmin,
+  insertSetupToken,
+  listAdmins,
+  updateAdminPassword,
+} from '../storage/admins.js';
+import type { AdminRow, Database } from '../storage/schema.js';
+import {
+  deleteExpiredSessions,
+  deleteSession,
+  deleteSessionsOfAdmin,
+  extendSession,
+  findSession,
+  insertSession,
+} from '../storage/sessions.js';
+import { isUniqueViolation } from '../storage/unique-violation.js';
+
+/** Dashboard sessions last a week and are extended when used in their second half. */
+export const SESSION_TTL_MS = 7 * 86_400_000;
+export const PASSWORD_LIMITS = { min: 10, max: 1024 } as const;
+
+export interface Admin {
+  readonly id: number;
+  readonly email: string;
+  readonly createdAt: number;
+}
+
+export interface Session {
+  readonly admin: Pick<Admin, 'id' | 'email'>;
+  /** The synchronizer token every state-changing request of this session must carry. */
+  readonly csrfToken: string;
+  readonly expiresAt: number;
+}
+
+export interface NewSession extends Session {
+  /** The cookie value; only its SHA-256 is stored. */
+  readonly token: string;
+}
+
+function toAdmin(row: AdminRow): Admin {
+  return { id: row.id, email: row.email, createdAt: row.created_at };
+}
+
+/** 32 random bytes, base64url: 256 bits, far beyond guessing, so a plain SHA-256 suffices to store it. */
+function randomToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+function checkEmail(raw: string): string {
+  const mailbox = parseMailbox(raw.trim());
+  if (mailbox === null || mailbox.name !== undefined)
+    throw errors.invalidInput('Enter a valid email address');
+  return mailbox.address.toLowerCase();
+}
+
+function checkPassword(password: string): string {
+  if (password.length < PASSWORD_LIMITS.min || password.length > PASSWORD_LIMITS.max) {
+    throw errors.invalidInput(`Password must be ${PASSWORD_LIMITS.min}–${PASSWORD_LIMITS.max} characters`);
+  }
+  return password;
+}
+
+/**
+ * Dashboard administrators, their sessions, and the one-time setup tokens that create the first
+ * admin. Session ids and setup tokens are stored only as SHA-256 hashes: a copy of the database does
+ * not let anyone log in.
+ */
+export class AdminService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async hasAdmins(): Promise<boolean> {
+    return (await countAdmins(this.db)) > 0;
+  }
+
+  async list(): Promise<Admin[]> {
+    return (await listAdmins(this.db)).map(toAdmin);
+  }
+
+  async create(email: string, password: string): Promise<Admin> {
+    const address = checkEmail(email);
+    const hash = await hashPassword(checkPassword(password));
+    const now = this.now();
+    try {
+      const row = await insertAdmin(this.db, {
+        email: address,
+        password_hash: hash,
+        created_at: now,
+        updated_at: now,
+      });
+      // Setup links only ever create the first admin; once one exists they are dead weight.
+      await consumeSetupTokens(this.db, null);
+      return toAdmin(row);
+    } catch (error) {
+      if (isUniqueViolation(error))
+        throw errors.invalidInput(`An admin with email ${address} already exists`);
+      throw error;
+    }
+  }
+
+  /** A new setup token (returned once, stored hashed); each one stays valid until an admin exists. */
+  async createSetupToken(): Promise<string> {
+    const token = randomToken();
+    await insertSetupToken(this.db, sha256(token), this.now());
+    return token;
+  }
+
+  async isSetupTokenValid(token: string): Promise<boolean> {
+    if (token.length > 100) return false;
+    return (await hasSetupToken(this.db, sha256(token))) && !(await this.hasAdmins());
+  }
+
+  /** Creates the first admin with a setup token; the token (and every other) is used up. */
+  async completeSetup(token: string, email: string, password: string): Promise<Admin> {
+    const address = checkEmail(email);
+    const hash = await hashPassword(checkPassword(password));
+    const now = this.now();
+    const admin = await this.db.transaction().execute(async (tx) => {
+      if (!(await consumeSetupTokens(tx, sha256(token)))) return null;
+      if ((await countAdmins(tx)) > 0) return null;
+      return insertAdmin(tx, { email: address, password_hash: hash, created_at: now, updated_at: now });
+    });
+    if (admin === null) throw errors.invalidInput('This setup link has already been used');
+    return toAdmin(admin);
+  }
+
+  /** The admin with this email and password, or null; unknown emails cost as much time as known ones. */
+  async authenticate(email: string, password: string): Promise<Admin | null> {
+    const row = await findAdminByEmail(this.db, email.trim().toLowerCase());
+    const ok = await verifyPassword(
+      password.slice(0, PASSWORD_LIMITS.max),
+      row?.password_hash ?? (await decoyHash()),
+    );
+    return row !== undefined && ok ? toAdmin(row) : null;
+  }
+
+  /**
+   * Changes the password after checking the current one, and ends every session of this admin
+   * (a stolen session must not outlive a password change); the caller starts a fresh one.
+   */
+  async changePassword(adminId: number, current: string, next: string): Promise<void> {
+    const row = await findAdminById(this.db, adminId);
+    if (row === undefined || !(await verifyPassword(current, row.password_hash))) {
+      throw errors.invalidInput('The current password is not correct');
+    }
+    const hash = await hashPassword(checkPassword(next));
+    await updateAdminPassword(this.db, adminId, hash, this.now());
+    await deleteSessionsOfAdmin(this.db, adminId);
+  }
+
+  /** A new session with a new id and CSRF token: called at every login, so ids never carry over. */
+  async startSession(admin: Pick<Admin, 'id' | 'email'>): Promise<NewSession> {
+    const token = randomToken();
+    const csrfToken = randomToken();
+    const now = this.now();
+    const expiresAt = now + SESSION_TTL_MS;
+    await deleteExpiredSessions(this.db, now);
+    await insertSession(this.db, {
+      id_hash: sha256(token),
+      admin_id: admin.id,
+      csrf_token: csrfToken,
+      created_at: now,
+      expires_at: expiresAt,
+    });
+    return { token, admin: { id: admin.id, email: admin.email }, csrfToken, expiresAt };
+  }
+
+  async session(token: string): Promise<Session | null> {
+    if (token.length === 0 || token.length > 100) return null;
+    const now = this.now();
+    const idHash = sha256(token);
+    const row = await findSession(this.db, idHash, now);
+    if (row === undefined) return null;
+    let expiresAt = row.expires_at;
+    if (expiresAt - now < SESSION_TTL_MS / 2) {
+      expiresAt = now + SESSION_TTL_MS;
+      await extendSession(this.db, idHash, expiresAt);
+    }
+    return {
+      admin: { id: row.admin_id, email: row.email },
+      csrfToken: row.csrf_token,
+      expiresAt,
+    };
+  }
+
+  async endSession(token: string): Promise<void> {
+    if (token.length > 0 && token.length <= 100) await deleteSession(this.db, sha256(token));
+  }
+}

@@ -1,0 +1,91 @@
+import type { Kysely } from 'kysely';
+import { quotaWindow } from '../domain/quota.js';
+import { quotaUsed } from '../storage/quota.js';
+import type { Database } from '../storage/schema.js';
+import { lastActivity, usageBuckets } from '../storage/usage.js';
+import type { Project } from './projects.js';
+
+export type UsageUnit = 'hour' | 'day';
+
+const UNIT_MS: Record<UsageUnit, number> = { hour: 3_600_000, day: 86_400_000 };
+
+export interface QuotaUsage {
+  readonly limit: number;
+  readonly used: number;
+  readonly remaining: number;
+  /** The current quota window, [start, end) in epoch ms (fixed UTC calendar windows). */
+  readonly windowStart: number;
+  readonly windowEnd: number;
+}
+
+export interface ProjectUsage {
+  /** null for an unlimited project. */
+  readonly quota: QuotaUsage | null;
+  readonly lastActivity: number | null;
+}
+
+export interface UsageBucket {
+  readonly start: number;
+  readonly sent: number;
+  readonly failed: number;
+  /** Waiting or being sent: `queued` and `sending` together. */
+  readonly queued: number;
+}
+
+export interface UsageSeries {
+  readonly unit: UsageUnit;
+  readonly unitMs: number;
+  readonly from: number;
+  readonly to: number;
+  readonly buckets: UsageBucket[];
+  readonly totals: { readonly sent: number; readonly failed: number; readonly queued: number };
+}
+
+/** What the dashboard shows about a project's traffic: quota use, last activity, volume over time. */
+export class UsageService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async forProject(project: Project): Promise<ProjectUsage> {
+    const [quota, last] = await Promise.all([this.quota(project), lastActivity(this.db, project.id)]);
+    return { quota, lastActivity: last };
+  }
+
+  async quota(project: Project): Promise<QuotaUsage | null> {
+    if (project.quotaLimit === null) return null;
+    const window = quotaWindow(project.quotaPeriod, this.now());
+    const used = Math.min(project.quotaLimit, await quotaUsed(this.db, project.id, window.start));
+    return {
+      limit: project.quotaLimit,
+      used,
+      remaining: Math.max(0, project.quotaLimit - used),
+      windowStart: window.start,
+      windowEnd: window.end,
+    };
+  }
+
+  /** The last `count` whole hours or UTC days up to now (the current one included), oldest first. */
+  async series(projectId: number, unit: UsageUnit, count: number): Promise<UsageSeries> {
+    const unitMs = UNIT_MS[unit];
+    const to = Math.floor(this.now() / unitMs) * unitMs + unitMs;
+    const from = to - count * unitMs;
+    const rows = await usageBuckets(this.db, projectId, from, to, unitMs);
+    const buckets = Array.from({ length: count }, (_, i) => ({
+      start: from + i * unitMs,
+      sent: 0,
+      failed: 0,
+      queued: 0,
+    }));
+    const totals = { sent: 0, failed: 0, queued: 0 };
+    for (const row of rows) {
+      const bucket = buckets[Math.floor((row.bucket - from) / unitMs)];
+      if (bucket === undefined) continue;
+      const key = row.state === 'sending' ? 'queued' : row.state;
+      bucket[key] += row.count;
+      totals[key] += row.count;
+    }
+    return { unit, unitMs, from, to, buckets, totals };
+  }
+}

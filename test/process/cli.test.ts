@@ -1,0 +1,208 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig } from '../../src/config.js';
+import { closeServices, openServices, type Services } from '../../src/compose.js';
+import { buildApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/logger.js';
+import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { testEnv } from '../helpers/services.js';
+
+/**
+ * The `herald` commands of product.md §2, run as real processes on the database a server is
+ * using at the same time: every change is visible to the server at once.
+ */
+
+const exec = promisify(execFile);
+let database: TestDatabase;
+let env: Record<string, string>;
+let services: Services;
+let app: FastifyInstance;
+
+async function herald(...args: string[]): Promise<Record<string, unknown>> {
+  const { stdout } = await exec(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/index.ts', ...args, '--json'],
+    {
+      env: { ...process.env, ...env },
+    },
+  );
+  const lines = stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]!) as Record<string, unknown>;
+}
+
+async function heraldFails(...args: string[]): Promise<{ code: number; stderr: string; stdout: string }> {
+  try {
+    await exec(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+      env: { ...process.env, ...env },
+    });
+  } catch (error) {
+    const e = error as { code: number; stderr: string; stdout: string };
+    return { code: e.code, stderr: e.stderr, stdout: e.stdout };
+  }
+  throw new Error(`herald ${args.join(' ')} succeeded`);
+}
+
+function send(key: string) {
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications',
+    headers: { authorization: `Bearer ${key}` },
+    payload: { template: 'user_created', data: { user_name: 'Jane' } },
+  });
+}
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  env = testEnv(database);
+  services = await openServices(loadConfig(env), createLogger('silent'));
+  app = await buildApp(services);
+});
+
+afterAll(async () => {
+  await app.close();
+  await closeServices(services);
+  await database.drop();
+});
+
+describe('herald CLI', () => {
+  let apiKey: string;
+
+  it('creates a project and shows its key only at creation', async () => {
+    const project = await herald(
+      'project',
+      'create',
+      '--name',
+      'shop',
+      '--contact-email',
+      'ops@shop.example',
+      '--from-email',
+      'no-reply@shop.example',
+      '--from-name',
+      'Shop',
+      '--quota',
+      '100',
+      '--quota-period',
+      'day',
+    );
+    expect(project).toMatchObject({
+      name: 'shop',
+      contact_email: 'ops@shop.example',
+      quota: 100,
+      quota_period: 'day',
+    });
+    apiKey = String(project.api_key);
+    expect(apiKey).toMatch(/^hrl_[0-9A-Za-z]{38}$/);
+    expect(project.key_prefix).toBe(apiKey.slice(0, 12));
+
+    const shown = await herald('project', 'show', 'shop');
+    const listed = await herald('project', 'list');
+    for (const output of [shown, listed]) expect(JSON.stringify(output)).not.toContain(apiKey);
+    expect(shown).toMatchObject({ id: project.id, quota_used: 0 });
+    expect((listed.projects as unknown[]).length).toBe(1);
+  });
+
+  it('manages templates that the running server uses at once', async () => {
+    const created = await herald(
+      'template',
+      'create',
+      '--project',
+      'shop',
+      '--name',
+      'user_created',
+      '--subject',
+      'Welcome {{user_name}}',
+      '--text',
+      'Hello {{ user_name }}, role {{role}}',
+      '--html',
+      '<p>{{user_name}}</p>',
+    );
+    expect(created).toMatchObject({ name: 'user_created', placeholders: ['user_name', 'role'] });
+    const updated = await herald(
+      'template',
+      'update',
+      '--project',
+      '1',
+      '--name',
+      'user_created',
+      '--subject',
+      'Hi',
+    );
+    expect(updated).toMatchObject({ subject: 'Hi', text: 'Hello {{ user_name }}, role {{role}}' });
+    const list = await herald('template', 'list', '--project', 'shop');
+    expect((list.templates as { name: string }[]).map((t) => t.name)).toEqual(['user_created']);
+
+    const response = await send(apiKey);
+    expect(response.statusCode).toBe(202);
+    const requestId = response.json<{ request_id: string }>().request_id;
+    const shown = await herald('notification', 'show', requestId);
+    expect(shown).toMatchObject({
+      request_id: requestId,
+      status: 'queued',
+      to: 'ops@shop.example',
+      attempts_log: [],
+    });
+    expect(await herald('stats')).toMatchObject({ queued: 1, sent: 0 });
+  });
+
+  it('stores SMTP settings without ever printing the password', async () => {
+    const set = await herald(
+      'smtp',
+      'set',
+      '--project',
+      'shop',
+      '--url',
+      'smtp://mailer:hunter2-secret@relay.example:2525',
+    );
+    expect(set).toMatchObject({ host: 'relay.example', port: 2525, username: 'mailer', has_password: true });
+    const shown = await herald('smtp', 'show', '--project', 'shop');
+    for (const output of [set, shown]) expect(JSON.stringify(output)).not.toContain('hunter2');
+    const stored = await services.storage.db
+      .selectFrom('smtp_settings')
+      .selectAll()
+      .executeTakeFirstOrThrow();
+    expect(stored.password_enc).toMatch(/^v1:/);
+    expect(JSON.stringify(stored)).not.toContain('hunter2');
+    expect((await services.smtpSettings.forDelivery(stored.project_id))?.target.password).toBe(
+      'hunter2-secret',
+    );
+    expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
+  });
+
+  it('rotates the key: the old one is refused by the running server at once', async () => {
+    expect((await send(apiKey)).statusCode).toBe(202);
+    const rotated = await herald('project', 'rotate-key', 'shop');
+    const newKey = String(rotated.api_key);
+    expect(newKey).not.toBe(apiKey);
+    expect((await send(apiKey)).statusCode).toBe(401);
+    expect((await send(newKey)).statusCode).toBe(202);
+  });
+
+  it('updates a project and deletes a template', async () => {
+    expect(await herald('project', 'update', 'shop', '--quota', 'unlimited')).toMatchObject({
+      quota: 'unlimited',
+    });
+    expect(await herald('template', 'delete', '--project', 'shop', '--name', 'user_created')).toMatchObject({
+      deleted: true,
+    });
+  });
+
+  it('reports errors on stderr with a non-zero exit', async () => {
+    const missing = await heraldFails('project', 'show', 'nope', '--json');
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(JSON.parse(missing.stderr)).toEqual({ error: 'Project not found: nope' });
+    const duplicate = await heraldFails('project', 'create', '--name', 'shop');
+    expect(duplicate.stderr).toContain('already exists');
+    const badQuota = await heraldFails('project', 'create', '--name', 'x', '--quota', 'lots');
+    expect(badQuota.code).toBe(1);
+    const usage = await heraldFails('project', 'create');
+    expect(usage.code).toBe(2);
+  });
+
+  it('migrates idempotently', async () => {
+    expect(await herald('migrate')).toMatchObject({ migrated: true });
+  });
+});
