@@ -76,7 +76,9 @@ export function parseQuotaPeriod(raw: string, name = 'quota period'): QuotaPerio
 function database(env: Env, dataDir: string): DatabaseConfig {
   const raw = env.HERALD_DATABASE_URL;
   if (raw === undefined || raw === '') return { kind: 'sqlite', file: path.join(dataDir, 'herald.db') };
-  if (/^postgres(ql)?:\/\//.test(raw)) return { kind: 'postgres', url: raw };
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    return { kind: 'postgres', url: raw, poolSize: integer(env, 'HERALD_DATABASE_POOL_SIZE', 10, 1, 1000) };
+  }
   if (raw.startsWith('sqlite:')) {
     const rest = raw.slice('sqlite:'.length).replace(/^\/\//, '');
     if (rest === '') throw new ConfigError('HERALD_DATABASE_URL sqlite: needs a file path');

@@ -4,5 +4,5 @@ import { openSqlite } from './sqlite/open.js';
 import type { Storage } from './storage.js';
 
 export function openStorage(config: DatabaseConfig): Storage {
-  return config.kind === 'postgres' ? openPostgres({ url: config.url }) : openSqlite(config.file);
+  return config.kind === 'postgres' ? openPostgres({ url: config.url, poolSize: config.poolSize }) : openSqlite(config.file);
 }
