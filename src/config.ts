@@ -9,7 +9,8 @@ export type Role = 'all' | 'api' | 'worker';
 export type QuotaPeriod = 'hour' | 'day' | 'month';
 
 export type DatabaseConfig =
-  { readonly kind: 'sqlite'; readonly file: string } | { readonly kind: 'postgres'; readonly url: string };
+  | { readonly kind: 'sqlite'; readonly file: string }
+  | { readonly kind: 'postgres'; readonly url: string; readonly poolSize: number };
 
 export interface Config {
   readonly production: boolean;
