@@ -61,17 +61,3 @@ describe(`takeQuota (${backend})`, () => {
     expect(await quotaUsed(fx.db, projectId, WINDOW)).toBe(0);
   });
 });
-
-describe.runIf(backend === 'postgres')('takeQuota across processes (postgres)', () => {
-  it('shares one counter between connection pools of separate processes', async () => {
-    const projectId = await addProject(fx.db);
-    const pools = [fx.storage, await fx.openAnother(), await fx.openAnother()];
-    const results = await Promise.all(
-      Array.from({ length: 60 }, (_, i) =>
-        pools[i % pools.length]!.db.transaction().execute((tx) => takeQuota(tx, projectId, WINDOW, 25)),
-      ),
-    );
-    expect(results.filter((used) => used !== null)).toHaveLength(25);
-    expect(await quotaUsed(fx.db, projectId, WINDOW)).toBe(25);
-  });
-});
