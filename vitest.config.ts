@@ -44,6 +44,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    reporters: ['default', './test/summary-reporter.ts'],
     projects,
   },
 });
