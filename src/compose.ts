@@ -33,14 +33,26 @@ export interface Services {
   readonly deliverer: Deliverer;
 }
 
+export interface OpenOptions {
+  readonly migrate?: boolean;
+  /** A server process: SQLite checkpoints its WAL from a background thread. */
+  readonly longRunning?: boolean;
+}
+
 export async function openServices(
   config: Config,
   logger: Logger,
-  options = { migrate: true },
+  options: OpenOptions = {},
 ): Promise<Services> {
-  const storage = openStorage(config.database);
+  const storage = openStorage(config.database, {
+    backgroundCheckpoint: options.longRunning ?? false,
+    onCheckpoint: (report) => {
+      if (report.error !== undefined)
+        logger.warn({ error: report.error }, 'background WAL checkpoint failed');
+    },
+  });
   try {
-    if (options.migrate) await storage.migrate();
+    if (options.migrate ?? true) await storage.migrate();
   } catch (error) {
     await storage.close();
     throw error;

@@ -37,7 +37,7 @@ export async function startServer(
   logger: Logger,
   plugins: readonly HttpPlugin[] = [],
 ): Promise<RunningServer> {
-  const services = await openServices(config, logger);
+  const services = await openServices(config, logger, { longRunning: true });
   let app: FastifyInstance | null = null;
   let worker: DeliveryWorker | null = null;
   let janitor: Janitor | null = null;

@@ -1,0 +1,68 @@
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * Checkpoints the WAL from a worker thread with a connection of its own.
+ *
+ * SQLite's automatic checkpoint runs inside whichever commit crosses the threshold: it copies the
+ * WAL into the database file and syncs it, on the event loop, in the middle of answering requests.
+ * A PASSIVE checkpoint never blocks writers, so running it here every second moves that I/O off
+ * the request path; each commit then only appends to (and syncs) a WAL that SQLite restarts from
+ * its beginning once it has been checkpointed. Durability is unchanged: commits still sync the WAL.
+ * The main connection keeps a high automatic threshold as a safety net should this thread stop.
+ */
+
+// CommonJS, evaluated in the worker: better-sqlite3 is resolved by the parent and passed in.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.file);
+db.pragma('busy_timeout = 1000');
+const timer = setInterval(() => {
+  try {
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ frames: result.log, checkpointed: result.checkpointed });
+  } catch (error) {
+    parentPort.postMessage({ error: String((error && error.message) || error) });
+  }
+}, workerData.intervalMs);
+parentPort.on('message', () => {
+  clearInterval(timer);
+  db.close();
+  parentPort.close();
+});
+`;
+
+export interface CheckpointReport {
+  readonly frames?: number;
+  readonly checkpointed?: number;
+  readonly error?: string;
+}
+
+export interface Checkpointer {
+  stop(): Promise<void>;
+}
+
+export function startCheckpointer(
+  file: string,
+  options: { intervalMs?: number; onReport?: (report: CheckpointReport) => void } = {},
+): Checkpointer {
+  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { file, driver, intervalMs: options.intervalMs ?? 1000 },
+  });
+  // The thread must not keep the process alive, and its failure must not end it: the main
+  // connection's automatic checkpoint still bounds the WAL.
+  worker.unref();
+  worker.on('error', (error) => options.onReport?.({ error: error.message }));
+  worker.on('message', (report: CheckpointReport) => options.onReport?.(report));
+  const exited = once(worker, 'exit');
+  return {
+    async stop() {
+      worker.postMessage('stop');
+      await exited;
+    },
+  };
+}
