@@ -59,7 +59,7 @@ export async function openServices(
   }
   const secretKey = resolveSecretKey(config.secretKey, config.dataDir);
   const db = storage.db;
-  const projects = new ProjectService(db, config.defaultQuota);
+  const projects = new ProjectService(db, config.defaultQuota, { externalChanges: storage.externalChanges });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
   const mailer = new SmtpMailer({
     timeoutMs: config.delivery.smtpTimeoutMs,

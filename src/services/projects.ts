@@ -81,30 +81,89 @@ function checkFromName(value: string | null | undefined): string | null | undefi
   return trimmed === '' ? null : trimmed;
 }
 
+/**
+ * Projects by key hash, for the send path. It is consulted only while nothing has changed the
+ * projects: `externalChanges` moves with every commit of another connection (another process, the
+ * CLI), and `generation` with every change made through this service, so a rotated key or a new
+ * quota is never served from the cache.
+ */
+class KeyCache {
+  private readonly rows = new Map<string, ProjectRow>();
+  private token = '';
+  generation = 0;
+
+  constructor(private readonly externalChanges: () => number) {}
+
+  /** The current version of the data the cache may hold; the cache is emptied when it moves. */
+  current(): string {
+    const token = `${this.externalChanges()}:${this.generation}`;
+    if (token !== this.token) {
+      this.rows.clear();
+      this.token = token;
+    }
+    return token;
+  }
+
+  get(hash: string): ProjectRow | undefined {
+    this.current();
+    return this.rows.get(hash);
+  }
+
+  /** Keeps a row read while the data was at `token`, unless anything changed since. */
+  set(hash: string, row: ProjectRow, token: string): void {
+    if (this.current() !== token) return;
+    if (this.rows.size >= 10_000) this.rows.clear();
+    this.rows.set(hash, row);
+  }
+}
+
 export class ProjectService {
+  private readonly keyCache: KeyCache | null;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly defaults: { readonly limit: number | null; readonly period: QuotaPeriod },
-    private readonly now: () => number = Date.now,
-  ) {}
+    options: { readonly externalChanges?: (() => number) | undefined; readonly now?: () => number } = {},
+  ) {
+    this.keyCache = options.externalChanges ? new KeyCache(options.externalChanges) : null;
+    this.now = options.now ?? Date.now;
+  }
+
+  private readonly now: () => number;
+
+  /**
+   * Every change to projects goes through here, so the key cache can never serve an old row. The
+   * generation moves before the write (a lookup already in flight is not cached) and again after
+   * it (a lookup that read the row between the two is dropped).
+   */
+  private async write<T>(change: () => Promise<T>): Promise<T> {
+    if (this.keyCache !== null) this.keyCache.generation++;
+    try {
+      return await change();
+    } finally {
+      if (this.keyCache !== null) this.keyCache.generation++;
+    }
+  }
 
   /** Creates a project and its API key. The key is returned here and never again. */
   async create(input: ProjectInput & { name: string }): Promise<{ project: Project; apiKey: string }> {
     const key = generateApiKey();
     const now = this.now();
     try {
-      const row = await insertProject(this.db, {
-        name: checkName(input.name),
-        contact_email: checkEmail(input.contactEmail, 'Contact email') ?? null,
-        from_email: checkEmail(input.fromEmail, 'From email') ?? null,
-        from_name: checkFromName(input.fromName) ?? null,
-        quota_limit: input.quotaLimit === undefined ? this.defaults.limit : input.quotaLimit,
-        quota_period: input.quotaPeriod ?? this.defaults.period,
-        api_key_hash: key.hash,
-        api_key_prefix: key.prefix,
-        created_at: now,
-        updated_at: now,
-      });
+      const row = await this.write(() =>
+        insertProject(this.db, {
+          name: checkName(input.name),
+          contact_email: checkEmail(input.contactEmail, 'Contact email') ?? null,
+          from_email: checkEmail(input.fromEmail, 'From email') ?? null,
+          from_name: checkFromName(input.fromName) ?? null,
+          quota_limit: input.quotaLimit === undefined ? this.defaults.limit : input.quotaLimit,
+          quota_period: input.quotaPeriod ?? this.defaults.period,
+          api_key_hash: key.hash,
+          api_key_prefix: key.prefix,
+          created_at: now,
+          updated_at: now,
+        }),
+      );
       return { project: toProject(row), apiKey: key.key };
     } catch (error) {
       if (isUniqueViolation(error)) throw errors.projectExists(input.name.trim());
@@ -126,7 +185,7 @@ export class ProjectService {
       updated_at: this.now(),
     };
     try {
-      const row = await updateProject(this.db, current.id, changes);
+      const row = await this.write(() => updateProject(this.db, current.id, changes));
       if (row === undefined) throw errors.projectNotFound(String(ref));
       return toProject(row);
     } catch (error) {
@@ -139,11 +198,13 @@ export class ProjectService {
   async rotateKey(ref: string | number): Promise<{ project: Project; apiKey: string }> {
     const current = await this.resolve(ref);
     const key = generateApiKey();
-    const row = await updateProject(this.db, current.id, {
-      api_key_hash: key.hash,
-      api_key_prefix: key.prefix,
-      updated_at: this.now(),
-    });
+    const row = await this.write(() =>
+      updateProject(this.db, current.id, {
+        api_key_hash: key.hash,
+        api_key_prefix: key.prefix,
+        updated_at: this.now(),
+      }),
+    );
     if (row === undefined) throw errors.projectNotFound(String(ref));
     return { project: toProject(row), apiKey: key.key };
   }
@@ -168,10 +229,18 @@ export class ProjectService {
 
   /**
    * The project a bearer token belongs to, or null. Malformed keys and keys with a bad checksum are
-   * refused before any database lookup. No cache: a rotated key must fail at once in every process.
+   * refused before any database lookup. A rotated key fails at once in every process: the cache
+   * (SQLite only) is dropped on any change, and PostgreSQL is asked every time.
    */
   async authenticate(token: string | null): Promise<ProjectRow | null> {
     if (token === null || !isWellFormedApiKey(token)) return null;
-    return (await findProjectByKeyHash(this.db, hashApiKey(token))) ?? null;
+    const hash = hashApiKey(token);
+    if (this.keyCache === null) return (await findProjectByKeyHash(this.db, hash)) ?? null;
+    const cached = this.keyCache.get(hash);
+    if (cached !== undefined) return cached;
+    const version = this.keyCache.current();
+    const row = await findProjectByKeyHash(this.db, hash);
+    if (row !== undefined) this.keyCache.set(hash, row, version);
+    return row ?? null;
   }
 }

@@ -31,8 +31,3 @@ export async function findProjectByKeyHash(
 export async function listProjects(db: Kysely<Database>): Promise<ProjectRow[]> {
   return db.selectFrom('projects').selectAll().orderBy('name').execute();
 }
-
-export async function deleteProject(db: Kysely<Database>, id: number): Promise<boolean> {
-  const result = await db.deleteFrom('projects').where('id', '=', id).executeTakeFirst();
-  return result.numDeletedRows > 0n;
-}

@@ -13,6 +13,12 @@ export interface Storage {
   /** Extends the leases this worker holds on messages it is still sending. */
   renewLeases(renew: RenewRequest): Promise<void>;
   migrate(): Promise<void>;
+  /**
+   * A number that changes whenever another connection commits to the database, where the backend
+   * can tell cheaply (SQLite's data_version); undefined where it cannot. Lets a process keep a
+   * read cache that is never stale with respect to other processes' commits.
+   */
+  readonly externalChanges?: () => number;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -44,6 +44,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   connection.pragma(
     `wal_autocheckpoint = ${checkpointer ? SAFETY_NET_CHECKPOINT_PAGES : AUTO_CHECKPOINT_PAGES}`,
   );
+  const dataVersion = connection.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: withStatementCache(connection) }),
   });
@@ -52,6 +53,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     db,
     claimDue: (claim) => claimDueSqlite(db, claim),
     renewLeases: (renew) => renewLeasesSqlite(db, renew),
+    externalChanges: () => dataVersion.get() as number,
     migrate: () => runMigrations(db, sqliteMigrations),
     ping: async () => {
       await sql`select 1`.execute(db);
