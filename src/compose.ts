@@ -74,7 +74,8 @@ export async function openServices(
     projects,
     templates: new TemplateService(db, projects),
     smtpSettings,
-    notifications: new NotificationService(db),
+    // SQLite has one writer; PostgreSQL commits several accepted batches in parallel.
+    notifications: new NotificationService(db, { commitConcurrency: storage.kind === 'postgres' ? 4 : 1 }),
     apiLogs: new ApiLogService(db, logger),
     mailer,
     globalSmtp,

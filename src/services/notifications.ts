@@ -14,7 +14,7 @@ import {
 import {
   countByState,
   findNotification,
-  insertNotification,
+  insertNotifications,
   listNotifications,
   type NotificationFilter,
 } from '../storage/notifications.js';
@@ -22,6 +22,7 @@ import { quotaUsed, takeQuota } from '../storage/quota.js';
 import type {
   Database,
   DeliveryAttemptRow,
+  NewNotificationRow,
   NotificationRow,
   NotificationState,
   ProjectRow,
@@ -118,10 +119,15 @@ export class NotificationService {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly now: () => number = Date.now,
+    options: { readonly commitConcurrency?: number; readonly now?: () => number } = {},
   ) {
-    this.batcher = new GroupCommit((batch) => this.commitBatch(batch));
+    this.now = options.now ?? Date.now;
+    this.batcher = new GroupCommit((batch) => this.commitBatch(batch), {
+      concurrency: options.commitConcurrency ?? 1,
+    });
   }
+
+  private readonly now: () => number;
 
   /** Called after each committed batch that accepted something (the in-process worker wakes up). */
   onAccepted(listener: () => void): void {
@@ -162,9 +168,9 @@ export class NotificationService {
 
   private async commitBatch(batch: readonly PreparedAccept[]): Promise<AcceptOutcome[]> {
     const outcomes = await this.db.transaction().execute(async (tx) => {
-      const results: AcceptOutcome[] = [];
-      for (const item of batch) results.push(await acceptOne(tx, item));
-      return results;
+      const admissions: Admission[] = [];
+      for (const item of batch) admissions.push(await admit(tx, item));
+      return insertAdmitted(tx, admissions);
     });
     if (outcomes.some((o) => o.kind === 'accepted'))
       for (const listener of this.acceptedListeners) listener();
@@ -204,11 +210,22 @@ export class NotificationService {
   }
 }
 
+/** A request that passed its Idempotency-Key and quota checks and waits for its row. */
+interface Admitted {
+  readonly kind: 'admitted';
+  readonly item: PreparedAccept;
+  readonly row: NewNotificationRow;
+  readonly quota: QuotaState | null;
+}
+
+type Admission = AcceptOutcome | Admitted;
+
 /**
  * One request inside the batch transaction: claim the Idempotency-Key (or replay the response it
- * holds), then take quota, then insert the row. A refusal undoes what this request did before it.
+ * holds), then take quota. A refusal undoes what this request did before it. Requests of an
+ * unlimited project without an Idempotency-Key need no statement here at all.
  */
-async function acceptOne(tx: Kysely<Database>, item: PreparedAccept): Promise<AcceptOutcome> {
+async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admission> {
   const { project, request, idempotency } = item.command;
   const window = quotaWindow(project.quota_period as QuotaPeriod, item.now);
 
@@ -246,9 +263,8 @@ async function acceptOne(tx: Kysely<Database>, item: PreparedAccept): Promise<Ac
     quota = quotaState(project.quota_limit, used, window);
   }
 
-  const requestId = randomUUID();
-  const { id } = await insertNotification(tx, {
-    request_id: requestId,
+  const row: NewNotificationRow = {
+    request_id: randomUUID(),
     project_id: project.id,
     template: request.template,
     recipient: item.recipient,
@@ -259,15 +275,42 @@ async function acceptOne(tx: Kysely<Database>, item: PreparedAccept): Promise<Ac
     run_at: item.now,
     created_at: item.now,
     updated_at: item.now,
-  });
-  const body: SendResponseBody = {
-    id,
-    request_id: requestId,
-    status: 'queued',
-    message: 'Notification queued for delivery',
   };
-  if (idempotency) await completeIdempotencyKey(tx, project.id, idempotency.key, 202, JSON.stringify(body));
-  return { kind: 'accepted', body, quota };
+  return { kind: 'admitted', item, row, quota };
+}
+
+/**
+ * Inserts every admitted request's row with one multi-row statement (one round trip on
+ * PostgreSQL, one statement to build on both), then records the responses of those that carried
+ * an Idempotency-Key.
+ */
+async function insertAdmitted(
+  tx: Kysely<Database>,
+  admissions: readonly Admission[],
+): Promise<AcceptOutcome[]> {
+  const admitted = admissions.filter((a): a is Admitted => a.kind === 'admitted');
+  const ids = await insertNotifications(
+    tx,
+    admitted.map((a) => a.row),
+  );
+  const outcomes: AcceptOutcome[] = [];
+  for (const admission of admissions) {
+    if (admission.kind !== 'admitted') {
+      outcomes.push(admission);
+      continue;
+    }
+    const requestId = admission.row.request_id;
+    const body: SendResponseBody = {
+      id: ids.get(requestId)!,
+      request_id: requestId,
+      status: 'queued',
+      message: 'Notification queued for delivery',
+    };
+    const { project, idempotency } = admission.item.command;
+    if (idempotency) await completeIdempotencyKey(tx, project.id, idempotency.key, 202, JSON.stringify(body));
+    outcomes.push({ kind: 'accepted', body, quota: admission.quota });
+  }
+  return outcomes;
 }
 
 function formatRecipient(to: { name?: string; address: string }): string {

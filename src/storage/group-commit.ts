@@ -4,59 +4,89 @@
  * mostly the sync, so 100 rows per commit is several times faster than one row per commit, and no
  * request is answered before its own row is durable.
  */
+export interface GroupCommitOptions {
+  readonly maxBatch?: number;
+  /**
+   * How long the first item of a batch may wait for company. 0 (the default) gathers what arrived
+   * in the same event-loop turn; a few milliseconds gathers items that trickle in.
+   */
+  readonly maxDelayMs?: number;
+  /**
+   * Batches in flight at once. SQLite has one writer, so 1; a server database commits several
+   * transactions in parallel (and groups their log flushes itself), so more keeps it busy while
+   * one batch waits for its round trips.
+   */
+  readonly concurrency?: number;
+}
+
+interface Entry<T, R> {
+  readonly item: T;
+  readonly resolve: (result: R) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 export class GroupCommit<T, R> {
-  private pending: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
+  private pending: Entry<T, R>[] = [];
   private scheduled = false;
-  private running: Promise<void> | null = null;
+  private active = 0;
+  private idleWaiters: (() => void)[] = [];
 
   constructor(
     /** Writes a batch in one transaction; returns one result per item, in order. */
     private readonly commit: (items: readonly T[]) => Promise<R[]>,
-    private readonly options: {
-      readonly maxBatch?: number;
-      /**
-       * How long the first item of a batch may wait for company. 0 (the default) gathers what
-       * arrived in the same event-loop turn; a few milliseconds gathers items that trickle in.
-       */
-      readonly maxDelayMs?: number;
-    } = {},
+    private readonly options: GroupCommitOptions = {},
   ) {}
 
   submit(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (!this.scheduled && this.running === null) {
-        this.scheduled = true;
-        // setImmediate runs after the I/O callbacks of this loop turn, so every request already
-        // parsed joins the same batch.
-        const start = () => {
-          this.scheduled = false;
-          this.running = this.drain().finally(() => (this.running = null));
-        };
-        const delay = this.options.maxDelayMs ?? 0;
-        if (delay > 0) setTimeout(start, delay);
-        else setImmediate(start);
-      }
+      this.schedule();
     });
   }
 
-  private async drain(): Promise<void> {
-    while (this.pending.length > 0) {
+  private schedule(): void {
+    if (this.scheduled || this.active >= (this.options.concurrency ?? 1)) return;
+    this.scheduled = true;
+    const start = () => {
+      this.scheduled = false;
+      this.startBatches();
+    };
+    // setImmediate runs after the I/O callbacks of this loop turn, so every request already
+    // parsed joins the same batch.
+    const delay = this.options.maxDelayMs ?? 0;
+    if (delay > 0) setTimeout(start, delay);
+    else setImmediate(start);
+  }
+
+  private startBatches(): void {
+    while (this.pending.length > 0 && this.active < (this.options.concurrency ?? 1)) {
       const batch = this.pending.splice(0, this.options.maxBatch ?? 100);
-      try {
-        const results = await this.commit(batch.map((entry) => entry.item));
-        batch.forEach((entry, i) => entry.resolve(results[i]!));
-      } catch (error) {
-        // The transaction rolled back as a whole: nothing of this batch was stored.
-        for (const entry of batch) entry.reject(error);
-      }
+      this.active++;
+      this.commit(batch.map((entry) => entry.item))
+        .then(
+          (results) => batch.forEach((entry, i) => entry.resolve(results[i]!)),
+          // The transaction rolled back as a whole: nothing of this batch was stored.
+          (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+        )
+        .finally(() => {
+          this.active--;
+          // What arrived while this batch was written has waited long enough: write it now.
+          if (this.pending.length > 0) this.startBatches();
+          else if (this.active === 0 && !this.scheduled) this.wakeIdleWaiters();
+        });
     }
+  }
+
+  private wakeIdleWaiters(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /** Resolves once everything submitted so far has been committed or refused. */
   async flush(): Promise<void> {
-    while (this.running !== null || this.scheduled || this.pending.length > 0) {
-      if (this.running !== null) await this.running;
+    while (this.pending.length > 0 || this.active > 0 || this.scheduled) {
+      if (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
       else await new Promise((resolve) => setImmediate(resolve));
     }
   }

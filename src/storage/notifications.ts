@@ -7,11 +7,23 @@ import type {
   NotificationsTable,
 } from './schema.js';
 
-export async function insertNotification(
+/**
+ * Inserts many rows in one statement and returns their ids by request_id (RETURNING promises no
+ * order, so rows are matched by their unique request id).
+ */
+export async function insertNotifications(
   db: Kysely<Database>,
-  row: NewNotificationRow,
-): Promise<{ id: number }> {
-  return db.insertInto('notifications').values(row).returning('id').executeTakeFirstOrThrow();
+  rows: readonly NewNotificationRow[],
+): Promise<Map<string, number>> {
+  const ids = new Map<string, number>();
+  if (rows.length === 0) return ids;
+  const inserted = await db
+    .insertInto('notifications')
+    .values([...rows])
+    .returning(['id', 'request_id'])
+    .execute();
+  for (const row of inserted) ids.set(row.request_id, row.id);
+  return ids;
 }
 
 export async function findNotification(

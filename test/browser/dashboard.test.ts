@@ -51,7 +51,7 @@ async function seedHistory(projectName: string): Promise<void> {
   // One service whose clock the loop moves: accept() reads the clock when called, so every message
   // gets its own time while all of them share one group commit.
   let clock = 0;
-  const backdated = new NotificationService(services.storage.db, () => clock);
+  const backdated = new NotificationService(services.storage.db, { now: () => clock });
   const sends: Promise<unknown>[] = [];
   for (let back = 13; back >= 1; back--) {
     const count = 3 + ((back * 7) % 9);

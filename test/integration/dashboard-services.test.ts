@@ -23,7 +23,7 @@ describe('UsageService', () => {
     const project = await ctx.services.projects.resolve(projectId);
     const now = Date.UTC(2030, 4, 15, 12, 30);
     const at = async (ms: number, template: string) => {
-      const service = new NotificationService(ctx.services.storage.db, () => ms);
+      const service = new NotificationService(ctx.services.storage.db, { now: () => ms });
       const outcome = await service.accept({
         project,
         request: { template, to: { address: 'a@example.org' }, data: {}, type: 'email' },

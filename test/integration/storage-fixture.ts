@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { loadConfig } from '../../src/config.js';
 import { openStorage } from '../../src/storage/open.js';
-import { insertNotification } from '../../src/storage/notifications.js';
+import { insertNotifications } from '../../src/storage/notifications.js';
 import { insertProject } from '../../src/storage/projects.js';
 import type { Database, NewNotificationRow, NotificationRow } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -76,7 +76,7 @@ export async function addNotification(
   projectId: number,
   overrides: Partial<NewNotificationRow> = {},
 ): Promise<number> {
-  const { id } = await insertNotification(db, {
+  const row: NewNotificationRow = {
     request_id: randomUUID(),
     project_id: projectId,
     template: 'welcome',
@@ -89,8 +89,9 @@ export async function addNotification(
     created_at: 1_000,
     updated_at: 1_000,
     ...overrides,
-  });
-  return id;
+  };
+  const ids = await insertNotifications(db, [row]);
+  return ids.get(row.request_id)!;
 }
 
 export async function notification(db: Kysely<Database>, id: number): Promise<NotificationRow> {
