@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import { retryDelay } from '../domain/retry.js';
 import { insertAttempt } from '../storage/delivery-attempts.js';
 import { GroupCommit } from '../storage/group-commit.js';
@@ -10,15 +11,11 @@ import type { Database, NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import type { AttemptResult, Deliverer, DeliveryBatch } from './deliver.js';
 
-export interface WorkerOptions {
-  readonly maxAttempts: number;
-  readonly retryBaseMs: number;
-  readonly leaseMs: number;
-  readonly batchSize: number;
-  readonly pollMs: number;
-  readonly concurrency: number;
-  readonly stopTimeoutMs: number;
-}
+/** The delivery settings the worker loop uses (documented in config.ts). */
+export type WorkerOptions = Pick<
+  Config['delivery'],
+  'maxAttempts' | 'retryBaseMs' | 'leaseMs' | 'batchSize' | 'pollMs' | 'concurrency' | 'stopTimeoutMs'
+>;
 
 interface Finished {
   readonly row: NotificationRow;
