@@ -1,4 +1,4 @@
-import { Migrator, SqliteAdapter, sql, type Kysely, type Migration } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import type { Database } from './schema.js';
 
 /**
@@ -17,9 +17,9 @@ import type { Database } from './schema.js';
 export async function runMigrations(
   db: Kysely<Database>,
   migrations: Record<string, Migration>,
+  options: { readonly sqlite: boolean },
 ): Promise<void> {
-  // getExecutor() is marked internal in Kysely's typings; it is the only way to see the dialect here.
-  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) {
+  if (!options.sqlite) {
     await migrateToLatest(db, migrations, false);
     return;
   }

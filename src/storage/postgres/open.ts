@@ -39,7 +39,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     db,
     claimDue: (claim) => claimDuePostgres(db, claim),
     renewLeases: (renew) => renewLeasesPostgres(db, renew),
-    migrate: () => runMigrations(db, postgresMigrations),
+    migrate: () => runMigrations(db, postgresMigrations, { sqlite: false }),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

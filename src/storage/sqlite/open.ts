@@ -54,7 +54,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     claimDue: (claim) => claimDueSqlite(db, claim),
     renewLeases: (renew) => renewLeasesSqlite(db, renew),
     externalChanges: () => dataVersion.get() as number,
-    migrate: () => runMigrations(db, sqliteMigrations),
+    migrate: () => runMigrations(db, sqliteMigrations, { sqlite: true }),
     ping: async () => {
       await sql`select 1`.execute(db);
     },
