@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
+import { parseMailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
 import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
 import { SecretBox } from './security/cipher.js';
@@ -66,6 +67,13 @@ export async function openServices(
     maxConnections: config.delivery.smtpMaxConnections,
   });
   const globalSmtp = config.smtpUrl === null ? null : parseSmtpUrl(config.smtpUrl);
+  const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
+  if (config.smtpFrom !== null && defaultFrom === null) {
+    await storage.close();
+    throw new ConfigError(
+      'HERALD_SMTP_FROM must be an address, e.g. no-reply@example.org or "Shop <no-reply@example.org>"',
+    );
+  }
   return {
     config,
     logger,
@@ -85,6 +93,7 @@ export async function openServices(
       mailer,
       globalSmtp,
       captureWhenUnconfigured: !config.production,
+      defaultFrom,
     }),
   };
 }

@@ -20,6 +20,8 @@ export interface Config {
   readonly database: DatabaseConfig;
   /** Global default SMTP server, used by projects without SMTP settings of their own. */
   readonly smtpUrl: string | null;
+  /** Sender (`addr` or `Name <addr>`) for projects that name none; checked where it is parsed. */
+  readonly smtpFrom: string | null;
   /** From HERALD_SECRET_KEY; null means "generate or load one from the data dir" (never in production). */
   readonly secretKey: string | null;
   readonly logLevel: string;
@@ -112,6 +114,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     database: database(env, dataDir),
     smtpUrl,
+    smtpFrom: env.HERALD_SMTP_FROM || null,
     secretKey,
     logLevel: env.HERALD_LOG_LEVEL || 'info',
     delivery: {

@@ -38,6 +38,8 @@ export interface DeliveryDeps {
   readonly globalSmtp: SmtpTarget | null;
   /** Outside production, a message with no SMTP server to go to is captured instead of failing. */
   readonly captureWhenUnconfigured: boolean;
+  /** HERALD_SMTP_FROM: the sender when neither the project nor its SMTP settings name one. */
+  readonly defaultFrom: Mailbox | null;
 }
 
 const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', message, smtpCode: null });
@@ -112,7 +114,7 @@ export class DeliveryBatch {
     const projectSmtp = await this.cached(this.smtp, project.id, () =>
       this.deps.smtpSettings.forDelivery(project.id),
     );
-    const from = fromAddress(project, projectSmtp);
+    const from = fromAddress(project, projectSmtp, this.deps.defaultFrom);
     const target = projectSmtp?.target ?? this.deps.globalSmtp;
     const transport = target !== null ? 'smtp' : this.deps.captureWhenUnconfigured ? 'capture' : null;
     const fail = (failure: DeliveryFailure, messageId: string | null = null): AttemptResult => ({
@@ -126,7 +128,11 @@ export class DeliveryBatch {
     if (to === null) return fail(permanent(`Invalid recipient address: ${row.recipient}`));
     if (transport === null) return fail(permanent(Messages.smtpNotConfigured));
     if (from === null) {
-      return fail(permanent('No from address configured: set the project from email or the SMTP from email'));
+      return fail(
+        permanent(
+          "No from address configured: set the project's from email, its SMTP from email or HERALD_SMTP_FROM",
+        ),
+      );
     }
     // A stable Message-ID lets a relay, or a person, recognise a resend of the same notification.
     const messageId = `${row.request_id}@${from.address.slice(from.address.lastIndexOf('@') + 1)}`;
@@ -167,10 +173,21 @@ export class DeliveryBatch {
   }
 }
 
-/** The project's from address, else the from address of its SMTP settings, else its contact email. */
-function fromAddress(project: ProjectRow, smtp: ProjectSmtp | null): Mailbox | null {
-  const address = project.from_email ?? smtp?.fromEmail ?? project.contact_email;
-  if (address === null) return null;
-  const name = project.from_email !== null ? project.from_name : (smtp?.fromName ?? project.from_name);
+/**
+ * The project's from address, else the from address of its SMTP settings, else HERALD_SMTP_FROM,
+ * else its contact email.
+ */
+function fromAddress(
+  project: ProjectRow,
+  smtp: ProjectSmtp | null,
+  defaultFrom: Mailbox | null,
+): Mailbox | null {
+  if (project.from_email !== null) return mailbox(project.from_email, project.from_name);
+  if (smtp?.fromEmail) return mailbox(smtp.fromEmail, smtp.fromName ?? project.from_name);
+  if (defaultFrom !== null) return defaultFrom;
+  return project.contact_email === null ? null : mailbox(project.contact_email, project.from_name);
+}
+
+function mailbox(address: string, name: string | null): Mailbox {
   return name === null ? { address } : { name, address };
 }

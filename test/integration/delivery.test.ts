@@ -213,3 +213,34 @@ describe('without any SMTP server', () => {
     });
   });
 });
+
+describe('the sender address', () => {
+  afterEach(() => stop());
+
+  async function projectWithoutSender(): Promise<string> {
+    const { project, apiKey } = await ctx.services.projects.create({ name: `nofrom-${Date.now()}` });
+    await ctx.services.templates.create(project.id, { name: 'ping', subject: 'Ping', text: 'Ping' });
+    return apiKey;
+  }
+
+  it('falls back to HERALD_SMTP_FROM when the project names none', async () => {
+    await start({ HERALD_SMTP_URL: sink.url, HERALD_SMTP_FROM: 'Ops Team <ops@herald.example>' });
+    const apiKey = await projectWithoutSender();
+    const requestId = await send(apiKey, { template: 'ping', to: 'a@b.example' });
+    expect(await settled(apiKey, requestId)).toMatchObject({ status: 'sent' });
+    const message = sink.messages.find((m) => m.parsed.headers.get('x-herald-request-id') === requestId);
+    expect(message?.envelopeFrom).toBe('ops@herald.example');
+    expect(message?.parsed.from).toMatchObject({
+      value: [{ name: 'Ops Team', address: 'ops@herald.example' }],
+    });
+  });
+
+  it('fails clearly when no sender is configured anywhere', async () => {
+    await start({ HERALD_SMTP_URL: sink.url });
+    const apiKey = await projectWithoutSender();
+    const requestId = await send(apiKey, { template: 'ping', to: 'a@b.example' });
+    const body = await settled(apiKey, requestId);
+    expect(body.status).toBe('failed');
+    expect(body.error_message).toMatch(/^No from address configured/);
+  });
+});
