@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HeraldUnavailable, newSecretKey, prepareHerald, type HeraldCli } from './lib/herald-process.js';
-import { machineFacts } from './lib/machine.js';
+import { busyWarning, loadAverage, machineFacts } from './lib/machine.js';
 import { findPostgres } from './lib/postgres.js';
-import { cleanupAll, installSignalHandlers, onCleanup } from './lib/processes.js';
+import { cleanupAll, installSignalHandlers, isStopping, onCleanup } from './lib/processes.js';
 import { progress } from './lib/progress.js';
 import { consoleTable, writeReport } from './lib/report.js';
-import type { BenchResults, Context } from './lib/results.js';
+import type { BenchResults, Context, EndToEndResult } from './lib/results.js';
 import { USAGE, parseSettings, type Settings } from './lib/settings.js';
 import { INSTALL_HINT, hasPsql, missingTools } from './lib/tools.js';
 import { runAccept } from './scenarios/accept.js';
@@ -68,7 +68,7 @@ async function main(): Promise<number> {
   const settings = parsed;
   const missing = missingTools();
   if (missing.length > 0) {
-    console.error(`bench: missing ${missing.join(', ')}. Install them with: ${INSTALL_HINT}`);
+    console.error(`bench: missing ${missing.join(', ')}. Install with: ${INSTALL_HINT}`);
     return 1;
   }
 
@@ -76,6 +76,8 @@ async function main(): Promise<number> {
     startedAt: new Date(),
     command: commandLine(args),
     settings,
+    loadAtStart: loadAverage(),
+    phaseSeconds: {},
     heraldMissing: undefined,
     problems: [],
   };
@@ -89,7 +91,9 @@ async function main(): Promise<number> {
     console.error(`bench: Herald's logs of this run are in ${workDir}`);
   });
 
+  const buildStarted = performance.now();
   const herald = await heraldCli(settings);
+  results.phaseSeconds.build = (performance.now() - buildStarted) / 1000;
   results.heraldMissing = herald.missing;
   if (herald.missing !== undefined) progress.log(`bench: Herald is not measured: ${herald.missing}`);
   let postgres: Context['postgres'] = { skip: 'PostgreSQL: skipped (--no-pg)' };
@@ -110,26 +114,21 @@ async function main(): Promise<number> {
       results.problems.push({ phase: name, message });
       progress.log(`bench: ${name}: ${message}`);
     };
+    const started = performance.now();
     try {
       await fn(problem);
     } catch (error) {
       problem((error as Error).message);
     } finally {
       progress.stop();
+      results.phaseSeconds[name] = (performance.now() - started) / 1000;
+      progress.log(`bench: ${name} took ${results.phaseSeconds[name].toFixed(0)} s`);
     }
   };
   const wants = (name: Settings['phases'][number]) => settings.phases.includes(name);
 
   if (wants('accept')) {
     await phase('accept', (problem) => runAccept(ctx, (results.accept = { rssMb: {} }), problem));
-  }
-  if (wants('e2e')) {
-    await phase('end to end', async () => {
-      const rps = results.accept?.sqlite?.rps;
-      if (ctx.herald === undefined) return;
-      if (rps === undefined) throw new Error('not measured: it needs the SQLite accept figure of this run');
-      results.endToEnd = await runEndToEnd(ctx, rps);
-    });
   }
   if (wants('delivery')) {
     const delivery = {
@@ -140,6 +139,24 @@ async function main(): Promise<number> {
     };
     await phase('delivery', (problem) => runDelivery(ctx, (results.delivery = delivery), problem));
   }
+  if (wants('e2e')) {
+    await phase('end to end', async () => {
+      const acceptRps = results.accept?.sqlite?.rps;
+      if (ctx.herald === undefined) return;
+      if (acceptRps === undefined)
+        throw new Error('not measured: it needs the SQLite accept figure of this run');
+      const runs = (results.endToEnd = [] as EndToEndResult[]);
+      const rate = Math.max(1, Math.round(acceptRps / 2));
+      runs.push(await runEndToEnd(ctx, rate, 'half the measured SQLite accept rate', 'end-to-end'));
+      const deliveryRate = results.delivery?.heraldRate;
+      if (deliveryRate !== undefined && deliveryRate < rate && results.delivery?.timedOut !== true) {
+        const basis = 'half the measured delivery rate, a load the worker keeps up with';
+        runs.push(
+          await runEndToEnd(ctx, Math.max(1, Math.round(deliveryRate / 2)), basis, 'end-to-end-sustained'),
+        );
+      }
+    });
+  }
   if (wants('growth')) {
     await phase('growth', async () => {
       if (ctx.herald === undefined) return;
@@ -147,9 +164,15 @@ async function main(): Promise<number> {
     });
   }
 
+  // Interrupted: the signal handler is cleaning up and exits; a partial report would mislead.
+  if (isStopping()) return new Promise<number>(() => undefined);
   results.finishedAt = new Date();
-  const report = await writeReport(results, machineFacts(), resultsDir);
+  results.loadAtEnd = loadAverage();
+  const machine = machineFacts();
+  const report = await writeReport(results, machine, resultsDir);
   console.log(`\n${consoleTable(results)}\n`);
+  const busy = busyWarning(results.loadAtStart, machine.nproc);
+  if (busy !== undefined) console.log(`Warning: ${busy}.`);
   console.log(`Report: ${report} (chart: ${join(resultsDir, 'latest.svg')})`);
   await cleanupAll();
   return results.problems.length > 0 || results.heraldMissing !== undefined ? 1 : 0;

@@ -39,7 +39,10 @@ function serve(port: number): void {
   });
   server.keepAliveTimeout = 65_000;
   server.listen(port, HOST, () => process.stdout.write(`ready ${port}\n`));
-  const close = () => server.close(() => process.exit(0));
+  const close = () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  };
   process.on('SIGTERM', close);
   process.on('SIGINT', close);
 }

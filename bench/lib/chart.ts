@@ -33,7 +33,13 @@ function metText(item: ChartItem): { text: string; color: string } {
   const met = item.higherIsBetter
     ? item.herald.value >= item.goal.value
     : item.herald.value <= item.goal.value;
-  return met ? { text: 'goal met', color: '#1a7f37' } : { text: 'goal not met', color: '#cf222e' };
+  const ratio =
+    item.higherIsBetter && item.baseline.value > 0
+      ? `${(item.herald.value / item.baseline.value).toFixed(2)}× · `
+      : '';
+  return met
+    ? { text: `${ratio}goal met`, color: '#1a7f37' }
+    : { text: `${ratio}goal not met`, color: '#cf222e' };
 }
 
 export function renderChart(items: ChartItem[], title: string, subtitle: string): string {
@@ -58,6 +64,14 @@ export function renderChart(items: ChartItem[], title: string, subtitle: string)
         `<text x="${WIDTH - 20}" y="${y + 14}" text-anchor="end" fill="${met.color}" font-weight="600">${met.text}</text>`,
       );
     }
+    // The goal mark goes first so that bars and value labels are drawn over it.
+    if (item.goal !== undefined) {
+      const x = LEFT + width(item.goal.value);
+      parts.push(
+        `<line x1="${x.toFixed(1)}" y1="${y + 20}" x2="${x.toFixed(1)}" y2="${y + 24 + 2 * BAR_H + 10}" stroke="#1f6feb" stroke-width="2" stroke-dasharray="4 3"/>`,
+        `<text x="${x.toFixed(1)}" y="${y + 24 + 2 * BAR_H + 24}" text-anchor="middle" fill="#1f6feb" font-size="11">${escapeXml(item.goal.label)}</text>`,
+      );
+    }
     const rows: [string, number, string][] = [
       [item.herald.label, item.herald.value, '#d9480f'],
       [item.baseline.label, item.baseline.value, '#868e96'],
@@ -67,16 +81,9 @@ export function renderChart(items: ChartItem[], title: string, subtitle: string)
       parts.push(
         `<text x="${LEFT - 10}" y="${barY + 13}" text-anchor="end" fill="#333">${escapeXml(label)}</text>`,
         `<rect x="${LEFT}" y="${barY}" width="${width(value).toFixed(1)}" height="${BAR_H}" fill="${color}" rx="2"/>`,
-        `<text x="${(LEFT + width(value) + 6).toFixed(1)}" y="${barY + 13}" fill="#333">${escapeXml(formatValue(value, item.unit))}</text>`,
+        `<text x="${(LEFT + width(value) + 6).toFixed(1)}" y="${barY + 13}" fill="#333" stroke="#ffffff" stroke-width="4" paint-order="stroke">${escapeXml(formatValue(value, item.unit))}</text>`,
       );
     });
-    if (item.goal !== undefined) {
-      const x = LEFT + width(item.goal.value);
-      parts.push(
-        `<line x1="${x.toFixed(1)}" y1="${y + 20}" x2="${x.toFixed(1)}" y2="${y + 24 + 2 * BAR_H + 10}" stroke="#1f6feb" stroke-width="2" stroke-dasharray="4 3"/>`,
-        `<text x="${x.toFixed(1)}" y="${y + 24 + 2 * BAR_H + 24}" text-anchor="middle" fill="#1f6feb" font-size="11">${escapeXml(item.goal.label)}</text>`,
-      );
-    }
   });
   parts.push(
     `<text x="20" y="${height - 14}" fill="#777" font-size="11">Orange: Herald. Grey: baseline measured in the same run. Dashed blue: goal. Each figure has its own scale.</text>`,

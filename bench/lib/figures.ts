@@ -116,17 +116,20 @@ export function figureRows(results: BenchResults): Row[] {
     goal: '–',
     met: undefined,
   });
-  rows.push({
-    figure: 'End to end, accept→sent',
-    herald:
-      endToEnd === undefined
-        ? NOT_MEASURED
-        : `p50 ${formatMs(endToEnd.acceptToSent.p50Ms)}, p99 ${formatMs(endToEnd.acceptToSent.p99Ms)} at ${formatNumber(endToEnd.rate)} req/s`,
-    baseline: '–',
-    ratio: '–',
-    goal: '–',
-    met: undefined,
-  });
+  const endToEndRuns = endToEnd === undefined || endToEnd.length === 0 ? [undefined] : endToEnd;
+  for (const run of endToEndRuns) {
+    rows.push({
+      figure: `End to end, accept→sent${run === undefined ? '' : ` at ${formatNumber(run.rate)} req/s`}`,
+      herald:
+        run === undefined
+          ? NOT_MEASURED
+          : `p50 ${formatMs(run.acceptToSent.p50Ms)}, p99 ${formatMs(run.acceptToSent.p99Ms)}`,
+      baseline: run === undefined ? '–' : `(${run.basis})`,
+      ratio: '–',
+      goal: '–',
+      met: undefined,
+    });
+  }
   const rss = peakRssMb(results);
   rows.push({
     figure: 'Peak RSS (accept, delivery)',

@@ -1,5 +1,5 @@
 /** Facts about the machine a run was made on, for the report. */
-import { availableParallelism, cpus, release, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 
@@ -40,4 +40,17 @@ export function machineFacts(): Machine {
     node: process.version,
     wrk: wrkVersion(),
   };
+}
+
+/** The 1, 5 and 15 minute load averages: other work on the machine skews every figure. */
+export function loadAverage(): [number, number, number] {
+  const [one = 0, five = 0, fifteen = 0] = loadavg();
+  return [one, five, fifteen];
+}
+
+/** A warning when other processes were already keeping the CPUs busy. */
+export function busyWarning(load: readonly number[], nproc: number): string | undefined {
+  const one = load[0] ?? 0;
+  if (one <= 0.5 * nproc) return undefined;
+  return `the machine was busy before the run started (load average ${one.toFixed(2)} on ${nproc} CPUs): other processes competed for the CPU, so the figures are less reliable than on an idle machine`;
 }

@@ -28,9 +28,10 @@ function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
-async function psql(adminUrl: string, sql: string): Promise<void> {
+async function psql(adminUrl: string, sql: string, cleanup = false): Promise<void> {
   await runCommand('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', adminUrl, '-c', sql], {
     timeoutMs: 60_000,
+    cleanup,
   });
 }
 
@@ -49,7 +50,7 @@ export async function createDatabase(baseUrl: string): Promise<PgDatabase> {
     if (dropped) return;
     dropped = true;
     unregister();
-    await psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`, true);
   };
   const unregister = onCleanup(drop);
   return { url: withDatabase(baseUrl, name), name, drop };

@@ -17,21 +17,32 @@ export interface Tracked {
   /** Resolves when the process has exited, however that happened. */
   readonly exited: Promise<Exit>;
   hasExited(): boolean;
+  /** How it ended, and whether the signal (if any) came from the bench or from elsewhere. */
+  describeExit(): string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
   stop(graceMs?: number): Promise<Exit>;
 }
 
 const live = new Set<Tracked>();
+/** Short commands in flight (runCommand): killed outright on cleanup. */
+const commands = new Set<ChildProcess>();
 const cleanups = new Set<() => Promise<void> | void>();
 
+/** Set once cleanup has begun: from then on nothing new may start, or it would be orphaned. */
+let stopping = false;
+
 export function spawnTracked(name: string, command: string, args: string[], options: SpawnOptions): Tracked {
+  if (stopping) throw new Error(`not starting ${name}: the bench is stopping`);
   const child = spawn(command, args, options);
   if (child.pid === undefined) throw new Error(`could not start ${name} (${command})`);
   const pid = child.pid;
   let done = false;
+  let stopRequested = false;
+  let last: Exit | undefined;
   const exited = new Promise<Exit>((resolve) => {
     child.once('exit', (code, signal) => {
       done = true;
+      last = { code, signal };
       live.delete(tracked);
       resolve({ code, signal });
     });
@@ -42,8 +53,18 @@ export function spawnTracked(name: string, command: string, args: string[], opti
     pid,
     exited,
     hasExited: () => done,
+    describeExit() {
+      if (last === undefined) return `${name} (pid ${pid}) is running`;
+      const how =
+        last.signal === null ? `exited with code ${last.code ?? '?'}` : `was ended by ${last.signal}`;
+      // A process that handles SIGTERM exits with a code, so the code alone cannot tell who stopped it.
+      return stopRequested
+        ? `${name} (pid ${pid}) ${how}`
+        : `${name} (pid ${pid}) ${how} although the bench did not stop it`;
+    },
     async stop(graceMs = 10_000) {
       if (done) return exited;
+      stopRequested = true;
       child.kill('SIGTERM');
       const timer = setTimeout(() => {
         if (!done) child.kill('SIGKILL');
@@ -63,24 +84,39 @@ export function onCleanup(hook: () => Promise<void> | void): () => void {
   return () => cleanups.delete(hook);
 }
 
-/** Stops every tracked child (2 s grace each, in parallel), then runs the cleanup hooks. */
-export async function cleanupAll(): Promise<void> {
-  await Promise.all([...live].map((t) => t.stop(2_000)));
-  for (const hook of [...cleanups].reverse()) {
-    cleanups.delete(hook);
-    try {
-      await hook();
-    } catch (error) {
-      console.error(`cleanup: ${(error as Error).message}`);
+let cleaning: Promise<void> | undefined;
+
+/** True once cleanup has begun (a signal, or the end of the run). */
+export function isStopping(): boolean {
+  return stopping;
+}
+
+/**
+ * Kills the short commands in flight, stops every tracked child (2 s grace each, in parallel),
+ * then runs the cleanup hooks, newest first. Every call returns the same single cleanup.
+ */
+export function cleanupAll(): Promise<void> {
+  cleaning ??= (async () => {
+    stopping = true;
+    for (const child of commands) child.kill('SIGKILL');
+    await Promise.all([...live].map((t) => t.stop(2_000)));
+    for (const hook of [...cleanups].reverse()) {
+      cleanups.delete(hook);
+      try {
+        await hook();
+      } catch (error) {
+        console.error(`cleanup: ${(error as Error).message}`);
+      }
     }
-  }
+  })();
+  return cleaning;
 }
 
 export function installSignalHandlers(): void {
-  let stopping = false;
+  let signalled = false;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
+    if (signalled) return;
+    signalled = true;
     process.stderr.write(`\n${signal}: stopping the bench's child processes…\n`);
     void cleanupAll().finally(() => process.exit(130));
   };
@@ -97,8 +133,17 @@ export interface CommandResult {
 export function runCommand(
   command: string,
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string } = {},
+  options: {
+    env?: NodeJS.ProcessEnv;
+    cwd?: string;
+    timeoutMs?: number;
+    input?: string;
+    cleanup?: boolean;
+  } = {},
 ): Promise<CommandResult> {
+  // Once stopping, only cleanup hooks may run commands (dropping a database, for instance).
+  if (stopping && options.cleanup !== true)
+    return Promise.reject(new Error(`not running ${command}: the bench is stopping`));
   return new Promise((resolve, reject) => {
     const child = execFile(
       command,
@@ -111,6 +156,7 @@ export function runCommand(
         killSignal: 'SIGKILL',
       },
       (error, stdout, stderr) => {
+        commands.delete(child);
         if (error) {
           const detail = (stderr || stdout || error.message).trim().split('\n').slice(-15).join('\n');
           reject(new Error(`${[command, ...args].join(' ')} failed: ${detail}`));
@@ -119,6 +165,7 @@ export function runCommand(
         resolve({ stdout, stderr });
       },
     );
+    commands.add(child);
     // Close stdin at once so that a command never waits for input the bench will not send.
     child.stdin?.end(options.input ?? '');
   });

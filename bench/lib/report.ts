@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { renderChart } from './chart.js';
 import { chartItems, figureRows, type Row } from './figures.js';
-import type { Machine } from './machine.js';
+import { busyWarning, type Machine } from './machine.js';
 import type { BenchResults } from './results.js';
 import { formatMs, formatNumber } from './stats.js';
 import type { WrkResult } from './wrk.js';
@@ -83,19 +83,32 @@ function details(results: BenchResults): string[] {
       out.push(`- smtp-source: ${formatNumber(delivery.sourceSeconds, 2)} s first to last message.`);
     out.push('');
   }
-  if (endToEnd !== undefined) {
-    const e = endToEnd;
+  if (endToEnd !== undefined && endToEnd.length > 0) {
     out.push('### 3. End to end', '');
-    out.push(
-      `Herald \`serve --role all\` delivering into \`smtp-sink\`, under an open-loop load of ${formatNumber(e.rate)} req/s (half the measured SQLite accept rate) for ${e.durationS} s: ${formatNumber(e.offered)} sends, ${formatNumber(e.accepted)} accepted, ${formatNumber(e.rejected)} not accepted. Status read for ${formatNumber(e.sampled)} of them (evenly spread): ${formatNumber(e.sent)} sent, ${e.failed} failed.`,
-      '',
-      '| Latency | p50 | p99 |',
-      '|---|---:|---:|',
-      `| accept→sent (status \`sent_at − created_at\`) | ${formatMs(e.acceptToSent.p50Ms)} | ${formatMs(e.acceptToSent.p99Ms)} |`,
-      `| due→sent (from the scheduled send time, includes client-side queueing) | ${formatMs(e.dueToSent.p50Ms)} | ${formatMs(e.dueToSent.p99Ms)} |`,
-      `| due→202 response | ${formatMs(e.dueToResponse.p50Ms)} | ${formatMs(e.dueToResponse.p99Ms)} |`,
-      '',
-    );
+    for (const e of endToEnd) {
+      out.push(
+        `Herald \`serve --role all\` delivering into \`smtp-sink\`, under an open-loop load of ${formatNumber(e.rate)} req/s (${e.basis}) for ${e.durationS} s: ${formatNumber(e.offered)} sends, ${formatNumber(e.accepted)} accepted, ${formatNumber(e.rejected)} not accepted. Status read for ${formatNumber(e.sampled)} of them (evenly spread): ${formatNumber(e.sent)} sent, ${e.failed} failed.`,
+        '',
+        '| Latency | p50 | p99 |',
+        '|---|---:|---:|',
+        `| accept→sent (status \`sent_at − created_at\`) | ${formatMs(e.acceptToSent.p50Ms)} | ${formatMs(e.acceptToSent.p99Ms)} |`,
+        `| due→sent (from the scheduled send time, includes client-side queueing) | ${formatMs(e.dueToSent.p50Ms)} | ${formatMs(e.dueToSent.p99Ms)} |`,
+        `| due→202 response | ${formatMs(e.dueToResponse.p50Ms)} | ${formatMs(e.dueToResponse.p99Ms)} |`,
+        '',
+      );
+      if (delivery?.heraldRate !== undefined && delivery.heraldRate < e.rate) {
+        out.push(
+          `This rate is above the worker's measured delivery rate (${formatNumber(delivery.heraldRate)} msgs/s, figure 2), so the queue grew during the run and these latencies are mostly time spent waiting in that backlog.`,
+          '',
+        );
+      }
+      if (e.sent < e.sampled) {
+        out.push(
+          `${formatNumber(e.sampled - e.sent)} of the sampled notifications were not sent within ${s.endToEndDrainS} s after the load; they count as never sent in the percentiles.`,
+          '',
+        );
+      }
+    }
   }
   if (growth !== undefined) {
     out.push('### 4. Growth (SQLite)', '');
@@ -131,8 +144,13 @@ function details(results: BenchResults): string[] {
   return out;
 }
 
+function loadText(load: number[] | undefined): string {
+  return load === undefined ? 'unknown' : load.map((l) => l.toFixed(2)).join(', ');
+}
+
 export function markdown(results: BenchResults, machine: Machine): string {
   const rows = figureRows(results);
+  const busy = busyWarning(results.loadAtStart, machine.nproc);
   const date = results.startedAt
     .toISOString()
     .replace('T', ' ')
@@ -142,6 +160,7 @@ export function markdown(results: BenchResults, machine: Machine): string {
     '',
     `Run on ${date} with \`${results.command}\`. Every load stays on 127.0.0.1.`,
     '',
+    ...(busy === undefined ? [] : [`> **Warning:** ${busy}.`, '']),
     '![Herald against its baselines](latest.svg)',
     '',
     '## Figures and goals',
@@ -157,7 +176,7 @@ export function markdown(results: BenchResults, machine: Machine): string {
   if (results.heraldMissing !== undefined || results.problems.length > 0) {
     lines.push('## Problems', '');
     if (results.heraldMissing !== undefined)
-      lines.push(`- Herald could not be run: ${results.heraldMissing}`);
+      lines.push(`- Herald could not be run: ${results.heraldMissing.replace(/\n/g, ' ')}`);
     for (const p of results.problems) lines.push(`- ${p.phase}: ${p.message.replace(/\n/g, ' ')}`);
     lines.push('');
   }
@@ -170,7 +189,12 @@ export function markdown(results: BenchResults, machine: Machine): string {
     '',
     `- \`nproc\`: ${machine.nproc}; memory: ${machine.memoryGiB.toFixed(1)} GiB; CPU: ${machine.cpu}`,
     `- ${machine.os}, Linux ${machine.kernel}; Node ${machine.node}; ${machine.wrk}`,
-    `- Command: \`${results.command}\`${seconds === undefined ? '' : `, ${formatNumber(seconds)} s in all`}`,
+    `- Load average (1, 5, 15 min) before the run: ${loadText(results.loadAtStart)}; after it: ${loadText(results.loadAtEnd)}`,
+    `- Command: \`${results.command}\`${seconds === undefined ? '' : `, ${formatNumber(seconds)} s in all`} (${Object.entries(
+      results.phaseSeconds,
+    )
+      .map(([name, t]) => `${name} ${formatNumber(t)} s`)
+      .join(', ')})`,
     `- Date: ${date}`,
     '',
   );

@@ -38,6 +38,8 @@ export interface AcceptResult {
 }
 
 export interface EndToEndResult {
+  /** Why this rate: "half the SQLite accept rate", or half the delivery rate. */
+  basis: string;
   rate: number;
   durationS: number;
   offered: number;
@@ -86,9 +88,14 @@ export interface BenchResults {
   finishedAt?: Date;
   command: string;
   settings: Settings;
+  /** Load averages (1, 5, 15 min) before the first measurement and after the last. */
+  loadAtStart: number[];
+  loadAtEnd?: number[];
+  /** Wall-clock seconds of each phase, to keep runs within their time budget. */
+  phaseSeconds: Record<string, number>;
   heraldMissing: string | undefined;
   accept?: AcceptResult;
-  endToEnd?: EndToEndResult;
+  endToEnd?: EndToEndResult[];
   delivery?: DeliveryResult;
   growth?: GrowthResult;
   problems: Problem[];

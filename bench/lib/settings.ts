@@ -18,8 +18,9 @@ export interface Settings {
   /** Delivery: notifications drained by the worker, and smtp-source's parallel sessions. */
   deliveryCount: number;
   smtpSessions: number;
-  /** End to end: seconds of paced load at half the measured accept rate. */
+  /** End to end: seconds of paced load at half the measured accept rate, and of draining after it. */
   endToEndS: number;
+  endToEndDrainS: number;
   /** Upper bound for any queue to drain before a figure is reported as timed out. */
   drainTimeoutS: number;
   /** Growth: notifications stored before the second measurement. */
@@ -75,13 +76,14 @@ export function parseSettings(argv: string[]): Settings | 'help' {
     build: !values['no-build'],
     postgres: !values['no-pg'],
     keep: values.keep,
-    warmupS: quick ? 2 : 5,
+    warmupS: quick ? 1 : 5,
     durationS: positive(values.duration, quick ? 5 : 30, 'duration'),
     threads: 2,
     connections: 64,
     deliveryCount: quick ? 2_000 : 20_000,
     smtpSessions: positive(values.sessions, 8, 'sessions'),
-    endToEndS: quick ? 5 : 20,
+    endToEndS: quick ? 4 : 20,
+    endToEndDrainS: quick ? 45 : 120,
     drainTimeoutS: quick ? 60 : 300,
     storedCount: quick ? 100_000 : 1_000_000,
   };

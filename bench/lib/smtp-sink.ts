@@ -53,12 +53,13 @@ export async function startSink(options: { dumpFile?: string } = {}): Promise<Si
   sink.child.stdout?.on('data', (chunk: Buffer) => {
     const now = performance.now();
     pending += chunk.toString('latin1');
-    const matches = [...pending.matchAll(/mesg=(\d+)/g)];
+    // Only complete records: a chunk may end in the middle of "mesg=1234".
+    const matches = [...pending.matchAll(/mesg=(\d+)[\r\n]/g)];
     const last = matches.at(-1);
     if (last === undefined) return;
     pending = pending.slice((last.index ?? 0) + last[0].length);
     const value = Number(last[1]);
-    if (value === count) return;
+    if (value <= count) return;
     count = value;
     firstAt ??= now;
     arrivals.set(count, now);

@@ -80,12 +80,23 @@ export interface StateCounts {
   failed: number;
 }
 
+export interface StateView {
+  read(): StateCounts;
+  /** error_message of one failed notification, to say why deliveries fail. */
+  someError(): string | undefined;
+  close(): void;
+}
+
 /** A read-only view of the notification counts by state; close() it when done. */
-export function openStateCounts(dbFile: string): { read(): StateCounts; close(): void } {
+export function openStateCounts(dbFile: string): StateView {
   const db = new Database(dbFile, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
   const statement = db.prepare('SELECT state, COUNT(*) AS n FROM notifications GROUP BY state');
+  const error = db.prepare(
+    "SELECT error_message AS message FROM notifications WHERE state = 'failed' AND error_message IS NOT NULL LIMIT 1",
+  );
   return {
+    someError: () => (error.get() as { message: string } | undefined)?.message,
     read() {
       const counts: StateCounts = { queued: 0, sending: 0, sent: 0, failed: 0 };
       for (const row of statement.all() as { state: string; n: number }[]) {

@@ -31,7 +31,7 @@ async function measureHerald(
     const agent = keepAliveAgent(1);
     await sendNotification(agent, herald.port, instance.project.apiKey);
     agent.destroy();
-    const result = await measureWrk(ctx, label, herald.port, acceptTarget(instance.project.apiKey));
+    const result = await measureWrk(ctx, label, herald.port, acceptTarget(instance.project.apiKey), herald);
     stopped = true;
     return { result, rssMb: await herald.stop() };
   } finally {
@@ -47,7 +47,7 @@ export async function runAccept(
   progress.start('accept: starting the bare node:http server');
   const bare = await startBareServer(ctx.repoRoot);
   try {
-    out.bare = await measureWrk(ctx, 'accept, bare node:http', bare.port, acceptTarget('hrl_bench'));
+    out.bare = await measureWrk(ctx, 'accept, bare node:http', bare.port, acceptTarget('hrl_bench'), bare);
   } finally {
     await bare.process.stop();
   }

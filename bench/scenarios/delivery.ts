@@ -13,7 +13,7 @@ import type { Context, DeliveryResult } from '../lib/results.js';
 import { dumpedMessageSizes, startSink, type Sink, type SinkWait } from '../lib/smtp-sink.js';
 import { runSmtpSource } from '../lib/smtp-source.js';
 import { openStateCounts } from '../lib/sqlite-file.js';
-import { databaseFile } from './drain.js';
+import { databaseFile, drainIntoSink } from './drain.js';
 import { prepareInstance, startRole } from './measure.js';
 
 /** smtp-source payload when Herald's message size could not be learnt. */
@@ -47,15 +47,15 @@ async function heraldMessageBytes(ctx: Context): Promise<number> {
       for (let i = 0; i < PROBE_MESSAGES; i += 1)
         await sendNotification(agent, herald.port, instance.project.apiKey, i);
       agent.destroy();
-      progress.start(
-        'delivery: learning the size of a Herald message',
-        () => `${sink.count()}/${PROBE_MESSAGES}`,
-      );
-      const wait = await sink.waitFor(PROBE_MESSAGES, 30_000);
+      const wait = await drainIntoSink(sink, PROBE_MESSAGES, {
+        dataDir: instance.dataDir,
+        label: 'delivery: learning the size of a Herald message',
+        timeoutMs: 30_000,
+        process: herald.process,
+      });
       if (!wait.reached)
         throw new Error(`only ${wait.count} of ${PROBE_MESSAGES} probe messages arrived within 30s`);
     } finally {
-      progress.stop();
       await herald.stop();
     }
   });
@@ -133,19 +133,12 @@ async function measureHerald(ctx: Context, out: DeliveryResult): Promise<void> {
     const spawned = performance.now();
     const worker = await startRole(ctx, instance, 'worker', { smtpUrl: sink.url });
     try {
-      progress.start(`delivery: role worker draining ${count}`, () => `sink ${sink.count()}/${count}`);
-      const outcome = await Promise.race([
-        sink.waitFor(count, ctx.settings.drainTimeoutS * 1000),
-        worker.process.exited.then((exit) => ({ exit })),
-      ]);
-      if ('exit' in outcome) {
-        const { code, signal } = outcome.exit;
-        throw new Error(
-          `herald serve --role worker exited (${code ?? signal}) after ${sink.count()} messages`,
-        );
-      }
-      const wait = outcome;
-      progress.stop();
+      const wait = await drainIntoSink(sink, count, {
+        dataDir: instance.dataDir,
+        label: `delivery: role worker draining ${count}`,
+        timeoutMs: ctx.settings.drainTimeoutS * 1000,
+        process: worker.process,
+      });
       out.timedOut = !wait.reached;
       out.heraldRate = rateOf(wait, count);
       out.heraldSeconds = ((wait.lastAt ?? performance.now()) - (wait.firstAt ?? spawned)) / 1000;

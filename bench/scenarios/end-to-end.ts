@@ -1,11 +1,19 @@
 /**
  * Figure 3, end to end: Herald (role `all`, delivering into smtp-sink) under an open-loop load of
- * half its measured maximum accept rate. Accept→sent latency comes from the status body
+ * half its measured maximum accept rate (and, when the worker cannot keep up with that, also at
+ * half its measured delivery rate, so that one figure shows latency without a growing backlog). Accept→sent latency comes from the status body
  * (sent_at − created_at, both set by Herald); due→sent adds the time a request waited on the
  * client side, measured from the moment the schedule said it should go out (same clock).
  */
 import { keepAliveAgent, runPool } from '../lib/http-client.js';
-import { SEND_PATH, authHeaders, notificationStatus, sendBody, sendNotification } from '../lib/herald-api.js';
+import {
+  SEND_PATH,
+  authHeaders,
+  notificationStatus,
+  sendBody,
+  sendNotification,
+  type Status,
+} from '../lib/herald-api.js';
 import { runPaced } from '../lib/paced-client.js';
 import { progress } from '../lib/progress.js';
 import type { Context, EndToEndResult } from '../lib/results.js';
@@ -17,36 +25,39 @@ import { prepareInstance, startRole } from './measure.js';
 /** Status bodies read after the run: enough for a stable p99, few enough to read in seconds. */
 const MAX_SAMPLED = 5_000;
 
-async function waitUntilSent(check: () => Promise<string | undefined>, timeoutMs: number): Promise<void> {
+async function waitUntilSent(check: () => Promise<Status>, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
-  let status: string | undefined;
+  let status: Status | undefined;
   while (performance.now() < deadline) {
     status = await check();
-    if (status === 'sent') return;
-    if (status === 'failed') break;
+    if (status.status === 'sent') return;
+    if (status.status === 'failed') break;
     await new Promise((r) => setTimeout(r, 100));
   }
+  const why = status?.error_message === undefined ? '' : `, error_message: ${status.error_message}`;
   throw new Error(
-    `the first notification was not sent within ${timeoutMs / 1000}s (status: ${status ?? 'unknown'})`,
+    `the first notification was not sent within ${timeoutMs / 1000}s (status: ${status?.status ?? 'unknown'}${why})`,
   );
 }
 
-export async function runEndToEnd(ctx: Context, acceptRps: number): Promise<EndToEndResult> {
-  const rate = Math.max(1, Math.round(acceptRps / 2));
+/** One end-to-end run at `rate` requests per second on a fresh data directory `name`. */
+export async function runEndToEnd(
+  ctx: Context,
+  rate: number,
+  basis: string,
+  name: string,
+): Promise<EndToEndResult> {
   const durationS = ctx.settings.endToEndS;
   const sink = await startSink();
   try {
-    const instance = await prepareInstance(ctx, 'end-to-end', { smtpUrl: sink.url });
+    const instance = await prepareInstance(ctx, name, { smtpUrl: sink.url });
     const herald = await startRole(ctx, instance, 'all');
     const apiKey = instance.project.apiKey;
     const agent = keepAliveAgent(16);
     try {
       progress.start('end to end: first delivery');
       const first = await sendNotification(agent, herald.port, apiKey);
-      await waitUntilSent(
-        async () => (await notificationStatus(agent, herald.port, apiKey, first.request_id)).status,
-        30_000,
-      );
+      await waitUntilSent(() => notificationStatus(agent, herald.port, apiKey, first.request_id), 30_000);
 
       let fired = 0;
       let answered = 0;
@@ -77,7 +88,7 @@ export async function runEndToEnd(ctx: Context, acceptRps: number): Promise<EndT
       await waitDrained(
         instance.dataDir,
         'end to end: draining',
-        ctx.settings.drainTimeoutS * 1000,
+        ctx.settings.endToEndDrainS * 1000,
         herald.process,
       );
 
@@ -109,6 +120,7 @@ export async function runEndToEnd(ctx: Context, acceptRps: number): Promise<EndT
       progress.stop();
       const responses = samples.map((s) => s.responseMs);
       const result: EndToEndResult = {
+        basis,
         rate,
         durationS,
         offered: samples.length,

@@ -32,8 +32,9 @@ async function measureBoth(
       `status lookup, ${label}`,
       herald.port,
       await lookup(apiKey, herald.port),
+      herald,
     );
-    const accept = await measureWrk(ctx, `accept, ${label}`, herald.port, acceptTarget(apiKey));
+    const accept = await measureWrk(ctx, `accept, ${label}`, herald.port, acceptTarget(apiKey), herald);
     return { accept, lookupResult };
   } finally {
     await herald.stop();

@@ -14,9 +14,31 @@ import {
   type Role,
 } from '../lib/herald-process.js';
 import type { Context } from '../lib/results.js';
+import type { Tracked } from '../lib/processes.js';
 
-/** A warm-up wrk run that is thrown away (JIT, caches, connection set-up), then the measured run. */
+/**
+ * A warm-up wrk run that is thrown away (JIT, caches, connection set-up), then the measured run.
+ * When `server` is given and wrk fails because it is gone, the error says how the server ended.
+ */
 export async function measureWrk(
+  ctx: Context,
+  label: string,
+  port: number,
+  target: WrkTarget,
+  server?: { process: Tracked; logFile?: string },
+): Promise<WrkResult> {
+  try {
+    return await warmAndMeasure(ctx, label, port, target);
+  } catch (error) {
+    if (server?.process.hasExited() !== true) throw error;
+    const log = server.logFile === undefined ? '' : ` (its log: ${server.logFile})`;
+    throw new Error(
+      `${label}: ${server.process.describeExit()}${log}; wrk said: ${(error as Error).message}`,
+    );
+  }
+}
+
+async function warmAndMeasure(
   ctx: Context,
   label: string,
   port: number,
