@@ -41,6 +41,7 @@ export class DeliveryWorker {
   private stopping = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
+  private wakeRequested = false;
   private renewTimer: NodeJS.Timeout | null = null;
   private nextReclaimAt = 0;
   private readonly recorder: GroupCommit<Finished, void>;
@@ -69,9 +70,14 @@ export class DeliveryWorker {
     this.loop = this.run().catch((err: unknown) => this.logger.error({ err }, 'delivery loop crashed'));
   }
 
-  /** New work may be due now (the in-process API just accepted something). */
+  /**
+   * New work may be due now (the in-process API just accepted something, or a lane came free).
+   * A wake-up that arrives while the loop is busy (claiming, or asking when work is next due) is
+   * kept, so the loop's next sleep returns at once instead of waiting out the poll interval.
+   */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp !== null) this.wakeUp();
+    else this.wakeRequested = true;
   }
 
   private async run(): Promise<void> {
@@ -236,6 +242,10 @@ export class DeliveryWorker {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.wakeRequested) {
+      this.wakeRequested = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
