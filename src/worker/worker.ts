@@ -41,7 +41,6 @@ export class DeliveryWorker {
   private stopping = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
-  private wakeRequested = false;
   private renewTimer: NodeJS.Timeout | null = null;
   private nextReclaimAt = 0;
   private readonly recorder: GroupCommit<Finished, void>;
@@ -70,14 +69,9 @@ export class DeliveryWorker {
     this.loop = this.run().catch((err: unknown) => this.logger.error({ err }, 'delivery loop crashed'));
   }
 
-  /**
-   * New work may be due now (the in-process API just accepted something, or a lane came free).
-   * A wake-up that arrives while the loop is busy (claiming, or asking when work is next due) is
-   * kept, so the loop's next sleep returns at once instead of waiting out the poll interval.
-   */
+  /** New work may be due now (the in-process API just accepted something). */
   wake(): void {
-    if (this.wakeUp !== null) this.wakeUp();
-    else this.wakeRequested = true;
+    this.wakeUp?.();
   }
 
   private async run(): Promise<void> {
@@ -242,10 +236,6 @@ export class DeliveryWorker {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.wakeRequested) {
-      this.wakeRequested = false;
-      return Promise.resolve();
-    }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
