@@ -30,8 +30,9 @@ export class HeraldError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -58,7 +59,8 @@ export const errors = {
   invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
   quotaExceeded: () => new HeraldError(ErrorCode.QuotaExceeded, Messages.quotaExceeded),
   notificationNotFound: () => new HeraldError(ErrorCode.NotificationNotFound, Messages.notificationNotFound),
-  queueFailed: () => new HeraldError(ErrorCode.QueueFailed, Messages.queueFailed),
+  /** The store could not commit; `cause` is the store's error, for the operator's log. */
+  queueFailed: (cause?: unknown) => new HeraldError(ErrorCode.QueueFailed, Messages.queueFailed, { cause }),
   idempotencyMismatch: () =>
     new HeraldError(
       ErrorCode.IdempotencyMismatch,

@@ -56,7 +56,11 @@ export function errorHandler(
   // A request that matched no route gets the not-found page even when its body could not be read
   // (malformed JSON, too large, another media type): spec §7.1, a wrong path is a 404, not JSON.
   if (request.is404) return notFoundHandler(request, reply);
-  if (error instanceof HeraldError) return sendError(reply, statusOf(error), error.message);
+  if (error instanceof HeraldError) {
+    // The caller only learns that it may retry; the operator needs to know why.
+    if (error.code === ErrorCode.QueueFailed) request.log.error({ err: error.cause }, 'enqueue failed');
+    return sendError(reply, statusOf(error), error.message);
+  }
   const known = frameworkError(error);
   if (known !== null) return sendError(reply, known.status, known.message);
   request.log.error({ err: error }, 'request failed');

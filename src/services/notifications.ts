@@ -158,9 +158,9 @@ export class NotificationService {
             .digest('hex')
         : null;
       return await this.batcher.submit({ command, recipient, fingerprint, now: this.now() });
-    } catch {
+    } catch (error) {
       // The batch transaction failed as a whole; nothing of this request was stored.
-      throw errors.queueFailed();
+      throw errors.queueFailed(error);
     } finally {
       if (idemKey !== null) this.inFlight.delete(idemKey);
     }
