@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from './config.js';
-import { parseMailbox } from './domain/address.js';
+import { parseMailbox, type Mailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
 import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
 import { SecretBox } from './security/cipher.js';
@@ -31,6 +31,8 @@ export interface Services {
   readonly apiLogs: ApiLogService;
   readonly mailer: SmtpMailer;
   readonly globalSmtp: SmtpTarget | null;
+  /** HERALD_SMTP_FROM, parsed. */
+  readonly defaultFrom: Mailbox | null;
   readonly deliverer: Deliverer;
 }
 
@@ -87,6 +89,7 @@ export async function openServices(
     apiLogs: new ApiLogService(db, logger),
     mailer,
     globalSmtp,
+    defaultFrom,
     deliverer: new Deliverer({
       db,
       smtpSettings,

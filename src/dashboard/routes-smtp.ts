@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { parseMailbox, type Mailbox } from '../domain/address.js';
+import { parseMailbox } from '../domain/address.js';
 import { HeraldError } from '../domain/errors.js';
+import { senderFor } from '../domain/sender.js';
 import { composeMessage } from '../mail/compose.js';
 import { SmtpDeliveryError } from '../mail/smtp.js';
 import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
-import type { Project } from '../services/projects.js';
-import type { ProjectSmtp, SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
+import type { SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
 import { fragment, isHtmx, page, type DashboardDeps } from './context.js';
 import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
@@ -57,13 +57,6 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
 }
 
 /** The same choice as delivery: the project's from address, else the SMTP settings', else contact. */
-function fromAddress(project: Project, smtp: ProjectSmtp): Mailbox | null {
-  const address = project.fromEmail ?? smtp.fromEmail ?? project.contactEmail;
-  if (address === null) return null;
-  const name = project.fromEmail !== null ? project.fromName : (smtp.fromName ?? project.fromName);
-  return name === null ? { address } : { name, address };
-}
-
 function failure(title: string, error: unknown): SmtpCheckResult {
   if (error instanceof SmtpDeliveryError) return { ok: false, title, reply: error.failure.message };
   return { ok: false, title, reply: error instanceof Error ? error.message : String(error) };
@@ -183,7 +176,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         { ok: false, title: 'No recipient', reply: 'Enter an email address.' },
         toText,
       );
-    const from = fromAddress(project, smtp);
+    const from = senderFor({ project, smtp, defaultFrom: deps.services.defaultFrom });
     if (from === null) {
       return showResult(
         request,

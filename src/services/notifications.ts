@@ -49,7 +49,6 @@ export type AcceptOutcome =
   | { readonly kind: 'accepted'; readonly body: SendResponseBody; readonly quota: QuotaState | null }
   | {
       readonly kind: 'replayed';
-      readonly status: number;
       readonly body: SendResponseBody;
       readonly quota: QuotaState | null;
     }
@@ -246,7 +245,6 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
           : quotaState(project.quota_limit, await quotaUsed(tx, project.id, window.start), window);
       return {
         kind: 'replayed',
-        status: claim.existing.responseStatus ?? 202,
         body: JSON.parse(claim.existing.response) as SendResponseBody,
         quota,
       };

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
+import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { CompiledMessage, type RenderedMessage } from '../domain/message.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
 import {
@@ -12,7 +13,13 @@ import {
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
 
-export const TEMPLATE_LIMITS = { name: 200, subject: 1000, text: 256 * 1024, html: 512 * 1024 } as const;
+/** Names are bounded like the `template` field of a send request, so every template can be sent. */
+export const TEMPLATE_LIMITS = {
+  name: MAX_TEMPLATE_NAME_LENGTH,
+  subject: 1000,
+  text: 256 * 1024,
+  html: 512 * 1024,
+} as const;
 
 export interface Template {
   readonly id: number;

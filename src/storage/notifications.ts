@@ -36,13 +36,6 @@ export async function findNotification(
   return query.executeTakeFirst();
 }
 
-export async function findNotificationById(
-  db: Kysely<Database>,
-  id: number,
-): Promise<NotificationRow | undefined> {
-  return db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 /**
  * Records the outcome of a delivery attempt, but only while this worker still holds the lease: a
  * worker whose lease expired (and whose message another worker reclaimed) must not overwrite it.

@@ -3,6 +3,7 @@ import type { Mailbox } from '../domain/address.js';
 import { parseMailbox } from '../domain/address.js';
 import { Messages } from '../domain/errors.js';
 import { CompiledMessage, type RenderedMessage } from '../domain/message.js';
+import { senderFor } from '../domain/sender.js';
 import type { DeliveryFailure } from '../domain/retry.js';
 import { composeMessage } from '../mail/compose.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
@@ -114,7 +115,15 @@ export class DeliveryBatch {
     const projectSmtp = await this.cached(this.smtp, project.id, () =>
       this.deps.smtpSettings.forDelivery(project.id),
     );
-    const from = fromAddress(project, projectSmtp, this.deps.defaultFrom);
+    const from = senderFor({
+      project: {
+        fromEmail: project.from_email,
+        fromName: project.from_name,
+        contactEmail: project.contact_email,
+      },
+      smtp: projectSmtp,
+      defaultFrom: this.deps.defaultFrom,
+    });
     const target = projectSmtp?.target ?? this.deps.globalSmtp;
     const transport = target !== null ? 'smtp' : this.deps.captureWhenUnconfigured ? 'capture' : null;
     const fail = (failure: DeliveryFailure, messageId: string | null = null): AttemptResult => ({
@@ -171,23 +180,4 @@ export class DeliveryBatch {
       throw error;
     }
   }
-}
-
-/**
- * The project's from address, else the from address of its SMTP settings, else HERALD_SMTP_FROM,
- * else its contact email.
- */
-function fromAddress(
-  project: ProjectRow,
-  smtp: ProjectSmtp | null,
-  defaultFrom: Mailbox | null,
-): Mailbox | null {
-  if (project.from_email !== null) return mailbox(project.from_email, project.from_name);
-  if (smtp?.fromEmail) return mailbox(smtp.fromEmail, smtp.fromName ?? project.from_name);
-  if (defaultFrom !== null) return defaultFrom;
-  return project.contact_email === null ? null : mailbox(project.contact_email, project.from_name);
-}
-
-function mailbox(address: string, name: string | null): Mailbox {
-  return name === null ? { address } : { name, address };
 }
