@@ -24,7 +24,8 @@ export interface Config {
   readonly smtpFrom: string | null;
   /** From HERALD_SECRET_KEY; null means "generate or load one from the data dir" (never in production). */
   readonly secretKey: string | null;
-  readonly logLevel: string;
+  /** HERALD_LOG_LEVEL; null leaves the default to the process: info for a server, warn for the CLI. */
+  readonly logLevel: string | null;
   readonly delivery: {
     readonly maxAttempts: number;
     readonly retryBaseMs: number;
@@ -116,7 +117,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl,
     smtpFrom: env.HERALD_SMTP_FROM || null,
     secretKey,
-    logLevel: env.HERALD_LOG_LEVEL || 'info',
+    logLevel: env.HERALD_LOG_LEVEL || null,
     delivery: {
       maxAttempts: integer(env, 'HERALD_DELIVERY_MAX_ATTEMPTS', 5, 1, 100),
       retryBaseMs: integer(env, 'HERALD_DELIVERY_RETRY_BASE_MS', 30_000, 1, 86_400_000),

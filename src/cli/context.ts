@@ -14,7 +14,7 @@ export async function withServices(
 ): Promise<void> {
   const config = loadConfig();
   // Command output goes to stdout; the service log (warnings only) to stderr.
-  const logger = createLogger(process.env.HERALD_LOG_LEVEL ?? 'warn', process.stderr);
+  const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
   const services = await openServices(config, logger);
   try {
     await body(services, createOutput(Boolean(command.optsWithGlobals().json)));

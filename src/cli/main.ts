@@ -50,7 +50,8 @@ export async function run(argv: readonly string[]): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     if (argv.includes('--json')) process.stderr.write(JSON.stringify({ error: message }) + '\n');
     else process.stderr.write(`herald: ${message}\n`);
-    if (!known && process.env.HERALD_DEBUG) console.error(error);
+    // Anything but a domain or configuration error is a bug: its stack belongs in the report.
+    if (!known && error instanceof Error && error.stack) process.stderr.write(error.stack + '\n');
     process.exitCode = 1;
   }
 }

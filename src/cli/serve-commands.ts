@@ -27,7 +27,7 @@ export function serveCommand(): Command {
     )
     .action(async (options: { role: Role }) => {
       const config = loadConfig();
-      const logger = createLogger(config.logLevel);
+      const logger = createLogger(config.logLevel ?? 'info');
       const { startServer, plugins } = await loadServer();
       const server = await startServer(config, options.role, logger, plugins);
       let signals = 0;

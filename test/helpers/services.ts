@@ -32,7 +32,7 @@ export function testEnv(database: TestDatabase, env: Record<string, string> = {}
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const database = await freshDatabase();
   const config = loadConfig(testEnv(database, env));
-  const services = await openServices(config, createLogger(config.logLevel));
+  const services = await openServices(config, createLogger(config.logLevel ?? 'info'));
   const app = await buildApp(services);
   await app.ready();
   return {
