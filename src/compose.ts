@@ -3,16 +3,24 @@ import { ConfigError, type Config } from './config.js';
 import { parseMailbox, type Mailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
 import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
+import { Metrics } from './metrics/metrics.js';
 import { SecretBox } from './security/cipher.js';
 import { resolveSecretKey } from './security/secret-key.js';
+import { AdminService } from './services/admins.js';
 import { ApiLogService } from './services/api-log.js';
+import { Janitor } from './services/janitor.js';
 import { NotificationService } from './services/notifications.js';
 import { ProjectService } from './services/projects.js';
 import { SmtpSettingsService } from './services/smtp-settings.js';
 import { TemplateService } from './services/templates.js';
+import { UsageService } from './services/usage.js';
 import { openStorage } from './storage/open.js';
+import { findProjectById } from './storage/projects.js';
+import { findTemplate } from './storage/templates.js';
+import { queueStats } from './storage/queue-stats.js';
 import type { Storage } from './storage/storage.js';
 import { Deliverer } from './worker/deliver.js';
+import { DeliveryLoader } from './worker/loader.js';
 import { DeliveryWorker } from './worker/worker.js';
 
 /**
@@ -23,17 +31,22 @@ export interface Services {
   readonly config: Config;
   readonly logger: Logger;
   readonly storage: Storage;
-  readonly secretKey: string;
   readonly projects: ProjectService;
   readonly templates: TemplateService;
   readonly smtpSettings: SmtpSettingsService;
   readonly notifications: NotificationService;
   readonly apiLogs: ApiLogService;
+  /** Dashboard users, sessions and setup links. */
+  readonly admins: AdminService;
+  readonly usage: UsageService;
   readonly mailer: SmtpMailer;
   readonly globalSmtp: SmtpTarget | null;
   /** HERALD_SMTP_FROM, parsed. */
   readonly defaultFrom: Mailbox | null;
+  /** What the worker reads for a delivery, per claimed batch. */
+  readonly loader: DeliveryLoader;
   readonly deliverer: Deliverer;
+  readonly metrics: Metrics;
 }
 
 export interface OpenOptions {
@@ -80,34 +93,58 @@ export async function openServices(
     config,
     logger,
     storage,
-    secretKey,
     projects,
     templates: new TemplateService(db, projects),
     smtpSettings,
-    // SQLite has one writer; PostgreSQL commits several accepted batches in parallel.
-    notifications: new NotificationService(db, { commitConcurrency: storage.kind === 'postgres' ? 4 : 1 }),
+    notifications: new NotificationService(db, { commitConcurrency: storage.writeConcurrency }),
     apiLogs: new ApiLogService(db, logger),
+    admins: new AdminService(db),
+    usage: new UsageService(db),
     mailer,
     globalSmtp,
     defaultFrom,
+    loader: new DeliveryLoader({
+      project: (id) => findProjectById(db, id),
+      template: (projectId, name) => findTemplate(db, projectId, name),
+      smtp: (projectId) => smtpSettings.forDelivery(projectId),
+    }),
     deliverer: new Deliverer({
-      db,
-      smtpSettings,
       mailer,
       globalSmtp,
-      captureWhenUnconfigured: !config.production,
+      production: config.production,
       defaultFrom,
+    }),
+    metrics: new Metrics(async () => {
+      const now = Date.now();
+      const stats = await queueStats(db, now);
+      return {
+        queued: stats.queued,
+        sending: stats.sending,
+        oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
+      };
     }),
   };
 }
 
 export function createWorker(services: Services): DeliveryWorker {
-  return new DeliveryWorker(
+  const worker = new DeliveryWorker(
     services.storage,
+    services.loader,
     services.deliverer,
     services.config.delivery,
     services.logger.child({ role: 'worker' }),
   );
+  const { metrics } = services;
+  worker.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
+    metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
+    if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
+  };
+  return worker;
+}
+
+/** Housekeeping of the api role (retention of API logs and Idempotency-Keys). */
+export function createJanitor(services: Services): Janitor {
+  return new Janitor(services.storage.db, services.apiLogs, services.config, services.logger);
 }
 
 export async function closeServices(services: Services): Promise<void> {

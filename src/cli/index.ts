@@ -1,3 +1,3 @@
-import { run } from './main.js';
+import { run } from './program.js';
 
 await run(process.argv);

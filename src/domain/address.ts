@@ -1,3 +1,5 @@
+import { HEADER_BREAK } from './header-break.js';
+
 export interface Mailbox {
   readonly name?: string;
   readonly address: string;
@@ -12,9 +14,6 @@ const MAX_NAME_LENGTH = 200;
 const MAX_LOCAL_LENGTH = 64;
 const MAX_DOMAIN_LENGTH = 253;
 
-// C0 controls, DEL, NEL and the Unicode line/paragraph separators: any of them could end a header line.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f\u0085\u2028\u2029]/;
 // RFC 5322 dot-atom of atext: no quoted local parts, so the address needs no quoting anywhere.
 const DOT_ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
 const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
@@ -29,7 +28,7 @@ const UNQUOTED_NAME_FORBIDDEN = /[()<>[\]:;@\\,"]/;
  * `"Doe, Jane" <jane@example.org>`. Returns null when invalid.
  */
 export function parseMailbox(input: string): Mailbox | null {
-  if (typeof input !== 'string' || input.length > MAX_INPUT_LENGTH || CONTROL.test(input)) return null;
+  if (typeof input !== 'string' || input.length > MAX_INPUT_LENGTH || HEADER_BREAK.test(input)) return null;
   const trimmed = input.trim();
   if (!trimmed.endsWith('>')) {
     const address = parseAddress(trimmed);

@@ -1,4 +1,26 @@
-import type { QuotaPeriod } from '../config.js';
+import { errors } from './errors.js';
+
+export type QuotaPeriod = 'hour' | 'day' | 'month';
+export const QUOTA_PERIODS: readonly QuotaPeriod[] = ['hour', 'day', 'month'];
+/** The largest quota a project can have; beyond it a project is simply unlimited. */
+export const MAX_QUOTA_LIMIT = 1_000_000_000;
+
+export function isQuotaPeriod(value: unknown): value is QuotaPeriod {
+  return (QUOTA_PERIODS as readonly unknown[]).includes(value);
+}
+
+/** A quota as people write it: a whole number up to MAX_QUOTA_LIMIT, or `unlimited` (null). */
+export function parseQuotaLimit(raw: string): number | null | undefined {
+  if (raw === 'unlimited') return null;
+  return /^\d{1,10}$/.test(raw) && Number(raw) <= MAX_QUOTA_LIMIT ? Number(raw) : undefined;
+}
+
+/** Throws unless `limit` is a quota a project can have (null: unlimited). */
+export function checkQuotaLimit(limit: number | null): number | null {
+  if (limit !== null && !(Number.isInteger(limit) && limit >= 0 && limit <= MAX_QUOTA_LIMIT))
+    throw errors.invalidInput(`Quota must be a whole number up to ${MAX_QUOTA_LIMIT}, or unlimited`);
+  return limit;
+}
 
 /**
  * Quotas count accepted sends in fixed UTC calendar windows. A window is identified by its start
@@ -30,11 +52,14 @@ export function quotaWindow(period: QuotaPeriod, now: number): QuotaWindow {
 
 export interface QuotaState {
   readonly limit: number;
+  /** Accepted sends counted in this window, at most `limit`. */
+  readonly used: number;
   readonly remaining: number;
   /** Epoch seconds at which the window resets. */
   readonly reset: number;
 }
 
 export function quotaState(limit: number, used: number, window: QuotaWindow): QuotaState {
-  return { limit, remaining: Math.max(0, limit - used), reset: Math.floor(window.end / 1000) };
+  const counted = Math.min(limit, used);
+  return { limit, used: counted, remaining: limit - counted, reset: Math.floor(window.end / 1000) };
 }

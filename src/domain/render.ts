@@ -1,3 +1,5 @@
+import { HEADER_BREAKS } from './header-break.js';
+
 export type RenderMode = 'text' | 'html' | 'subject';
 
 export interface CompiledTemplate {
@@ -145,19 +147,7 @@ function normalizeValueNewlines(text: string): string {
   return text.includes('\r') ? normalizeNewlines(text) : text;
 }
 
-/**
- * Subject lines become one header line: C0 controls (CR and LF among them), DEL, NEL and the
- * Unicode line/paragraph separators would each break or smuggle a header, so each becomes a space.
- */
+/** Subject lines become one header line: each header-breaking character becomes a space. */
 function replaceControls(text: string): string {
-  let out = '';
-  let last = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f || code === 0x85 || code === 0x2028 || code === 0x2029) {
-      out += text.slice(last, i) + ' ';
-      last = i + 1;
-    }
-  }
-  return last === 0 ? text : out + text.slice(last);
+  return text.replace(HEADER_BREAKS, ' ');
 }

@@ -8,6 +8,7 @@ import { registerApiLog } from './api-log-hooks.js';
 import { apiRoutes } from './api-routes.js';
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { healthRoutes } from './health.js';
+import { metricsRoutes, type MetricsRouteOptions } from './metrics-routes.js';
 
 /** Product decision: request bodies are bounded at 256 KiB. */
 export const BODY_LIMIT = 256 * 1024;
@@ -18,6 +19,8 @@ export interface AppDeps {
   readonly projects: ProjectService;
   readonly notifications: NotificationService;
   readonly apiLogs: ApiLogService;
+  /** `GET /metrics` and the request timers; left out, the app has no metrics endpoint. */
+  readonly metricsRoute?: MetricsRouteOptions;
   /** Registers more routes (the dashboard) on the same server. */
   readonly plugins?: readonly ((app: FastifyInstance) => Promise<void>)[];
 }
@@ -42,6 +45,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   registerApiLog(app, deps.apiLogs);
+  if (deps.metricsRoute !== undefined) await metricsRoutes(app, deps.metricsRoute);
   await app.register(healthRoutes, { storage: deps.storage });
   await app.register(apiRoutes, { projects: deps.projects, notifications: deps.notifications });
   for (const plugin of deps.plugins ?? []) await plugin(app);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { errors } from '../domain/errors.js';
+import { urlHost } from '../domain/url-host.js';
 import type { SmtpSecurity } from '../storage/schema.js';
 
 /**
@@ -53,7 +54,7 @@ export function parseSmtpUrl(raw: string): SmtpTarget {
 /** The target with its password replaced, for logs and CLI output. */
 export function describeSmtpTarget(target: SmtpTarget): string {
   const user = target.username === null ? '' : `${encodeURIComponent(target.username)}@`;
-  return `${target.security === 'tls' ? 'smtps' : 'smtp'}://${user}${target.host}:${target.port} (${target.security})`;
+  return `${target.security === 'tls' ? 'smtps' : 'smtp'}://${user}${urlHost(target.host)}:${target.port} (${target.security})`;
 }
 
 /** Identifies a connection pool: targets with the same key can share connections. */

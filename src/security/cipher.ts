@@ -2,8 +2,8 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 
 /**
  * Encrypts secrets at rest (SMTP passwords) with AES-256-GCM. The key is derived from the instance
- * secret with HKDF, bound to a purpose string, so the same secret can sign sessions under another
- * purpose without the two keys being related. Stored form: `v1:` + base64(iv ‖ tag ‖ ciphertext).
+ * secret with HKDF, bound to a purpose string, so keys derived from the same secret for other
+ * purposes are unrelated to this one. Stored form: `v1:` + base64(iv ‖ tag ‖ ciphertext).
  */
 export class SecretBox {
   private readonly key: Buffer;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
@@ -24,6 +24,7 @@ import {
   insertSession,
 } from '../storage/sessions.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
+import { randomToken } from '../security/token.js';
 
 /** Dashboard sessions last a week and are extended when used in their second half. */
 export const SESSION_TTL_MS = 7 * 86_400_000;
@@ -49,11 +50,6 @@ export interface NewSession extends Session {
 
 function toAdmin(row: AdminRow): Admin {
   return { id: row.id, email: row.email, createdAt: row.created_at };
-}
-
-/** 32 random bytes, base64url: 256 bits, far beyond guessing, so a plain SHA-256 suffices to store it. */
-function randomToken(): string {
-  return randomBytes(32).toString('base64url');
 }
 
 export function sha256(value: string): string {

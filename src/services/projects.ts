@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { QuotaPeriod } from '../config.js';
+import { checkQuotaLimit, type QuotaPeriod } from '../domain/quota.js';
 import { parseMailbox } from '../domain/address.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey } from '../domain/api-key.js';
 import { errors } from '../domain/errors.js';
@@ -156,7 +156,9 @@ export class ProjectService {
           contact_email: checkEmail(input.contactEmail, 'Contact email') ?? null,
           from_email: checkEmail(input.fromEmail, 'From email') ?? null,
           from_name: checkFromName(input.fromName) ?? null,
-          quota_limit: input.quotaLimit === undefined ? this.defaults.limit : input.quotaLimit,
+          quota_limit: checkQuotaLimit(
+            input.quotaLimit === undefined ? this.defaults.limit : input.quotaLimit,
+          ),
           quota_period: input.quotaPeriod ?? this.defaults.period,
           api_key_hash: key.hash,
           api_key_prefix: key.prefix,
@@ -180,7 +182,7 @@ export class ProjectService {
       }),
       ...(input.fromEmail !== undefined && { from_email: checkEmail(input.fromEmail, 'From email') }),
       ...(input.fromName !== undefined && { from_name: checkFromName(input.fromName) }),
-      ...(input.quotaLimit !== undefined && { quota_limit: input.quotaLimit }),
+      ...(input.quotaLimit !== undefined && { quota_limit: checkQuotaLimit(input.quotaLimit) }),
       ...(input.quotaPeriod !== undefined && { quota_period: input.quotaPeriod }),
       updated_at: this.now(),
     };

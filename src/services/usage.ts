@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { quotaWindow } from '../domain/quota.js';
+import { publicStatus } from '../domain/notification-state.js';
+import { quotaState, quotaWindow } from '../domain/quota.js';
 import { quotaUsed } from '../storage/quota.js';
 import type { Database } from '../storage/schema.js';
 import { lastActivity, usageBuckets } from '../storage/usage.js';
@@ -56,11 +57,15 @@ export class UsageService {
   async quota(project: Project): Promise<QuotaUsage | null> {
     if (project.quotaLimit === null) return null;
     const window = quotaWindow(project.quotaPeriod, this.now());
-    const used = Math.min(project.quotaLimit, await quotaUsed(this.db, project.id, window.start));
+    const { limit, used, remaining } = quotaState(
+      project.quotaLimit,
+      await quotaUsed(this.db, project.id, window.start),
+      window,
+    );
     return {
-      limit: project.quotaLimit,
+      limit,
       used,
-      remaining: Math.max(0, project.quotaLimit - used),
+      remaining,
       windowStart: window.start,
       windowEnd: window.end,
     };
@@ -82,7 +87,7 @@ export class UsageService {
     for (const row of rows) {
       const bucket = buckets[Math.floor((row.bucket - from) / unitMs)];
       if (bucket === undefined) continue;
-      const key = row.state === 'sending' ? 'queued' : row.state;
+      const key = publicStatus(row.state);
       bucket[key] += row.count;
       totals[key] += row.count;
     }

@@ -1,12 +1,13 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { NotificationState } from '../domain/notification-state.js';
 
 /**
  * The tables, as Kysely sees them. Both backends store the same shapes: timestamps are epoch
- * milliseconds (BIGINT on PostgreSQL, INTEGER on SQLite), JSON is text, flags are 0/1 integers.
+ * milliseconds (BIGINT on PostgreSQL, INTEGER on SQLite) and JSON is text.
  * Keeping one representation lets every query that does not need backend-specific SQL be shared.
  */
 
-export type NotificationState = 'queued' | 'sending' | 'sent' | 'failed';
+export type { NotificationState };
 export type SmtpSecurity = 'auto' | 'starttls' | 'tls' | 'none';
 
 export interface ProjectsTable {
@@ -40,7 +41,7 @@ export interface SmtpSettingsTable {
   port: number;
   security: SmtpSecurity;
   username: string | null;
-  /** AES-256-GCM ciphertext (see secrets.ts); never the password itself. */
+  /** AES-256-GCM ciphertext (see security/cipher.ts); never the password itself. */
   password_enc: string | null;
   from_email: string | null;
   from_name: string | null;
@@ -69,6 +70,8 @@ export interface NotificationsTable {
   created_at: number;
   updated_at: number;
   sent_at: number | null;
+  /** When the placeholder values and rendered content were erased (content retention). */
+  content_erased_at: number | null;
 }
 
 export interface DeliveryAttemptsTable {

@@ -12,6 +12,9 @@ export interface Storage {
   claimDue(claim: ClaimRequest): Promise<NotificationRow[]>;
   /** Extends the leases this worker holds on messages it is still sending. */
   renewLeases(renew: RenewRequest): Promise<void>;
+  /** Write transactions worth running at once (group-commit batches in flight). */
+  readonly writeConcurrency: number;
+  /** Applies pending migrations; safe when several processes migrate the same database at once. */
   migrate(): Promise<void>;
   /**
    * A number that changes whenever another connection commits to the database, where the backend

@@ -1,17 +1,13 @@
-import type { Kysely } from 'kysely';
 import type { Mailbox } from '../domain/address.js';
-import { parseMailbox } from '../domain/address.js';
+import { planDelivery } from '../domain/delivery-plan.js';
 import { Messages } from '../domain/errors.js';
-import { CompiledMessage, type RenderedMessage } from '../domain/message.js';
-import { senderFor } from '../domain/sender.js';
+import type { RenderedMessage } from '../domain/message.js';
 import type { DeliveryFailure } from '../domain/retry.js';
-import { composeMessage } from '../mail/compose.js';
+import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
 import type { SmtpTarget } from '../mail/smtp-target.js';
-import type { ProjectSmtp, SmtpSettingsService } from '../services/smtp-settings.js';
-import { findProjectById } from '../storage/projects.js';
-import type { Database, NotificationRow, ProjectRow, TemplateRow } from '../storage/schema.js';
-import { findTemplate } from '../storage/templates.js';
+import type { NotificationRow } from '../storage/schema.js';
+import type { DeliveryContext } from './loader.js';
 
 /** What one delivery attempt came to, before the retry policy decides what happens next. */
 export type AttemptResult =
@@ -32,13 +28,11 @@ export type AttemptResult =
     };
 
 export interface DeliveryDeps {
-  readonly db: Kysely<Database>;
-  readonly smtpSettings: SmtpSettingsService;
   readonly mailer: SmtpMailer;
   /** HERALD_SMTP_URL, parsed; used by projects without SMTP settings of their own. */
   readonly globalSmtp: SmtpTarget | null;
-  /** Outside production, a message with no SMTP server to go to is captured instead of failing. */
-  readonly captureWhenUnconfigured: boolean;
+  /** In production a message with no SMTP server to go to fails; elsewhere it is captured. */
+  readonly production: boolean;
   /** HERALD_SMTP_FROM: the sender when neither the project nor its SMTP settings name one. */
   readonly defaultFrom: Mailbox | null;
 }
@@ -46,62 +40,15 @@ export interface DeliveryDeps {
 const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', message, smtpCode: null });
 
 /**
- * Loads what a claimed batch needs once per project and template, not once per message, and keeps
- * compiled templates across batches (keyed by id and update time, so an edit takes effect at once).
+ * One delivery attempt: render the template, plan the delivery from the settings, compose the
+ * message and hand it to the relay (or capture it). It reads nothing itself: the loader brought
+ * the context, and the worker records the result.
  */
 export class Deliverer {
-  private readonly compiled = new Map<string, CompiledMessage>();
-
   constructor(private readonly deps: DeliveryDeps) {}
 
-  batch(): DeliveryBatch {
-    return new DeliveryBatch(this.deps, this.compiled);
-  }
-}
-
-export class DeliveryBatch {
-  private readonly projects = new Map<number, Promise<ProjectRow | undefined>>();
-  private readonly templates = new Map<string, Promise<TemplateRow | undefined>>();
-  private readonly smtp = new Map<number, Promise<ProjectSmtp | null>>();
-
-  constructor(
-    private readonly deps: DeliveryDeps,
-    private readonly compiled: Map<string, CompiledMessage>,
-  ) {}
-
-  private cached<K, V>(map: Map<K, Promise<V>>, key: K, load: () => Promise<V>): Promise<V> {
-    let value = map.get(key);
-    if (value === undefined) {
-      value = load();
-      map.set(key, value);
-    }
-    return value;
-  }
-
-  private compile(template: TemplateRow): CompiledMessage {
-    const key = `${template.id}:${template.updated_at}`;
-    let compiled = this.compiled.get(key);
-    if (compiled === undefined) {
-      if (this.compiled.size >= 1000) this.compiled.clear();
-      compiled = new CompiledMessage({
-        subject: template.subject,
-        text: template.text_body,
-        html: template.html_body,
-      });
-      this.compiled.set(key, compiled);
-    }
-    return compiled;
-  }
-
-  async attempt(row: NotificationRow): Promise<AttemptResult> {
-    const { db } = this.deps;
-    const project = await this.cached(this.projects, row.project_id, () =>
-      findProjectById(db, row.project_id),
-    );
-    const template = await this.cached(this.templates, `${row.project_id}\n${row.template}`, () =>
-      findTemplate(db, row.project_id, row.template),
-    );
-    if (project === undefined || template === undefined) {
+  async attempt(row: NotificationRow, context: DeliveryContext | null): Promise<AttemptResult> {
+    if (context === null) {
       return {
         ok: false,
         failure: permanent(Messages.templateNotFound),
@@ -110,74 +57,59 @@ export class DeliveryBatch {
         messageId: null,
       };
     }
-    const rendered = this.compile(template).render(JSON.parse(row.data) as Record<string, unknown>);
-    const to = parseMailbox(row.recipient);
-    const projectSmtp = await this.cached(this.smtp, project.id, () =>
-      this.deps.smtpSettings.forDelivery(project.id),
-    );
-    const from = senderFor({
+    const { project, message, smtp } = context;
+    const rendered = message.render(JSON.parse(row.data) as Record<string, unknown>);
+    const planned = planDelivery({
       project: {
         fromEmail: project.from_email,
         fromName: project.from_name,
         contactEmail: project.contact_email,
       },
-      smtp: projectSmtp,
+      smtp,
       defaultFrom: this.deps.defaultFrom,
+      globalTarget: this.deps.globalSmtp,
+      production: this.deps.production,
+      recipient: row.recipient,
+      idLeft: row.request_id,
     });
-    const target = projectSmtp?.target ?? this.deps.globalSmtp;
-    const transport = target !== null ? 'smtp' : this.deps.captureWhenUnconfigured ? 'capture' : null;
-    const fail = (failure: DeliveryFailure, messageId: string | null = null): AttemptResult => ({
-      ok: false,
-      failure,
-      transport,
-      rendered,
-      messageId,
-    });
-
-    if (to === null) return fail(permanent(`Invalid recipient address: ${row.recipient}`));
-    if (transport === null) return fail(permanent(Messages.smtpNotConfigured));
-    if (from === null) {
-      return fail(
-        permanent(
-          "No from address configured: set the project's from email, its SMTP from email or HERALD_SMTP_FROM",
-        ),
-      );
+    if (!planned.ok) {
+      const failure = permanent(planned.error);
+      return { ok: false, failure, transport: planned.transport, rendered, messageId: null };
     }
-    // A stable Message-ID lets a relay, or a person, recognise a resend of the same notification.
-    const messageId = `${row.request_id}@${from.address.slice(from.address.lastIndexOf('@') + 1)}`;
-    if (transport === 'capture' || target === null) {
+    const { plan } = planned;
+    if (plan.target === null) {
       return {
         ok: true,
         transport: 'capture',
         smtpCode: 250,
         response: '250 Captured (no SMTP server configured)',
         rendered,
-        messageId,
+        messageId: plan.messageId,
       };
     }
     const raw = await composeMessage({
-      from,
-      to,
+      from: plan.from,
+      to: plan.to,
       subject: rendered.subject,
       text: rendered.text,
       html: rendered.html,
-      messageId,
+      messageId: plan.messageId,
       date: new Date(),
       headers: { 'X-Herald-Request-Id': row.request_id },
     });
     try {
-      const reply = await this.deps.mailer.send(target, { from: from.address, to: to.address }, raw);
+      const reply = await this.deps.mailer.send(plan.target, plan.envelope, raw);
       return {
         ok: true,
         transport: 'smtp',
         smtpCode: reply.code,
         response: reply.response,
         rendered,
-        messageId,
+        messageId: plan.messageId,
       };
     } catch (error) {
-      if (error instanceof SmtpDeliveryError) return fail(error.failure, messageId);
-      throw error;
+      if (!(error instanceof SmtpDeliveryError)) throw error;
+      return { ok: false, failure: error.failure, transport: 'smtp', rendered, messageId: plan.messageId };
     }
   }
 }

@@ -1,27 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { retryDelay } from '../domain/retry.js';
-import { insertAttempt } from '../storage/delivery-attempts.js';
-import { GroupCommit } from '../storage/group-commit.js';
-import { finishDelivery, nextDueAt, reclaimExpiredLeases, releaseClaims } from '../storage/notifications.js';
-import type { Database, NotificationRow } from '../storage/schema.js';
+import { nextDueAt, reclaimExpiredLeases, releaseClaims } from '../storage/notifications.js';
+import type { NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
-import type { AttemptResult, Deliverer, DeliveryBatch } from './deliver.js';
+import type { AttemptResult, Deliverer } from './deliver.js';
+import type { BatchLoader, DeliveryLoader } from './loader.js';
+import { OutcomeRecorder, type DeliveryOutcome, type StoredOutcome } from './outcomes.js';
 
 /** The delivery settings the worker loop uses (documented in config.ts). */
 export type WorkerOptions = Pick<
   Config['delivery'],
   'maxAttempts' | 'retryBaseMs' | 'leaseMs' | 'batchSize' | 'pollMs' | 'concurrency' | 'stopTimeoutMs'
 >;
-
-interface Finished {
-  readonly row: NotificationRow;
-  readonly startedAt: number;
-  readonly result: AttemptResult;
-}
 
 /**
  * The delivery worker. The notification row is the job: the worker claims due rows in batches,
@@ -32,7 +24,7 @@ interface Finished {
  */
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private readonly backlog: { row: NotificationRow; batch: DeliveryBatch }[] = [];
+  private readonly backlog: { row: NotificationRow; batch: BatchLoader }[] = [];
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
   private active = 0;
@@ -43,20 +35,27 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
   private nextReclaimAt = 0;
-  private readonly recorder: GroupCommit<Finished, void>;
+  private readonly outcomes: OutcomeRecorder;
+  /** Told about every stored outcome (metrics); must not throw or block. */
+  onOutcome: ((outcome: DeliveryOutcome) => void) | null = null;
 
   constructor(
     private readonly storage: Storage,
+    private readonly loader: DeliveryLoader,
     private readonly deliverer: Deliverer,
     private readonly options: WorkerOptions,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    // Outcomes are committed in groups too: with a durable commit per message the store, not the
-    // relay, would bound delivery throughput.
-    // Outcomes trickle in as relays answer, one lane at a time; waiting a few milliseconds lets a
-    // commit carry dozens of them instead of one or two. Only the bookkeeping waits, not the mail.
-    this.recorder = new GroupCommit((items) => this.record(items), { maxDelayMs: 10, maxBatch: 500 });
+    this.outcomes = new OutcomeRecorder(storage.db, {
+      owner: this.owner,
+      maxAttempts: options.maxAttempts,
+      retryBaseMs: options.retryBaseMs,
+      now,
+      onLeaseLost: (row) =>
+        this.logger.warn({ requestId: row.request_id }, 'lease lost before the outcome was recorded'),
+      onStored: (stored) => this.stored(stored),
+    });
   }
 
   start(): void {
@@ -111,7 +110,7 @@ export class DeliveryWorker {
       limit: this.options.batchSize,
     });
     if (rows.length === 0) return 0;
-    const batch = this.deliverer.batch();
+    const batch = this.loader.batch();
     for (const row of rows) {
       this.held.add(row.id);
       this.backlog.push({ row, batch });
@@ -119,11 +118,12 @@ export class DeliveryWorker {
     return rows.length;
   }
 
-  private dispatch(job: { row: NotificationRow; batch: DeliveryBatch }): void {
+  private dispatch(job: { row: NotificationRow; batch: BatchLoader }): void {
     this.active++;
     const startedAt = this.now();
     const recorded = job.batch
-      .attempt(job.row)
+      .load(job.row.project_id, job.row.template)
+      .then((context) => this.deliverer.attempt(job.row, context))
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
         const message = err instanceof Error ? err.message : String(err);
@@ -141,7 +141,7 @@ export class DeliveryWorker {
         // held (and renewed) until the outcome is stored.
         this.active--;
         this.wake();
-        return this.recorder.submit({ row: job.row, startedAt, result });
+        return this.outcomes.record({ row: job.row, startedAt, result });
       })
       .catch((err: unknown) => {
         // The outcome could not be stored; the lease will expire and the message be retried.
@@ -154,62 +154,20 @@ export class DeliveryWorker {
     this.recording.add(recorded);
   }
 
-  private async record(items: readonly Finished[]): Promise<void[]> {
-    const now = this.now();
-    await this.storage.db.transaction().execute(async (tx) => {
-      for (const item of items) await this.recordOne(tx, item, now);
-    });
-    return items.map(() => undefined);
-  }
-
-  private async recordOne(
-    tx: Kysely<Database>,
-    { row, startedAt, result }: Finished,
-    now: number,
-  ): Promise<void> {
-    const rendered = result.rendered
-      ? { subject: result.rendered.subject, text_body: result.rendered.text, html_body: result.rendered.html }
-      : {};
-    let outcome: 'sent' | 'retry' | 'failed';
-    let stored: boolean;
-    if (result.ok) {
-      outcome = 'sent';
-      stored = await finishDelivery(tx, row.id, this.owner, {
-        ...rendered,
-        state: 'sent',
-        sent_at: now,
-        updated_at: now,
-        transport: result.transport,
-        message_id: result.messageId,
-        error_message: null,
-      });
-    } else {
-      const retry = result.failure.kind === 'transient' && row.attempts < this.options.maxAttempts;
-      outcome = retry ? 'retry' : 'failed';
-      stored = await finishDelivery(tx, row.id, this.owner, {
-        ...rendered,
-        state: retry ? 'queued' : 'failed',
-        run_at: retry ? now + retryDelay(row.attempts, this.options.retryBaseMs) : row.run_at,
-        updated_at: now,
-        transport: result.transport,
-        message_id: result.messageId,
-        error_message: result.failure.message,
-      });
+  private stored({ row, result, outcome, durationMs }: StoredOutcome): void {
+    if (!result.ok) {
+      this.logger.warn(
+        {
+          projectId: row.project_id,
+          requestId: row.request_id,
+          attempt: row.attempts,
+          smtpCode: result.failure.smtpCode,
+          reply: result.failure.message,
+        },
+        outcome === 'retry' ? 'delivery failed; will retry' : 'delivery failed permanently',
+      );
     }
-    if (!stored) {
-      this.logger.warn({ requestId: row.request_id }, 'lease lost before the outcome was recorded');
-      return;
-    }
-    await insertAttempt(tx, {
-      notification_id: row.id,
-      attempt: row.attempts,
-      started_at: startedAt,
-      finished_at: now,
-      outcome,
-      smtp_code: result.ok ? result.smtpCode : result.failure.smtpCode,
-      response: result.ok ? result.response : result.failure.message,
-      transport: result.transport,
-    });
+    this.onOutcome?.({ projectId: row.project_id, outcome, transport: result.transport, durationMs });
   }
 
   private async renew(): Promise<void> {
@@ -261,7 +219,7 @@ export class DeliveryWorker {
     const waiting = this.backlog.splice(0);
     const deadline = this.now() + this.options.stopTimeoutMs;
     while (this.recording.size > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    await this.recorder.flush();
+    await this.outcomes.flush();
     if (this.renewTimer !== null) clearInterval(this.renewTimer);
     const ids = waiting.map((job) => job.row.id);
     for (const id of ids) this.held.delete(id);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { POSTGRES_TYPES, renderMigrations } from '../../src/storage/migrations.js';
 import { createPostgresDatabase } from '../helpers/database.js';
 import {
   heraldJson,
@@ -170,7 +171,9 @@ describe('herald on PostgreSQL with several api and worker processes', () => {
         expect(JSON.parse(result.stdout)).toEqual({ migrated: true, database: 'postgres' });
       }
       const migrations = await client.query<{ name: string }>('SELECT name FROM herald_migrations');
-      expect(migrations.rows.map((row) => row.name)).toEqual(['001_initial']);
+      expect(migrations.rows.map((row) => row.name).sort()).toEqual(
+        Object.keys(renderMigrations(POSTGRES_TYPES)).sort(),
+      );
       const tables = await client.query<{ tablename: string }>(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename = 'notifications'",
       );

@@ -1,11 +1,11 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { runMigrations } from '../migrate.js';
+import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimDuePostgres } from './claim.js';
 import { renewLeasesPostgres } from './renew.js';
-import { postgresMigrations } from './migrations.js';
+import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 
 // Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -39,7 +39,12 @@ export function openPostgres(options: PostgresOptions): Storage {
     db,
     claimDue: (claim) => claimDuePostgres(db, claim),
     renewLeases: (renew) => renewLeasesPostgres(db, renew),
-    migrate: () => runMigrations(db, postgresMigrations, { sqlite: false }),
+    // The server commits several transactions in parallel and groups their log flushes itself,
+    // so a few batches in flight keep it busy while each waits for its round trips.
+    writeConcurrency: 4,
+    // Kysely's Migrator takes an advisory lock and runs the migrations in a transaction, so a
+    // second migrator waits, then finds nothing left to do.
+    migrate: () => migrateToLatest(db, migrationsFor(POSTGRES_TYPES), { inTransaction: false }),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

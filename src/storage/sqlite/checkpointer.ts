@@ -61,6 +61,9 @@ export function startCheckpointer(
   const exited = once(worker, 'exit');
   return {
     async stop() {
+      // Waiting for the thread must keep the process alive, or an otherwise idle process would
+      // end with this promise unsettled (exit status 13, nothing printed).
+      worker.ref();
       worker.postMessage('stop');
       await exited;
     },

@@ -1,14 +1,13 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
-import { runMigrations } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
 import { claimDueSqlite } from './claim.js';
 import { renewLeasesSqlite } from './renew.js';
-import { sqliteMigrations } from './migrations.js';
+import { migrateSqlite } from './migrate.js';
 import { withStatementCache } from './statement-cache.js';
 
 /**
@@ -30,12 +29,36 @@ const AUTO_CHECKPOINT_PAGES = 1000;
 /** With the background thread checkpointing every second, only a stalled thread reaches this. */
 const SAFETY_NET_CHECKPOINT_PAGES = 20_000;
 
+/**
+ * The database holds API key hashes, encrypted SMTP passwords and mail content: only its owner may
+ * read it. The file is created 0600 before SQLite opens it, because SQLite gives the -wal and -shm
+ * files the mode of the database file; a file left readable by an older version is tightened.
+ */
+function restrictToOwner(file: string): void {
+  try {
+    closeSync(openSync(file, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+      try {
+        if ((statSync(f).mode & 0o077) !== 0) chmodSync(f, 0o600);
+      } catch {
+        // Missing, or not ours to change: SQLite reports real trouble when it opens the file.
+      }
+    }
+  }
+}
+
 export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
-  mkdirSync(path.dirname(file), { recursive: true });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  restrictToOwner(file);
   const connection = new BetterSqlite3(file);
   connection.pragma('journal_mode = WAL');
   connection.pragma('synchronous = FULL');
   connection.pragma('foreign_keys = ON');
+  // Deleted and overwritten content (erased placeholder values, old rows) is zeroed on disk, not
+  // left in free space where a copy of the file would still hold it.
+  connection.pragma('secure_delete = ON');
   // The CLI and the server write the same file; a writer waits for the other instead of failing.
   connection.pragma('busy_timeout = 10000');
   const checkpointer = options.backgroundCheckpoint
@@ -54,7 +77,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     claimDue: (claim) => claimDueSqlite(db, claim),
     renewLeases: (renew) => renewLeasesSqlite(db, renew),
     externalChanges: () => dataVersion.get() as number,
-    migrate: () => runMigrations(db, sqliteMigrations, { sqlite: true }),
+    // One writer at a time: a second transaction would only wait for the file lock.
+    writeConcurrency: 1,
+    migrate: () => migrateSqlite(db),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { simpleParser, type AddressObject } from 'mailparser';
-import { composeMessage } from '../../src/mail/compose.js';
+import { composeMessage } from '../../src/mail/mime.js';
 import { parseMailbox, type Mailbox } from '../../src/domain/address.js';
 import { compileTemplate, normalizeNewlines } from '../../src/domain/render.js';
 

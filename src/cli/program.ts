@@ -1,10 +1,10 @@
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config.js';
+import { ConfigError, StartupError } from '../config.js';
 import { HeraldError } from '../domain/errors.js';
 import { adminCommands } from './admin-commands.js';
 import { notificationCommands, statsCommand } from './notification-commands.js';
 import { projectCommands } from './project-commands.js';
-import { migrateCommand, serveCommand } from './serve-commands.js';
+import { backupCommand, migrateCommand, serveCommand } from './serve-commands.js';
 import { smtpCommands } from './smtp-commands.js';
 import { templateCommands } from './template-commands.js';
 
@@ -13,11 +13,13 @@ export function buildProgram(): Command {
   const program = new Command('herald')
     .description('Herald: self-hosted email notifications over any SMTP relay')
     .option('--json', 'print one JSON object on stdout')
+    .option('--data-dir <dir>', 'data directory (overrides HERALD_DATA_DIR)')
     .showHelpAfterError()
     .exitOverride();
   for (const command of [
     serveCommand(),
     migrateCommand(),
+    backupCommand(),
     projectCommands(),
     templateCommands(),
     smtpCommands(),
@@ -31,7 +33,11 @@ export function buildProgram(): Command {
   // throwing (exit code 2) instead of exiting the process from inside commander.
   for (const command of program.commands) {
     for (const sub of [command, ...command.commands]) {
-      sub.option('--json', 'print one JSON object on stdout').exitOverride().showHelpAfterError();
+      sub
+        .option('--json', 'print one JSON object on stdout')
+        .option('--data-dir <dir>', 'data directory (overrides HERALD_DATA_DIR)')
+        .exitOverride()
+        .showHelpAfterError();
     }
   }
   return program;
@@ -46,7 +52,8 @@ export async function run(argv: readonly string[]): Promise<void> {
       process.exitCode = error.exitCode === 0 ? 0 : 2;
       return;
     }
-    const known = error instanceof HeraldError || error instanceof ConfigError;
+    const known =
+      error instanceof HeraldError || error instanceof ConfigError || error instanceof StartupError;
     const message = error instanceof Error ? error.message : String(error);
     if (argv.includes('--json')) process.stderr.write(JSON.stringify({ error: message }) + '\n');
     else process.stderr.write(`herald: ${message}\n`);

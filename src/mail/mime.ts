@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { encodeWords, foldLines, isPlainText, quoteString } from 'nodemailer/lib/mime-funcs';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { parseMailbox, type Mailbox } from '../domain/address.js';
+import { HEADER_BREAK_RUNS } from '../domain/header-break.js';
 import { normalizeNewlines } from '../domain/render.js';
 
 export interface OutgoingMessage {
@@ -20,9 +21,6 @@ export interface OutgoingMessage {
 }
 
 const EXTRA_HEADER_NAME = /^X-[A-Za-z0-9-]+$/i;
-// C0 controls, DEL, NEL and the Unicode line/paragraph separators: each could end a header line.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROLS = /[\u0000-\u001f\u007f\u0085\u2028\u2029]+/g;
 // id-left@id-right of visible ASCII other than '<', '>' and '@': anything else could end the id or the header.
 const MESSAGE_ID = /^[!-;=?A-~]+@[!-;=?A-~]+$/;
 
@@ -98,7 +96,7 @@ function mailbox(box: Mailbox): string {
 }
 
 function singleLine(value: string): string {
-  return value.replace(CONTROLS, ' ').trim();
+  return value.replace(HEADER_BREAK_RUNS, ' ').trim();
 }
 
 function extraHeaders(headers: Readonly<Record<string, string>>): string[] {

@@ -3,6 +3,10 @@
  * together in the next one. With a durable (fsync-per-commit) database, the cost of a commit is
  * mostly the sync, so 100 rows per commit is several times faster than one row per commit, and no
  * request is answered before its own row is durable.
+ *
+ * One item never fails another: when a batch's transaction fails, nothing of it was stored, and
+ * each of its items is committed again on its own, so a bad item is answered with its own error
+ * and the others with their own results.
  */
 export interface GroupCommitOptions {
   readonly maxBatch?: number;
@@ -66,7 +70,7 @@ export class GroupCommit<T, R> {
         .then(
           (results) => batch.forEach((entry, i) => entry.resolve(results[i]!)),
           // The transaction rolled back as a whole: nothing of this batch was stored.
-          (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+          (error: unknown) => (batch.length === 1 ? batch[0]!.reject(error) : this.isolate(batch)),
         )
         .finally(() => {
           this.active--;
@@ -75,6 +79,18 @@ export class GroupCommit<T, R> {
           else if (this.active === 0 && !this.scheduled) this.wakeIdleWaiters();
         });
     }
+  }
+
+  /** Commits each item of a failed batch in a transaction of its own. */
+  private async isolate(batch: readonly Entry<T, R>[]): Promise<void> {
+    await Promise.all(
+      batch.map((entry) =>
+        this.commit([entry.item]).then(
+          (results) => entry.resolve(results[0]!),
+          (error: unknown) => entry.reject(error),
+        ),
+      ),
+    );
   }
 
   private wakeIdleWaiters(): void {

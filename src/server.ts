@@ -1,0 +1,135 @@
+import type { FastifyInstance } from 'fastify';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { StartupError, type Config, type Role } from './config.js';
+import { closeServices, createJanitor, createWorker, openServices, type Services } from './compose.js';
+import { chooseTransport } from './domain/delivery-plan.js';
+import { buildApp } from './http/app.js';
+import { urlHost } from './domain/url-host.js';
+import { describeSmtpTarget } from './mail/smtp-target.js';
+import type { HttpPlugin } from './http/plugin.js';
+import type { Janitor } from './services/janitor.js';
+import { countProjectSmtpSettings } from './storage/smtp-settings.js';
+import type { DeliveryWorker } from './worker/worker.js';
+import type { Logger } from 'pino';
+
+export interface RunningServer {
+  readonly services: Services;
+  readonly app: FastifyInstance | null;
+  readonly worker: DeliveryWorker | null;
+  /** The bound address of the HTTP server, when the role serves HTTP. */
+  readonly url: string | null;
+  stop(): Promise<void>;
+}
+
+/** What the start-up line says about mail: the default transport and how many projects have their own. */
+async function describeTransport(services: Services): Promise<string> {
+  const own = await countProjectSmtpSettings(services.storage.db);
+  const projects =
+    own === 0 ? '' : `; ${own} project${own === 1 ? ' has' : 's have'} their own SMTP settings`;
+  const choice = chooseTransport(null, services.globalSmtp, services.config.production);
+  if (choice.kind === 'global')
+    return `SMTP ${describeSmtpTarget(choice.target)} (HERALD_SMTP_URL)${projects}`;
+  if (choice.kind === 'none')
+    return `no default: set HERALD_SMTP_URL or per-project SMTP settings (sends without either fail)${projects}`;
+  return own === 0
+    ? 'capture (no SMTP configured: messages are rendered and stored, not sent)'
+    : `capture for projects without SMTP settings${projects}`;
+}
+
+/** The data directory holds the generated secret and the embedded database: it must be writable. */
+function checkDataDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new StartupError(`the data directory ${dir} is not writable (${code}); set HERALD_DATA_DIR`);
+  }
+}
+
+function listenError(error: unknown, config: Config): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  const where = `${urlHost(config.host)}:${config.port}`;
+  if (code === 'EADDRINUSE')
+    return new StartupError(`port ${config.port} is already in use on ${config.host}; set HERALD_PORT`);
+  if (code === 'EACCES') return new StartupError(`no permission to listen on ${where}; set HERALD_PORT`);
+  if (code === 'EADDRNOTAVAIL')
+    return new StartupError(`cannot listen on ${where}: no such address; set HERALD_HOST`);
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * Starts a role: `api` serves HTTP (API and dashboard), `worker` delivers, `all` does both in one
+ * process. The in-process worker is woken by each accepted batch, so a send is picked up at once.
+ */
+export async function startServer(
+  config: Config,
+  role: Role,
+  logger: Logger,
+  plugins: readonly HttpPlugin[] = [],
+): Promise<RunningServer> {
+  checkDataDir(config.dataDir);
+  const services = await openServices(config, logger, { longRunning: true });
+  let app: FastifyInstance | null = null;
+  let worker: DeliveryWorker | null = null;
+  let janitor: Janitor | null = null;
+  let url: string | null = null;
+  try {
+    if (role === 'all' || role === 'worker') {
+      worker = createWorker(services);
+      const w = worker;
+      services.notifications.onAccepted(() => w.wake());
+      worker.start();
+    }
+    if (role === 'all' || role === 'api') {
+      app = await buildApp({
+        ...services,
+        metricsRoute: {
+          metrics: services.metrics,
+          production: config.production,
+          token: config.metricsToken,
+        },
+        plugins: plugins.map((plugin) => (instance: FastifyInstance) => plugin(instance, services)),
+      });
+      janitor = createJanitor(services);
+      janitor.start();
+      await app.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
+        throw listenError(error, config);
+      });
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : config.port;
+      url = `http://${urlHost(config.host)}:${port}`;
+    }
+  } catch (error) {
+    await worker?.stop();
+    await app?.close();
+    await closeServices(services);
+    throw error;
+  }
+  const mailTransport = await describeTransport(services);
+  logger.info(
+    { role, url, database: config.database.kind, mailTransport },
+    `Herald ${role} started${url ? ` on ${url}` : ''}; database ${config.database.kind}; mail transport: ${mailTransport}`,
+  );
+
+  let stopping: Promise<void> | null = null;
+  return {
+    services,
+    app,
+    worker,
+    url,
+    stop() {
+      // Order matters: stop taking requests (in-flight ones finish and commit), then stop the
+      // worker (SMTP transactions in flight finish, unstarted claims are released), then flush
+      // the logs and close the database.
+      stopping ??= (async () => {
+        janitor?.stop();
+        await app?.close();
+        await worker?.stop();
+        await closeServices(services);
+        logger.info({ role }, 'Herald stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import type { Migration } from 'kysely';
+import { statements } from './migration-statements.js';
+
+/**
+ * The schema, written once as numbered migrations and rendered for each backend: the statements
+ * are the same, only the column types differ. Kysely's Migrator applies them in name order and
+ * records each by name, so a migration, once released, is never edited: a change is a new one.
+ */
+
+/** Column types as each backend spells them. */
+export interface ColumnTypes {
+  /** An auto-assigned 64-bit primary key. */
+  readonly id: string;
+  /** A 64-bit integer: ids, counts and epoch-millisecond timestamps. */
+  readonly bigint: string;
+  /** A double-precision float. */
+  readonly real: string;
+}
+
+export const SQLITE_TYPES: ColumnTypes = {
+  id: 'INTEGER PRIMARY KEY AUTOINCREMENT',
+  bigint: 'INTEGER',
+  real: 'REAL',
+};
+
+export const POSTGRES_TYPES: ColumnTypes = {
+  id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
+  bigint: 'BIGINT',
+  real: 'DOUBLE PRECISION',
+};
+
+type Ddl = (t: ColumnTypes) => readonly string[];
+
+const MIGRATIONS: Record<string, Ddl> = {
+  '001_initial': (t) => [
+    `CREATE TABLE projects (
+      id ${t.id},
+      name TEXT NOT NULL UNIQUE,
+      contact_email TEXT,
+      from_email TEXT,
+      from_name TEXT,
+      quota_limit INTEGER,
+      quota_period TEXT NOT NULL,
+      api_key_hash TEXT NOT NULL UNIQUE,
+      api_key_prefix TEXT NOT NULL,
+      created_at ${t.bigint} NOT NULL,
+      updated_at ${t.bigint} NOT NULL
+    )`,
+    `CREATE TABLE templates (
+      id ${t.id},
+      project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      name TEXT NOT NULL,
+      subject TEXT NOT NULL,
+      text_body TEXT NOT NULL,
+      html_body TEXT,
+      created_at ${t.bigint} NOT NULL,
+      updated_at ${t.bigint} NOT NULL,
+      UNIQUE (project_id, name)
+    )`,
+    `CREATE TABLE smtp_settings (
+      project_id ${t.bigint} PRIMARY KEY REFERENCES projects(id) ON DELETE CASCADE,
+      host TEXT NOT NULL,
+      port INTEGER NOT NULL,
+      security TEXT NOT NULL,
+      username TEXT,
+      password_enc TEXT,
+      from_email TEXT,
+      from_name TEXT,
+      updated_at ${t.bigint} NOT NULL
+    )`,
+    `CREATE TABLE notifications (
+      id ${t.id},
+      request_id TEXT NOT NULL UNIQUE,
+      project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      template TEXT NOT NULL,
+      recipient TEXT NOT NULL,
+      data TEXT NOT NULL,
+      type TEXT NOT NULL,
+      state TEXT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      run_at ${t.bigint} NOT NULL,
+      lease_until ${t.bigint},
+      lease_owner TEXT,
+      error_message TEXT,
+      transport TEXT,
+      message_id TEXT,
+      subject TEXT,
+      text_body TEXT,
+      html_body TEXT,
+      created_at ${t.bigint} NOT NULL,
+      updated_at ${t.bigint} NOT NULL,
+      sent_at ${t.bigint}
+    )`,
+    // Partial indexes keep the claim and the lease reaper cheap however many sent rows pile up.
+    `CREATE INDEX notifications_due ON notifications (run_at) WHERE state = 'queued'`,
+    `CREATE INDEX notifications_leased ON notifications (lease_until) WHERE state = 'sending'`,
+    `CREATE INDEX notifications_project_created ON notifications (project_id, created_at)`,
+    `CREATE INDEX notifications_created ON notifications (created_at)`,
+    `CREATE TABLE delivery_attempts (
+      id ${t.id},
+      notification_id ${t.bigint} NOT NULL REFERENCES notifications(id) ON DELETE CASCADE,
+      attempt INTEGER NOT NULL,
+      started_at ${t.bigint} NOT NULL,
+      finished_at ${t.bigint} NOT NULL,
+      outcome TEXT NOT NULL,
+      smtp_code INTEGER,
+      response TEXT,
+      transport TEXT
+    )`,
+    `CREATE INDEX delivery_attempts_notification ON delivery_attempts (notification_id)`,
+    `CREATE TABLE api_logs (
+      id ${t.id},
+      created_at ${t.bigint} NOT NULL,
+      method TEXT NOT NULL,
+      path TEXT NOT NULL,
+      status_code INTEGER NOT NULL,
+      error TEXT,
+      latency_ms ${t.real} NOT NULL,
+      key_prefix TEXT,
+      project_id ${t.bigint},
+      request_id TEXT
+    )`,
+    `CREATE INDEX api_logs_created ON api_logs (created_at)`,
+    `CREATE INDEX api_logs_project_created ON api_logs (project_id, created_at)`,
+    `CREATE TABLE quota_usage (
+      project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      window_start ${t.bigint} NOT NULL,
+      used INTEGER NOT NULL,
+      PRIMARY KEY (project_id, window_start)
+    )`,
+    `CREATE TABLE idempotency_keys (
+      project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      key TEXT NOT NULL,
+      fingerprint TEXT NOT NULL,
+      response TEXT,
+      response_status INTEGER,
+      created_at ${t.bigint} NOT NULL,
+      expires_at ${t.bigint} NOT NULL,
+      PRIMARY KEY (project_id, key)
+    )`,
+    `CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at)`,
+    `CREATE TABLE admins (
+      id ${t.id},
+      email TEXT NOT NULL UNIQUE,
+      password_hash TEXT NOT NULL,
+      created_at ${t.bigint} NOT NULL,
+      updated_at ${t.bigint} NOT NULL
+    )`,
+    `CREATE TABLE sessions (
+      id_hash TEXT PRIMARY KEY,
+      admin_id ${t.bigint} NOT NULL REFERENCES admins(id) ON DELETE CASCADE,
+      csrf_token TEXT NOT NULL,
+      created_at ${t.bigint} NOT NULL,
+      expires_at ${t.bigint} NOT NULL
+    )`,
+    `CREATE TABLE settings (
+      key TEXT PRIMARY KEY,
+      value TEXT NOT NULL
+    )`,
+  ],
+  '002_content_retention': (t) => [
+    `ALTER TABLE notifications ADD COLUMN content_erased_at ${t.bigint}`,
+    // Finished notifications whose content is still kept, oldest first: what the janitor erases.
+    `CREATE INDEX notifications_content_kept ON notifications (updated_at)
+      WHERE content_erased_at IS NULL AND state IN ('sent', 'failed')`,
+  ],
+};
+
+/** The migrations as SQL statements for one backend, by name. */
+export function renderMigrations(types: ColumnTypes): Record<string, readonly string[]> {
+  return Object.fromEntries(Object.entries(MIGRATIONS).map(([name, ddl]) => [name, ddl(types)]));
+}
+
+export function migrationsFor(types: ColumnTypes): Record<string, Migration> {
+  return Object.fromEntries(
+    Object.entries(renderMigrations(types)).map(([name, list]) => [name, statements(list)]),
+  );
+}

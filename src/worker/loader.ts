@@ -1,0 +1,82 @@
+import { CompiledMessage } from '../domain/message.js';
+import type { ProjectSmtp } from '../services/smtp-settings.js';
+import type { ProjectRow, TemplateRow } from '../storage/schema.js';
+
+/** What delivering a notification needs besides its own row, as the worker asks for it. */
+export interface DeliverySources {
+  project(id: number): Promise<ProjectRow | undefined>;
+  template(projectId: number, name: string): Promise<TemplateRow | undefined>;
+  /** The project's own SMTP settings, password decrypted; null when it has none. */
+  smtp(projectId: number): Promise<ProjectSmtp | null>;
+}
+
+/** Everything a notification's delivery reads, loaded. */
+export interface DeliveryContext {
+  readonly project: ProjectRow;
+  readonly message: CompiledMessage;
+  readonly smtp: ProjectSmtp | null;
+}
+
+/** Compiled templates kept across batches; a full cache starts over rather than growing. */
+const MAX_COMPILED = 1000;
+
+/**
+ * Loads what a claimed batch needs once per project and template, not once per message, and keeps
+ * compiled templates across batches (keyed by id and update time, so an edit takes effect at once).
+ */
+export class DeliveryLoader {
+  private readonly compiled = new Map<string, CompiledMessage>();
+
+  constructor(private readonly sources: DeliverySources) {}
+
+  /** A loader for one claimed batch: what it reads is read once and shared by the batch. */
+  batch(): BatchLoader {
+    return new BatchLoader(this.sources, (template) => this.compile(template));
+  }
+
+  private compile(template: TemplateRow): CompiledMessage {
+    const key = `${template.id}:${template.updated_at}`;
+    let compiled = this.compiled.get(key);
+    if (compiled === undefined) {
+      if (this.compiled.size >= MAX_COMPILED) this.compiled.clear();
+      compiled = new CompiledMessage({
+        subject: template.subject,
+        text: template.text_body,
+        html: template.html_body,
+      });
+      this.compiled.set(key, compiled);
+    }
+    return compiled;
+  }
+}
+
+export class BatchLoader {
+  private readonly projects = new Map<number, Promise<ProjectRow | undefined>>();
+  private readonly templates = new Map<string, Promise<TemplateRow | undefined>>();
+  private readonly smtp = new Map<number, Promise<ProjectSmtp | null>>();
+
+  constructor(
+    private readonly sources: DeliverySources,
+    private readonly compile: (template: TemplateRow) => CompiledMessage,
+  ) {}
+
+  /** The project, compiled template and SMTP settings of a notification; null: no such template. */
+  async load(projectId: number, templateName: string): Promise<DeliveryContext | null> {
+    const project = await once(this.projects, projectId, () => this.sources.project(projectId));
+    const template = await once(this.templates, `${projectId}\n${templateName}`, () =>
+      this.sources.template(projectId, templateName),
+    );
+    if (project === undefined || template === undefined) return null;
+    const smtp = await once(this.smtp, projectId, () => this.sources.smtp(projectId));
+    return { project, message: this.compile(template), smtp };
+  }
+}
+
+function once<K, V>(map: Map<K, Promise<V>>, key: K, load: () => Promise<V>): Promise<V> {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = load();
+    map.set(key, value);
+  }
+  return value;
+}

@@ -1,0 +1,137 @@
+import type { Kysely } from 'kysely';
+import { retryDelay } from '../domain/retry.js';
+import { insertAttempt } from '../storage/delivery-attempts.js';
+import { GroupCommit } from '../services/group-commit.js';
+import { finishDelivery } from '../storage/notifications.js';
+import type { Database, NotificationRow } from '../storage/schema.js';
+import type { AttemptResult } from './deliver.js';
+
+/** One finished attempt, waiting for its outcome to be stored. */
+export interface Finished {
+  readonly row: NotificationRow;
+  readonly startedAt: number;
+  readonly result: AttemptResult;
+}
+
+/** What an attempt came to, for the worker's logs and metrics. */
+export interface DeliveryOutcome {
+  readonly projectId: number;
+  readonly outcome: 'sent' | 'retry' | 'failed';
+  readonly transport: 'smtp' | 'capture' | null;
+  readonly durationMs: number;
+}
+
+/** An outcome that is durable now. */
+export interface StoredOutcome {
+  readonly row: NotificationRow;
+  readonly result: AttemptResult;
+  readonly outcome: DeliveryOutcome['outcome'];
+  readonly durationMs: number;
+}
+
+export interface OutcomeOptions {
+  readonly owner: string;
+  readonly maxAttempts: number;
+  readonly retryBaseMs: number;
+  readonly now: () => number;
+  /** Told when an outcome could not be stored because the lease was lost meanwhile. */
+  readonly onLeaseLost: (row: NotificationRow) => void;
+  /** Told about each outcome once its transaction has committed; must not throw. */
+  readonly onStored?: (stored: StoredOutcome) => void;
+}
+
+/**
+ * Stores what attempts came to: `sent`, back to `queued` for a retry (transient failure with
+ * attempts left), or `failed`; and the attempt itself, with the relay's reply. Outcomes are
+ * committed in groups: with a durable commit per message the store, not the relay, would bound
+ * delivery throughput. An outcome is stored only while this worker still holds the row's lease.
+ */
+export class OutcomeRecorder {
+  private readonly group: GroupCommit<Finished, void>;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly options: OutcomeOptions,
+  ) {
+    // Outcomes trickle in as relays answer, one lane at a time; waiting a few milliseconds lets a
+    // commit carry dozens of them instead of one or two. Only the bookkeeping waits, not the mail.
+    this.group = new GroupCommit((items) => this.commit(items), { maxDelayMs: 10, maxBatch: 500 });
+  }
+
+  /** Resolves once the outcome is durable (or was dropped because the lease was lost). */
+  record(finished: Finished): Promise<void> {
+    return this.group.submit(finished);
+  }
+
+  flush(): Promise<void> {
+    return this.group.flush();
+  }
+
+  private async commit(items: readonly Finished[]): Promise<void[]> {
+    const now = this.options.now();
+    const stored = await this.db.transaction().execute(async (tx) => {
+      const done: StoredOutcome[] = [];
+      for (const item of items) {
+        const outcome = await this.store(tx, item, now);
+        if (outcome !== null)
+          done.push({ row: item.row, result: item.result, outcome, durationMs: now - item.startedAt });
+      }
+      return done;
+    });
+    for (const outcome of stored) this.options.onStored?.(outcome);
+    return items.map(() => undefined);
+  }
+
+  /** Stores one outcome; null when the lease was lost meanwhile and nothing was stored. */
+  private async store(
+    tx: Kysely<Database>,
+    { row, startedAt, result }: Finished,
+    now: number,
+  ): Promise<DeliveryOutcome['outcome'] | null> {
+    const { owner, maxAttempts, retryBaseMs } = this.options;
+    const rendered = result.rendered
+      ? { subject: result.rendered.subject, text_body: result.rendered.text, html_body: result.rendered.html }
+      : {};
+    const common = {
+      ...rendered,
+      updated_at: now,
+      transport: result.transport,
+      message_id: result.messageId,
+    };
+    let outcome: 'sent' | 'retry' | 'failed';
+    let stored: boolean;
+    if (result.ok) {
+      outcome = 'sent';
+      stored = await finishDelivery(tx, row.id, owner, {
+        ...common,
+        state: 'sent',
+        sent_at: now,
+        error_message: null,
+      });
+    } else {
+      const retry = result.failure.kind === 'transient' && row.attempts < maxAttempts;
+      outcome = retry ? 'retry' : 'failed';
+      stored = await finishDelivery(tx, row.id, owner, {
+        ...common,
+        state: retry ? 'queued' : 'failed',
+        run_at: retry ? now + retryDelay(row.attempts, retryBaseMs) : row.run_at,
+        error_message: result.failure.message,
+      });
+    }
+    if (!stored) {
+      this.options.onLeaseLost(row);
+      return null;
+    }
+    await insertAttempt(tx, {
+      notification_id: row.id,
+      attempt: row.attempts,
+      started_at: startedAt,
+      finished_at: now,
+      outcome,
+      smtp_code: result.ok ? result.smtpCode : result.failure.smtpCode,
+      response: result.ok ? result.response : result.failure.message,
+      transport: result.transport,
+    });
+    return outcome;
+  }
+}

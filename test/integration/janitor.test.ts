@@ -1,0 +1,135 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiLogService } from '../../src/services/api-log.js';
+import { Janitor } from '../../src/services/janitor.js';
+import { claimIdempotencyKey } from '../../src/storage/idempotency.js';
+import { insertApiLogs } from '../../src/storage/api-logs.js';
+import {
+  addNotification,
+  addProject,
+  backend,
+  notification,
+  openTestStorage,
+  type StorageFixture,
+} from './storage-fixture.js';
+
+/** Housekeeping: API logs past their age or row limit and expired Idempotency-Keys are deleted. */
+const DAY = 86_400_000;
+const NOW = 1_700_000_000_000;
+
+let fx: StorageFixture;
+beforeAll(async () => {
+  fx = await openTestStorage();
+});
+afterAll(() => fx?.close());
+
+describe(`janitor (${backend})`, () => {
+  it('deletes expired API logs and Idempotency-Keys and keeps the rest', async () => {
+    const projectId = await addProject(fx.db);
+    const logs = [NOW - 40 * DAY, NOW - 31 * DAY, NOW - 29 * DAY, NOW - 1].map((created_at) => ({
+      created_at,
+      method: 'GET',
+      path: '/api/v1/notifications/x',
+      status_code: 404,
+      error: null,
+      latency_ms: 1,
+      key_prefix: null,
+      project_id: projectId,
+      request_id: null,
+    }));
+    await insertApiLogs(fx.db, logs);
+    for (const [key, expiresAt] of [
+      ['expired', NOW - 1],
+      ['live', NOW + DAY],
+    ] as const) {
+      await claimIdempotencyKey(fx.db, { projectId, key, fingerprint: 'f', now: NOW - DAY, expiresAt });
+    }
+    const logger = pino({ level: 'silent' });
+    const janitor = new Janitor(
+      fx.db,
+      new ApiLogService(fx.db, logger),
+      { apiLog: { retentionDays: 30, maxRows: 10 }, contentRetentionDays: 30 },
+      logger,
+    );
+
+    expect(await janitor.runOnce(NOW)).toEqual({ apiLogs: 2, idempotencyKeys: 1, contents: 0 });
+    const kept = await fx.db.selectFrom('api_logs').select('created_at').orderBy('created_at').execute();
+    expect(kept.map((row) => row.created_at)).toEqual([NOW - 29 * DAY, NOW - 1]);
+    const keys = await fx.db.selectFrom('idempotency_keys').select('key').execute();
+    expect(keys.map((row) => row.key)).toEqual(['live']);
+    // A second pass finds nothing more to do.
+    expect(await janitor.runOnce(NOW)).toEqual({ apiLogs: 0, idempotencyKeys: 0, contents: 0 });
+  });
+
+  it('keeps at most maxRows API log entries, the last written', async () => {
+    await fx.db.deleteFrom('api_logs').execute();
+    const projectId = await addProject(fx.db);
+    const rows = Array.from({ length: 7 }, (_, i) => ({
+      created_at: NOW - 6 + i,
+      method: 'POST',
+      path: '/api/v1/notifications',
+      status_code: 202,
+      error: null,
+      latency_ms: 1,
+      key_prefix: 'hrl_abcd',
+      project_id: projectId,
+      request_id: null,
+    }));
+    await insertApiLogs(fx.db, rows);
+    const logger = pino({ level: 'silent' });
+    const janitor = new Janitor(
+      fx.db,
+      new ApiLogService(fx.db, logger),
+      { apiLog: { retentionDays: 30, maxRows: 3 }, contentRetentionDays: 30 },
+      logger,
+    );
+    expect((await janitor.runOnce(NOW)).apiLogs).toBe(4);
+    const kept = await fx.db
+      .selectFrom('api_logs')
+      .select('created_at')
+      .orderBy('created_at', 'desc')
+      .execute();
+    expect(kept.map((row) => row.created_at)).toEqual([NOW, NOW - 1, NOW - 2]);
+  });
+
+  it('erases the placeholder values and content of notifications finished before the retention, and nothing else', async () => {
+    const projectId = await addProject(fx.db);
+    const content = {
+      data: JSON.stringify({ password: 'hunter2-secret' }),
+      subject: 'Hi',
+      text_body: 'Your password is hunter2-secret',
+      html_body: '<p>hunter2-secret</p>',
+    };
+    const old = NOW - 31 * DAY;
+    const ids = {
+      oldSent: await addNotification(fx.db, projectId, { ...content, state: 'sent', updated_at: old }),
+      oldFailed: await addNotification(fx.db, projectId, { ...content, state: 'failed', updated_at: old }),
+      oldQueued: await addNotification(fx.db, projectId, { ...content, state: 'queued', updated_at: old }),
+      recentSent: await addNotification(fx.db, projectId, {
+        ...content,
+        state: 'sent',
+        updated_at: NOW - DAY,
+      }),
+    };
+    const logger = pino({ level: 'silent' });
+    const janitor = new Janitor(
+      fx.db,
+      new ApiLogService(fx.db, logger),
+      { apiLog: { retentionDays: 30, maxRows: 1000 }, contentRetentionDays: 30 },
+      logger,
+    );
+    expect((await janitor.runOnce(NOW)).contents).toBe(2);
+    for (const id of [ids.oldSent, ids.oldFailed]) {
+      expect(await notification(fx.db, id)).toMatchObject({
+        data: '{}',
+        subject: null,
+        text_body: null,
+        html_body: null,
+        content_erased_at: NOW,
+      });
+    }
+    for (const id of [ids.oldQueued, ids.recentSent])
+      expect(await notification(fx.db, id)).toMatchObject({ ...content, content_erased_at: null });
+    expect((await janitor.runOnce(NOW)).contents).toBe(0);
+  });
+});
