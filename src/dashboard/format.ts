@@ -1,4 +1,4 @@
-import type { NotificationState } from '../storage/schema.js';
+import { publicStatus } from '../domain/notification-state.js';
 
 /**
  * Formatting helpers handed to the views as `it.h`. They return plain text; the views escape it
@@ -52,11 +52,6 @@ function percent(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.min(100, Math.round((part / whole) * 100));
 }
 
-/** `sending` is internal; people see a message being sent as queued, like API callers do. */
-function status(state: NotificationState): 'queued' | 'sent' | 'failed' {
-  return state === 'sending' ? 'queued' : state;
-}
-
 function periodLabel(period: string): string {
   return period === 'hour' ? 'this hour' : period === 'day' ? 'today' : 'this month';
 }
@@ -70,10 +65,6 @@ function query(params: Readonly<Record<string, string | number | null | undefine
   return text === '' ? '' : `?${text}`;
 }
 
-function json(value: unknown): string {
-  return JSON.stringify(value, null, 2);
-}
-
 export const helpers = {
   time,
   iso,
@@ -83,10 +74,9 @@ export const helpers = {
   hour,
   num,
   percent,
-  status,
+  status: publicStatus,
   periodLabel,
   query,
-  json,
   enc: encodeURIComponent,
 };
 

@@ -3,7 +3,8 @@ import { HeraldError } from '../domain/errors.js';
 import type { NewSession } from '../services/admins.js';
 import { page, type DashboardDeps } from './context.js';
 import { fieldsOf, text } from './forms.js';
-import { PRE_SESSION_COOKIE, randomToken, safeNext, SESSION_COOKIE } from './security.js';
+import { randomToken } from '../security/token.js';
+import { PRE_SESSION_COOKIE, safeNext, SESSION_COOKIE } from './security.js';
 
 type IsSecure = (request: FastifyRequest) => boolean;
 
@@ -72,17 +73,27 @@ export async function publicAuthRoutes(
     keyGenerator: (request) => `login-email:${text(fieldsOf(request.body), 'email').trim().toLowerCase()}`,
   });
 
+  /** A page shown before login (log in, first admin): its forms carry a pre-session CSRF token. */
+  const preSessionPage = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    view: string,
+    data: Record<string, unknown>,
+    status: number,
+  ) => {
+    request.csrfToken = preSessionToken(request, reply, isSecure(request));
+    return page(request, reply, deps, view, data, status);
+  };
+
   const loginPage = async (
     request: FastifyRequest,
     reply: FastifyReply,
     values: { email?: string; next?: string; error?: string },
     status = 200,
-  ) => {
-    request.csrfToken = preSessionToken(request, reply, isSecure(request));
-    return page(
+  ) =>
+    preSessionPage(
       request,
       reply,
-      deps,
       'login',
       {
         title: 'Log in',
@@ -94,7 +105,6 @@ export async function publicAuthRoutes(
       },
       status,
     );
-  };
 
   app.get('/login', async (request, reply) => {
     const token = request.cookies[SESSION_COOKIE];
@@ -133,17 +143,14 @@ export async function publicAuthRoutes(
     token: string,
     values: { email?: string; error?: string },
     status = 200,
-  ) => {
-    request.csrfToken = preSessionToken(request, reply, isSecure(request));
-    return page(
+  ) =>
+    preSessionPage(
       request,
       reply,
-      deps,
       'setup',
       { title: 'Create the first admin', token, email: '', error: null, ...values },
       status,
     );
-  };
 
   app.get<{ Params: { token: string } }>('/setup/:token', async (request, reply) => {
     if (!(await deps.admins.isSetupTokenValid(request.params.token))) {

@@ -1,16 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { NotificationFilter } from '../storage/notifications.js';
-import type { NotificationState } from '../storage/schema.js';
+import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
 import { page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
 
 const PAGE_SIZE = 50;
-const STATES: readonly NotificationState[] = ['queued', 'sending', 'sent', 'failed'];
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
 
 function isState(value: string | undefined): value is NotificationState {
-  return (STATES as readonly (string | undefined)[]).includes(value);
+  return (NOTIFICATION_STATES as readonly (string | undefined)[]).includes(value);
 }
 
 /** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
@@ -47,7 +46,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       title: 'Delivery logs',
       rows: shown,
       names,
-      states: STATES,
+      states: NOTIFICATION_STATES,
       filters,
       filtered: Object.values(filters).some((v) => v !== ''),
       paged: filter.beforeId !== undefined,
@@ -58,20 +57,18 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
   app.get<{ Params: { requestId: string } }>('/messages/:requestId', async (request, reply) => {
     const { notification, attempts } = await notifications.detail(request.params.requestId);
     const project = await projects.get(notification.project_id);
-    let data: unknown = null;
-    try {
-      data = JSON.parse(notification.data);
-    } catch {
-      data = notification.data;
-    }
-    const notice = (request.query as Record<string, unknown>).notice === 'test';
+    const revealed = (request.query as Record<string, unknown>).reveal === '1';
+    const pending = notification.state === 'queued' || notification.state === 'sending';
+    // "Queued" is only true while it is; once delivered, the page's status says the rest.
+    const notice = pending && (request.query as Record<string, unknown>).notice === 'test';
     return page(request, reply, deps, 'message', {
       title: `Message ${notification.request_id}`,
       n: notification,
       attempts,
       project,
-      data,
-      pending: notification.state === 'queued' || notification.state === 'sending',
+      content: notifications.content(notification, revealed),
+      revealed,
+      pending,
       notice: notice
         ? 'Test email queued. This page updates by itself when the worker has delivered it.'
         : null,

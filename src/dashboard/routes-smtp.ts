@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { parseMailbox } from '../domain/address.js';
+import { planDelivery } from '../domain/delivery-plan.js';
 import { HeraldError } from '../domain/errors.js';
-import { senderFor } from '../domain/sender.js';
-import { composeMessage } from '../mail/compose.js';
+import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError } from '../mail/smtp.js';
 import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
 import type { SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
@@ -167,39 +166,38 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         { ok: false, title: 'Not configured', reply: 'Save SMTP settings first.' },
         toText,
       );
-    const to = parseMailbox(toText);
-    if (to === null)
-      return showResult(
-        request,
-        reply,
-        id,
-        { ok: false, title: 'No recipient', reply: 'Enter an email address.' },
-        toText,
-      );
-    const from = senderFor({ project, smtp, defaultFrom: deps.services.defaultFrom });
-    if (from === null) {
-      return showResult(
-        request,
-        reply,
-        id,
-        {
-          ok: false,
-          title: 'No from address',
-          reply: 'Set a from email on the project or in these SMTP settings.',
-        },
-        toText,
-      );
+    // Planned like real mail, but only over the project's own settings: this tests them.
+    const planned = planDelivery({
+      project,
+      smtp,
+      defaultFrom: deps.services.defaultFrom,
+      globalTarget: null,
+      production: true,
+      recipient: toText,
+      idLeft: `test-${randomUUID()}`,
+    });
+    if (!planned.ok) {
+      const result =
+        planned.problem === 'recipient'
+          ? { ok: false, title: 'No recipient', reply: 'Enter an email address.' }
+          : {
+              ok: false,
+              title: 'No from address',
+              reply: 'Set a from email on the project or in these SMTP settings.',
+            };
+      return showResult(request, reply, id, result, toText);
     }
+    const { plan } = planned;
     try {
       const raw = await composeMessage({
-        from,
-        to,
+        from: plan.from,
+        to: plan.to,
         subject: `Herald test email for ${project.name}`,
         text: `This is a test email from Herald for the project ${project.name}.\n\nIf you can read it, the SMTP settings work.\n`,
-        messageId: `test-${randomUUID()}@${from.address.slice(from.address.lastIndexOf('@') + 1)}`,
+        messageId: plan.messageId,
         date: new Date(),
       });
-      const sent = await mailer.send(smtp.target, { from: from.address, to: to.address }, raw);
+      const sent = await mailer.send(smtp.target, plan.envelope, raw);
       return showResult(
         request,
         reply,

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const SESSION_COOKIE = 'herald_session';
@@ -40,10 +40,6 @@ export function secretsMatch(sent: string, expected: string): boolean {
   return timingSafeEqual(a, b) && sent.length > 0;
 }
 
-export function randomToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
 /** Browsers say where a request comes from; a cross-site POST is refused whatever it carries. */
 export function isCrossSite(request: FastifyRequest): boolean {
   return request.headers['sec-fetch-site'] === 'cross-site';
@@ -64,8 +60,14 @@ export function sentCsrfToken(request: FastifyRequest): string {
 
 /** A same-origin path to return to after login; anything else (`//host`, `https:`, `/\`) is dropped. */
 export function safeNext(next: unknown): string {
-  if (typeof next !== 'string' || !next.startsWith('/') || next.startsWith('//') || next.includes('\\'))
-    return '/projects';
-  if (next.startsWith('/login') || next.startsWith('/setup') || next.length > 2000) return '/projects';
+  // Visible ASCII only: browsers drop tabs and line breaks from a URL, so '/\t/evil.example'
+  // would become '//evil.example', and CR or LF in a Location header is a header break.
+  if (typeof next !== 'string' || next.length > 2000 || !/^\/[\x21-\x7e]*$/.test(next)) return '/projects';
+  if (next.startsWith('//') || next.includes('\\')) return '/projects';
+  // Whatever the browser makes of it must stay on this origin.
+  const base = 'http://herald.invalid';
+  const url = new URL(next, base);
+  if (url.origin !== base) return '/projects';
+  if (url.pathname.startsWith('/login') || url.pathname.startsWith('/setup')) return '/projects';
   return next;
 }

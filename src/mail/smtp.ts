@@ -4,7 +4,7 @@ import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 
 /**
  * Sends pre-built messages over SMTP with one pooled nodemailer transport per relay. This is the
- * only module that imports nodemailer's transport; messages arrive already composed (compose.ts),
+ * only module that imports nodemailer's transport; messages arrive already composed (mime.ts),
  * which avoids nodemailer building each message again on the hot path.
  */
 
@@ -37,9 +37,17 @@ interface NodemailerError extends Error {
   command?: string;
 }
 
+export const NOT_SMTP = 'not an SMTP server';
+export const DEADLINE_EXCEEDED = 'SMTP transaction did not finish within the deadline';
+
 /** Relays answer 4xx for "try later" and 5xx for "never"; network failures are always worth a retry. */
 export function classifySmtpError(error: unknown): DeliveryFailure {
   const err = (error ?? {}) as NodemailerError;
+  // A peer that never gave a valid SMTP greeting may be any service (a cache, a message bus): its
+  // bytes are never echoed to the dashboard or the API, and it is not worth a retry.
+  if (err.command === 'CONN' && (err.code === 'EPROTOCOL' || /invalid greeting/i.test(err.message ?? ''))) {
+    return { kind: 'permanent', message: NOT_SMTP, smtpCode: null };
+  }
   const code = typeof err.responseCode === 'number' ? err.responseCode : null;
   if (code !== null && code >= 400) {
     const response = (err.response ?? err.message ?? '').replace(/\s+/g, ' ').trim();
@@ -83,7 +91,9 @@ export class SmtpMailer {
       host: target.host,
       port: target.port,
       secure: target.security === 'tls',
-      requireTLS: target.security === 'starttls',
+      // Credentials never travel in clear unless `none` was chosen explicitly: with a login, `auto`
+      // requires STARTTLS.
+      requireTLS: target.security === 'starttls' || (target.security === 'auto' && target.username !== null),
       ignoreTLS: target.security === 'none',
       auth: target.username === null ? undefined : { user: target.username, pass: target.password ?? '' },
       // Every phase is bounded, so a relay that stops answering cannot hold a worker's lane forever.
@@ -96,12 +106,35 @@ export class SmtpMailer {
     };
   }
 
+  /**
+   * Bounds a whole transaction, not only each idle wait: a relay that drips one line every few
+   * seconds never trips the socket timeout. At the deadline the relay's connections are closed.
+   */
+  private async withDeadline<T>(work: Promise<T>, abort: () => void): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        abort();
+        reject(Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }));
+      }, this.options.timeoutMs);
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+      work.catch(() => undefined);
+    }
+  }
+
   /** Sends one composed message; resolves with the relay's final reply, or throws SmtpDeliveryError. */
   async send(target: SmtpTarget, envelope: Envelope, raw: Buffer): Promise<SmtpReply> {
+    const key = smtpTargetKey(target);
+    const transport = this.transport(target);
     try {
-      const info: { response?: string } = await this.transport(target).sendMail({
-        envelope: { from: envelope.from, to: [envelope.to] },
-        raw,
+      const sending = transport.sendMail({ envelope: { from: envelope.from, to: [envelope.to] }, raw });
+      const info: { response?: string } = await this.withDeadline(sending, () => {
+        if (this.pools.get(key) === transport) this.pools.delete(key);
+        transport.close();
       });
       const response = String(info.response ?? '250 OK');
       return { code: replyCode(response), response };
@@ -114,7 +147,7 @@ export class SmtpMailer {
   async verify(target: SmtpTarget): Promise<void> {
     const transport = nodemailer.createTransport(this.connectionOptions(target));
     try {
-      await transport.verify();
+      await this.withDeadline(transport.verify(), () => transport.close());
     } catch (error) {
       throw new SmtpDeliveryError(classifySmtpError(error));
     } finally {

@@ -1,12 +1,25 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneIdempotencyKeys } from '../storage/idempotency.js';
+import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
 import type { ApiLogService } from './api-log.js';
 
+/** Notifications erased per statement: keeps each transaction short on a busy store. */
+const ERASE_BATCH = 1000;
+/** At most this many batches per pass; the next pass continues where this one stopped. */
+const ERASE_BATCHES_PER_PASS = 50;
+
+export interface JanitorRetention {
+  readonly apiLog: { readonly retentionDays: number; readonly maxRows: number };
+  readonly contentRetentionDays: number;
+}
+
 /**
  * Periodic housekeeping of the api role: API logs past their retention (age and row count) and
- * expired Idempotency-Keys are deleted, so neither table grows without bound.
+ * expired Idempotency-Keys are deleted, so neither table grows without bound; the placeholder
+ * values and rendered content of notifications finished longer ago than the content retention
+ * are erased (product.md §8).
  */
 export class Janitor {
   private timers: NodeJS.Timeout[] = [];
@@ -14,7 +27,7 @@ export class Janitor {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly apiLogs: ApiLogService,
-    private readonly retention: { readonly retentionDays: number; readonly maxRows: number },
+    private readonly retention: JanitorRetention,
     private readonly logger: Logger,
     private readonly intervalMs = 10 * 60_000,
   ) {}
@@ -26,15 +39,20 @@ export class Janitor {
     this.timers = [setTimeout(tick, 5_000).unref(), setInterval(tick, this.intervalMs).unref()];
   }
 
-  async runOnce(now = Date.now()): Promise<{ apiLogs: number; idempotencyKeys: number }> {
-    const apiLogs = await this.apiLogs.prune(
-      now - this.retention.retentionDays * 86_400_000,
-      this.retention.maxRows,
-    );
+  async runOnce(now = Date.now()): Promise<{ apiLogs: number; idempotencyKeys: number; contents: number }> {
+    const { apiLog, contentRetentionDays } = this.retention;
+    const apiLogs = await this.apiLogs.prune(now - apiLog.retentionDays * 86_400_000, apiLog.maxRows);
     const idempotencyKeys = await pruneIdempotencyKeys(this.db, now);
-    if (apiLogs + idempotencyKeys > 0)
-      this.logger.info({ apiLogs, idempotencyKeys }, 'housekeeping deleted expired rows');
-    return { apiLogs, idempotencyKeys };
+    let contents = 0;
+    const before = now - contentRetentionDays * 86_400_000;
+    for (let i = 0; i < ERASE_BATCHES_PER_PASS; i++) {
+      const erased = await eraseFinishedContent(this.db, { before, now, limit: ERASE_BATCH });
+      contents += erased;
+      if (erased < ERASE_BATCH) break;
+    }
+    if (apiLogs + idempotencyKeys + contents > 0)
+      this.logger.info({ apiLogs, idempotencyKeys, contents }, 'housekeeping deleted or erased expired data');
+    return { apiLogs, idempotencyKeys, contents };
   }
 
   stop(): void {

@@ -1,11 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { QuotaPeriod } from '../config.js';
 import { errors } from '../domain/errors.js';
-import { quotaState, quotaWindow, type QuotaState } from '../domain/quota.js';
+import { publicStatus, type PublicStatus } from '../domain/notification-state.js';
+import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
+import { maskContent } from '../domain/sensitive.js';
 import type { SendRequest } from '../domain/send-request.js';
 import { listAttempts } from '../storage/delivery-attempts.js';
-import { GroupCommit } from '../storage/group-commit.js';
+import { GroupCommit } from './group-commit.js';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -59,15 +60,30 @@ export type AcceptOutcome =
 interface PreparedAccept {
   readonly command: AcceptCommand;
   readonly recipient: string;
+  /** The placeholder values as stored: serialized before the batch, so a failure stays this request's. */
+  readonly data: string;
   readonly fingerprint: string | null;
   readonly now: number;
+}
+
+/** What people see of a message's content (dashboard, CLI). */
+export interface ContentView {
+  /** The request data as indented JSON. */
+  readonly data: string;
+  readonly subject: string | null;
+  readonly text: string | null;
+  readonly html: string | null;
+  /** Values hidden because their placeholder name marks them as secret. */
+  readonly masked: number;
+  /** When the content was erased by the retention rule; null while it is kept. */
+  readonly erasedAt: number | null;
 }
 
 /** The status body of GET /notifications/{request_id} (spec §4.2, product.md §3). */
 export interface StatusBody {
   id: number;
   request_id: string;
-  status: 'queued' | 'sent' | 'failed';
+  status: PublicStatus;
   template: string;
   to: string;
   type: string;
@@ -77,11 +93,6 @@ export interface StatusBody {
   sent_at?: string;
   transport?: string;
   error_message?: string;
-}
-
-/** `sending` is internal (a worker holds the message); callers see it as still queued. */
-export function publicStatus(state: NotificationState): 'queued' | 'sent' | 'failed' {
-  return state === 'sending' ? 'queued' : state;
 }
 
 export function statusBody(row: NotificationRow): StatusBody {
@@ -156,7 +167,8 @@ export class NotificationService {
             .update(JSON.stringify(canonicalize(command.idempotency.body)))
             .digest('hex')
         : null;
-      return await this.batcher.submit({ command, recipient, fingerprint, now: this.now() });
+      const data = JSON.stringify(command.request.data);
+      return await this.batcher.submit({ command, recipient, data, fingerprint, now: this.now() });
     } catch (error) {
       // The batch transaction failed as a whole; nothing of this request was stored.
       throw errors.queueFailed(error);
@@ -192,6 +204,39 @@ export class NotificationService {
     const notification = await findNotification(this.db, requestId, projectId);
     if (notification === undefined) throw errors.notificationNotFound();
     return { notification, attempts: await listAttempts(this.db, notification.id) };
+  }
+
+  /**
+   * A message's request data (as indented JSON) and rendered content, for people: values of
+   * sensitive placeholders masked unless `reveal` (product.md §8).
+   */
+  content(row: NotificationRow, reveal: boolean): ContentView {
+    if (row.content_erased_at !== null) {
+      const note = `(erased on ${new Date(row.content_erased_at).toISOString()}: content retention)`;
+      return {
+        data: note,
+        subject: null,
+        text: null,
+        html: null,
+        masked: 0,
+        erasedAt: row.content_erased_at,
+      };
+    }
+    const rendered = { subject: row.subject, text: row.text_body, html: row.html_body, erasedAt: null };
+    try {
+      const data = JSON.parse(row.data) as unknown;
+      const shown = reveal
+        ? { data, ...rendered, masked: 0 }
+        : { ...maskContent({ data, ...rendered }), erasedAt: null };
+      return { ...shown, data: JSON.stringify(shown.data, null, 2) };
+    } catch {
+      // Data stored before nesting was bounded can be too deep to walk; nothing of it is shown
+      // unless asked for, since its secrets cannot be found.
+      const note = '(nested too deeply to display)';
+      return reveal
+        ? { data: row.data, ...rendered, masked: 0 }
+        : { data: note, subject: note, text: note, html: null, masked: 0, erasedAt: null };
+    }
   }
 
   list(filter: NotificationFilter): Promise<NotificationRow[]> {
@@ -266,7 +311,7 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
     project_id: project.id,
     template: request.template,
     recipient: item.recipient,
-    data: JSON.stringify(request.data),
+    data: item.data,
     type: request.type,
     state: 'queued',
     attempts: 0,

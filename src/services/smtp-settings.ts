@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
+import { storedPasswordSurvives } from '../domain/smtp-credentials.js';
 import { parseSmtpUrl, isSmtpSecurity, type SmtpTarget } from '../mail/smtp-target.js';
 import type { SecretBox } from '../security/cipher.js';
 import type { Database, SmtpSecurity, SmtpSettingsRow } from '../storage/schema.js';
@@ -25,7 +26,7 @@ export interface SmtpSettingsInput {
   readonly port: number;
   readonly security: SmtpSecurity;
   readonly username?: string | null;
-  /** undefined keeps the stored password; null or '' removes it. */
+  /** undefined keeps the stored password if host, port and username are unchanged; null or '' removes it. */
   readonly password?: string | null;
   readonly fromEmail?: string | null;
   readonly fromName?: string | null;
@@ -87,9 +88,14 @@ export class SmtpSettingsService {
       fromEmail = mailbox.address;
     }
     const current = await findSmtpSettings(this.db, project.id);
+    const username = input.username?.trim() || null;
+    const keep =
+      current !== undefined && storedPasswordSurvives(current, { host, port: input.port, username });
     const password =
       input.password === undefined
-        ? (current?.password_enc ?? null)
+        ? keep
+          ? current.password_enc
+          : null
         : input.password === null || input.password === ''
           ? null
           : this.secrets.seal(input.password);
@@ -98,7 +104,7 @@ export class SmtpSettingsService {
       host,
       port: input.port,
       security: input.security,
-      username: input.username?.trim() || null,
+      username,
       password_enc: password,
       from_email: fromEmail || null,
       from_name: input.fromName?.replace(/[\r\n]+/g, ' ').trim() || null,

@@ -10,20 +10,40 @@ export async function insertApiLogs(db: Kysely<Database>, rows: readonly NewApiL
 }
 
 /** Deletes rows older than `before` and, beyond that, all but the newest `keep` rows. */
-export async function pruneApiLogs(db: Kysely<Database>, before: number, keep: number): Promise<number> {
+/**
+ * Deletes entries older than `before`, then keeps at most `keep` entries of authenticated
+ * requests and, apart from them, at most `keepUnauthenticated` of requests without a valid key:
+ * a flood of anonymous requests can only evict other anonymous entries (product.md §8).
+ */
+export async function pruneApiLogs(
+  db: Kysely<Database>,
+  before: number,
+  keep: number,
+  keepUnauthenticated: number,
+): Promise<number> {
   const old = await db.deleteFrom('api_logs').where('created_at', '<', before).executeTakeFirst();
-  const cutoff = await db
-    .selectFrom('api_logs')
-    .select('id')
-    .orderBy('id', 'desc')
-    .offset(keep)
-    .limit(1)
-    .executeTakeFirst();
-  let excess = 0n;
-  if (cutoff !== undefined) {
-    excess = (await db.deleteFrom('api_logs').where('id', '<=', cutoff.id).executeTakeFirst()).numDeletedRows;
+  let excess = 0;
+  for (const [authenticated, limit] of [
+    [true, keep],
+    [false, keepUnauthenticated],
+  ] as const) {
+    const cutoff = await db
+      .selectFrom('api_logs')
+      .select('id')
+      .where('project_id', authenticated ? 'is not' : 'is', null)
+      .orderBy('id', 'desc')
+      .offset(limit)
+      .limit(1)
+      .executeTakeFirst();
+    if (cutoff === undefined) continue;
+    const deleted = await db
+      .deleteFrom('api_logs')
+      .where('project_id', authenticated ? 'is not' : 'is', null)
+      .where('id', '<=', cutoff.id)
+      .executeTakeFirst();
+    excess += Number(deleted.numDeletedRows);
   }
-  return Number(old.numDeletedRows + excess);
+  return Number(old.numDeletedRows) + excess;
 }
 
 export interface ApiLogFilter {

@@ -96,6 +96,32 @@ export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): P
   return Number(result.numUpdatedRows);
 }
 
+/**
+ * Erases the placeholder values and rendered content of up to `limit` notifications that finished
+ * (sent or failed) before `before`, oldest first. Metadata, attempts and replies stay. Returns how
+ * many were erased.
+ */
+export async function eraseFinishedContent(
+  db: Kysely<Database>,
+  { before, now, limit }: { before: number; now: number; limit: number },
+): Promise<number> {
+  const result = await db
+    .updateTable('notifications')
+    .set({ data: '{}', subject: null, text_body: null, html_body: null, content_erased_at: now })
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('notifications')
+        .select('id')
+        .where('content_erased_at', 'is', null)
+        .where('state', 'in', ['sent', 'failed'])
+        .where('updated_at', '<', before)
+        .orderBy('updated_at')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 export async function countByState(
   db: Kysely<Database>,
   projectId?: number,

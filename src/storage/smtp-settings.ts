@@ -25,3 +25,12 @@ export async function deleteSmtpSettings(db: Kysely<Database>, projectId: number
   const result = await db.deleteFrom('smtp_settings').where('project_id', '=', projectId).executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
+
+/** How many projects have SMTP settings of their own (said at start-up, next to the default transport). */
+export async function countProjectSmtpSettings(db: Kysely<Database>): Promise<number> {
+  const row = await db
+    .selectFrom('smtp_settings')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}

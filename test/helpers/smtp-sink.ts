@@ -5,7 +5,7 @@ import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 /**
  * A real SMTP server in the test process (the `smtp-server` package), with the faults a relay can
  * produce: a recipient rejected with a reply code, temporary failures of the next N messages, a
- * delayed greeting.
+ * delayed greeting, and transactions held at MAIL FROM until the test lets them go.
  */
 export interface ReceivedMessage {
   readonly envelopeFrom: string;
@@ -31,6 +31,10 @@ export class SmtpSink {
   /** The next N messages get this reply after DATA instead of 250. */
   failNext: { count: number; code: number; message: string } | null = null;
   greetingDelayMs = 0;
+  /** Transactions waiting at MAIL FROM while holding; null when not holding. */
+  private held: (() => void)[] | null = null;
+  /** After a release with `refuseLater`, new transactions get 451 at MAIL FROM. */
+  private refusing = false;
   private readonly server: SMTPServer;
   private waiters: { count: number; resolve: () => void }[] = [];
   port = 0;
@@ -43,6 +47,11 @@ export class SmtpSink {
       size: 10 * 1024 * 1024,
       onConnect: (_session, callback) => {
         if (this.greetingDelayMs > 0) setTimeout(() => callback(), this.greetingDelayMs);
+        else callback();
+      },
+      onMailFrom: (_address, _session, callback) => {
+        if (this.refusing) callback(smtpError(451, '4.3.2 Try again later'));
+        else if (this.held !== null) this.held.push(() => callback());
         else callback();
       },
       onRcptTo: (address, _session, callback) => {
@@ -81,6 +90,33 @@ export class SmtpSink {
       if (this.messages.length >= w.count) w.resolve();
       return this.messages.length < w.count;
     });
+  }
+
+  /** From now on, each transaction waits at MAIL FROM until `release`. */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Transactions waiting at MAIL FROM now. */
+  get waiting(): number {
+    return this.held?.length ?? 0;
+  }
+
+  /**
+   * Lets the waiting transactions go on and stops holding. With `refuseLater`, every transaction
+   * that starts afterwards is answered 451, so exactly the released ones can be delivered.
+   */
+  release(options: { refuseLater?: boolean } = {}): number {
+    const waiting = this.held ?? [];
+    this.held = null;
+    this.refusing = options.refuseLater ?? false;
+    for (const proceed of waiting) proceed();
+    return waiting.length;
+  }
+
+  /** Accepts mail normally again after a release with `refuseLater`. */
+  acceptAgain(): void {
+    this.refusing = false;
   }
 
   async start(port = 0): Promise<this> {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/domain/api-key.js';
+import { createJanitor } from '../../src/compose.js';
 import type { ApiLogRow } from '../../src/storage/schema.js';
 import { SEND_PATH, expectError, getStatus, send } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
@@ -132,5 +133,28 @@ describe('API log', () => {
       expect(row.error!.length).toBeGreaterThan(0);
     }
     expect(JSON.stringify(rows)).not.toContain(apiKey);
+  });
+});
+
+describe('API log under an unauthenticated flood', () => {
+  it('keeps every authenticated entry when 1,500 requests without a key arrive', async () => {
+    const flood = await createTestContext({ HERALD_API_LOG_MAX_ROWS: '1000' });
+    try {
+      const { apiKey, projectId } = await seedProject(flood.services);
+      for (let i = 0; i < 5; i++)
+        expect(
+          (await send(flood.app, apiKey, { template: 'user_created', to: 'jane@example.org' })).statusCode,
+        ).toBe(202);
+      for (let i = 0; i < 1500; i++)
+        expect((await getStatus(flood.app, null, randomUUID())).statusCode).toBe(401);
+      await flood.services.apiLogs.flush();
+      await createJanitor(flood.services).runOnce();
+      const rows = await flood.services.apiLogs.list({ limit: 5000 });
+      expect(rows.filter((row) => row.project_id === projectId)).toHaveLength(5);
+      // The requests without a key kept a budget of their own: a tenth of the authenticated one.
+      expect(rows.filter((row) => row.project_id === null)).toHaveLength(100);
+    } finally {
+      await flood.close();
+    }
   });
 });

@@ -189,6 +189,30 @@ describe('sessions', () => {
     expect(form.body).toContain('name="next" value="/projects"');
   });
 
+  it('keeps every return address on this site, with or without a session', async () => {
+    const { session } = await logIn(d.app, 'first@herald.example', PASSWORD);
+    for (const next of [
+      '/%09/evil.example/x',
+      '/%0a/evil.example/x',
+      '/%20/evil.example',
+      '/%5Cevil.example',
+      'https://evil.example/',
+      '/projects%0d%0aSet-Cookie:%20x=1',
+    ]) {
+      const form = await d.app.inject({ url: `/login?next=${next}` });
+      expect(form.statusCode, next).toBe(200);
+      expect(form.body, next).toContain('name="next" value="/projects"');
+      const again = await d.app.inject({ url: `/login?next=${next}`, cookies: { herald_session: session } });
+      expect(again.statusCode, next).toBe(302);
+      expect(again.headers.location, next).toBe('/projects');
+    }
+  });
+
+  it('keeps a same-site return address with its query', async () => {
+    const form = await d.app.inject({ url: '/login?next=%2Fmessages%3Fstatus%3Dsent' });
+    expect(form.body).toContain('name="next" value="/messages?status=sent"');
+  });
+
   it('ends every session of an admin whose password changes', async () => {
     const a = await logIn(d.app, 'first@herald.example', PASSWORD);
     const b = await logIn(d.app, 'first@herald.example', PASSWORD);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { insertApiLogs, listApiLogs, pruneApiLogs } from '../../src/storage/api-logs.js';
 import type { NewApiLogRow } from '../../src/storage/schema.js';
-import { backend, openTestStorage, type StorageFixture } from './storage-fixture.js';
+import { addProject, backend, openTestStorage, type StorageFixture } from './storage-fixture.js';
 
 /** API logs: batch inserts, newest-first listing, pruning by age and by row count. */
 const DAY = 86_400_000;
@@ -56,7 +56,7 @@ describe(`api logs (${backend})`, () => {
 
   it('prunes rows older than the retention', async () => {
     await insertApiLogs(fx.db, [entry(NOW - 31 * DAY), entry(NOW - 30 * DAY), entry(NOW - DAY), entry(NOW)]);
-    expect(await pruneApiLogs(fx.db, NOW - 30 * DAY, 1000)).toBe(1);
+    expect(await pruneApiLogs(fx.db, NOW - 30 * DAY, 1000, 1000)).toBe(1);
     expect(await createdAts()).toEqual([NOW - 30 * DAY, NOW - DAY, NOW]);
   });
 
@@ -65,9 +65,9 @@ describe(`api logs (${backend})`, () => {
       fx.db,
       Array.from({ length: 30 }, (_, i) => entry(NOW + i)),
     );
-    expect(await pruneApiLogs(fx.db, 0, 10)).toBe(20);
+    expect(await pruneApiLogs(fx.db, 0, 1000, 10)).toBe(20);
     expect(await createdAts()).toEqual(Array.from({ length: 10 }, (_, i) => NOW + 20 + i));
-    expect(await pruneApiLogs(fx.db, 0, 10)).toBe(0);
+    expect(await pruneApiLogs(fx.db, 0, 1000, 10)).toBe(0);
   });
 
   it('applies both limits in one pass', async () => {
@@ -75,7 +75,22 @@ describe(`api logs (${backend})`, () => {
       ...Array.from({ length: 5 }, (_, i) => entry(NOW - 40 * DAY + i)),
       ...Array.from({ length: 8 }, (_, i) => entry(NOW + i)),
     ]);
-    expect(await pruneApiLogs(fx.db, NOW - 30 * DAY, 6)).toBe(7);
+    expect(await pruneApiLogs(fx.db, NOW - 30 * DAY, 1000, 6)).toBe(7);
     expect(await createdAts()).toEqual(Array.from({ length: 6 }, (_, i) => NOW + 2 + i));
+  });
+
+  it('keeps authenticated and unauthenticated entries apart: a flood of one never evicts the other', async () => {
+    await fx.db.deleteFrom('api_logs').execute();
+    const projectId = await addProject(fx.db);
+    const real = Array.from({ length: 5 }, (_, i) => entry(NOW + i, { project_id: projectId }));
+    const flood = Array.from({ length: 1500 }, (_, i) =>
+      entry(NOW + 10 + i, { status_code: 401, error: 'Invalid or missing API key' }),
+    );
+    await insertApiLogs(fx.db, real);
+    await insertApiLogs(fx.db, flood);
+    expect(await pruneApiLogs(fx.db, 0, 10, 100)).toBe(1400);
+    const kept = await fx.db.selectFrom('api_logs').select(['project_id']).execute();
+    expect(kept.filter((row) => row.project_id === projectId)).toHaveLength(5);
+    expect(kept.filter((row) => row.project_id === null)).toHaveLength(100);
   });
 });

@@ -1,9 +1,34 @@
 import { describe, expect, it } from 'vitest';
-import { quotaState, quotaWindow } from '../../src/domain/quota.js';
+import { checkQuotaLimit, parseQuotaLimit, quotaState, quotaWindow } from '../../src/domain/quota.js';
 import { retryDelay } from '../../src/domain/retry.js';
 import { parseSendRequest } from '../../src/domain/send-request.js';
 import { classifySmtpError } from '../../src/mail/smtp.js';
-import { parseSmtpUrl } from '../../src/mail/smtp-target.js';
+import { describeSmtpTarget, parseSmtpUrl } from '../../src/mail/smtp-target.js';
+
+describe('quota limits', () => {
+  it.each([
+    ['0', 0],
+    ['10000', 10_000],
+    ['1000000000', 1_000_000_000],
+    ['unlimited', null],
+    ['1000000001', undefined],
+    ['-1', undefined],
+    ['1.5', undefined],
+    ['', undefined],
+    ['10 ', undefined],
+  ] as const)('parses %j as %j', (raw, limit) => {
+    expect(parseQuotaLimit(raw)).toBe(limit);
+  });
+
+  it('refuses a limit no project can have, whoever passes it', () => {
+    expect(checkQuotaLimit(null)).toBeNull();
+    expect(checkQuotaLimit(5)).toBe(5);
+    for (const bad of [-1, 0.5, 1_000_000_001, Number.NaN, Infinity])
+      expect(() => checkQuotaLimit(bad)).toThrow(
+        'Quota must be a whole number up to 1000000000, or unlimited',
+      );
+  });
+});
 
 describe('quota windows', () => {
   const at = Date.UTC(2026, 1, 28, 23, 59, 30);
@@ -21,8 +46,13 @@ describe('quota windows', () => {
   });
   it('report what is left and when it resets (Unix seconds)', () => {
     const window = quotaWindow('day', at);
-    expect(quotaState(20, 5, window)).toEqual({ limit: 20, remaining: 15, reset: window.end / 1000 });
-    expect(quotaState(20, 25, window).remaining).toBe(0);
+    expect(quotaState(20, 5, window)).toEqual({
+      limit: 20,
+      used: 5,
+      remaining: 15,
+      reset: window.end / 1000,
+    });
+    expect(quotaState(20, 25, window)).toMatchObject({ used: 20, remaining: 0 });
   });
 });
 
@@ -74,9 +104,30 @@ describe('SMTP URLs', () => {
     expect(() => parseSmtpUrl('http://relay.example')).toThrow(/smtp/);
     expect(() => parseSmtpUrl('smtp://relay.example?security=maybe')).toThrow(/security/);
   });
+
+  it('describe a target as a URL again, with an IPv6 host in brackets and no password', () => {
+    expect(describeSmtpTarget(parseSmtpUrl('smtp://u:secret@[::1]:2525'))).toBe('smtp://u@[::1]:2525 (auto)');
+    expect(describeSmtpTarget(parseSmtpUrl('smtps://relay.example'))).toBe('smtps://relay.example:465 (tls)');
+  });
 });
 
 describe('send request validation', () => {
+  it('takes placeholder objects up to 32 levels deep, and no NUL anywhere', () => {
+    const nested = (levels: number) => {
+      let value: Record<string, unknown> = { leaf: 'x' };
+      for (let i = 1; i < levels; i++) value = { a: value };
+      return value;
+    };
+    expect(parseSendRequest({ template: 't', data: nested(32) }).data).toEqual(nested(32));
+    expect(() => parseSendRequest({ template: 't', data: nested(33) })).toThrow(
+      "Invalid 'data' (nested deeper than 32 levels)",
+    );
+    expect(() => parseSendRequest({ template: 't', variables: { list: [[{ a: 'b\u0000' }]] } })).toThrow(
+      "Invalid 'variables' (contains a NUL character)",
+    );
+    expect(() => parseSendRequest({ template: 'a\u0000' })).toThrow("Missing or invalid 'template'");
+  });
+
   it('checks template, then type, then to', () => {
     expect(() => parseSendRequest({ type: 'sms', to: 'bad' })).toThrow("Missing or invalid 'template'");
     expect(() => parseSendRequest({ template: 't', type: 'sms', to: 'bad' })).toThrow(

@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+
+/** product.md §8: a stored SMTP password never follows a change of host, port or username. */
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(() => ctx.close());
+
+const BASE = { host: 'relay.example', port: 587, security: 'starttls' as const, username: 'mailer' };
+
+describe('stored SMTP password', () => {
+  it.each([
+    ['host', { host: 'attacker.example' }],
+    ['port', { port: 2525 }],
+    ['username', { username: 'someone-else' }],
+  ])('is dropped when the %s changes and no new password is given', async (_field, change) => {
+    const { projectId } = await seedProject(ctx.services);
+    await ctx.services.smtpSettings.set(projectId, { ...BASE, password: 's3cret' });
+    const view = await ctx.services.smtpSettings.set(projectId, { ...BASE, ...change });
+    expect(view.hasPassword).toBe(false);
+    const delivery = await ctx.services.smtpSettings.forDelivery(projectId);
+    expect(delivery?.target.password).toBeNull();
+  });
+
+  it('is kept when only other fields change, and replaced when a new one is given', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    await ctx.services.smtpSettings.set(projectId, { ...BASE, password: 's3cret' });
+    await ctx.services.smtpSettings.set(projectId, { ...BASE, host: 'RELAY.example', fromName: 'Ops' });
+    expect((await ctx.services.smtpSettings.forDelivery(projectId))?.target.password).toBe('s3cret');
+    await ctx.services.smtpSettings.set(projectId, { ...BASE, host: 'new.example', password: 'n3w' });
+    expect((await ctx.services.smtpSettings.forDelivery(projectId))?.target.password).toBe('n3w');
+  });
+});

@@ -1,0 +1,113 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { DEADLINE_EXCEEDED, NOT_SMTP, SmtpDeliveryError, SmtpMailer } from '../../src/mail/smtp.js';
+import type { SmtpTarget } from '../../src/mail/smtp-target.js';
+
+/**
+ * product.md §8 against real sockets: a whole SMTP transaction has a deadline, a non-SMTP peer's
+ * bytes are never echoed, and credentials never go in clear under `auto`.
+ */
+
+const TIMEOUT_MS = 1500;
+const mailer = new SmtpMailer({ timeoutMs: TIMEOUT_MS, maxConnections: 2 });
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+afterAll(() => mailer.close());
+
+async function rawServer(onSocket: (socket: Socket) => void): Promise<number> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    onSocket(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return (server.address() as { port: number }).port;
+}
+
+const target = (port: number, extra: Partial<SmtpTarget> = {}): SmtpTarget => ({
+  host: '127.0.0.1',
+  port,
+  security: 'none',
+  username: null,
+  password: null,
+  ...extra,
+});
+
+async function failureOf(work: Promise<unknown>): Promise<SmtpDeliveryError> {
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(SmtpDeliveryError);
+  return error as SmtpDeliveryError;
+}
+
+describe('relay faults', () => {
+  it('reports a non-SMTP banner as "not an SMTP server" without echoing it', async () => {
+    const port = await rawServer((socket) => socket.write('INFO {"server_id":"NATS-SECRET-42"}\r\n'));
+    for (const work of [
+      mailer.verify(target(port)),
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    ]) {
+      const error = await failureOf(work);
+      expect(error.failure.message).toBe(NOT_SMTP);
+      expect(error.failure.message).not.toContain('NATS-SECRET-42');
+    }
+  });
+
+  it('bounds a drip-feeding relay by the total deadline, for verify and for send', async () => {
+    const port = await rawServer((socket) => {
+      socket.write('220 drip.example ESMTP\r\n');
+      socket.once('data', () => {
+        // Answers EHLO one continuation line at a time, forever: never idle long enough to time out.
+        const timer = setInterval(() => socket.write('250-still thinking\r\n'), TIMEOUT_MS / 5);
+        socket.on('close', () => clearInterval(timer));
+      });
+    });
+    const verify = await failureOf(mailer.verify(target(port)));
+    expect(verify.failure.message).toContain(DEADLINE_EXCEEDED);
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure.message).toContain(DEADLINE_EXCEEDED);
+    expect(send.failure.kind).toBe('transient');
+  });
+});
+
+describe('credentials and STARTTLS', () => {
+  async function plainRelay(): Promise<{ port: number; logins: string[] }> {
+    const logins: string[] = [];
+    const server = new SMTPServer({
+      disabledCommands: ['STARTTLS'],
+      allowInsecureAuth: true,
+      logger: false,
+      onAuth: (auth, _session, callback) => {
+        logins.push(`${auth.username}:${auth.password}`);
+        callback(null, { user: auth.username });
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    return { port: (server.server.address() as { port: number }).port, logins };
+  }
+
+  it('refuses to log in under auto when the relay offers no STARTTLS', async () => {
+    const relay = await plainRelay();
+    await failureOf(mailer.verify(target(relay.port, { security: 'auto', username: 'u', password: 'p4ss' })));
+    expect(relay.logins).toEqual([]);
+  });
+
+  it('logs in in clear only with security none chosen explicitly', async () => {
+    const relay = await plainRelay();
+    await mailer.verify(target(relay.port, { security: 'none', username: 'u', password: 'p4ss' }));
+    expect(relay.logins).toEqual(['u:p4ss']);
+  });
+});
