@@ -1,4 +1,5 @@
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { findChromium, recordSkippedSuite } from './test/suites.js';
 
 /**
  * One suite, run per storage backend: the integration and process tests run on SQLite and, when
@@ -9,13 +10,19 @@ const pgUrl = process.env.HERALD_TEST_PG_URL;
 if (!pgUrl) {
   if (process.env.CI)
     throw new Error('CI must set HERALD_TEST_PG_URL: the PostgreSQL suite cannot be skipped in CI');
-  // The config is evaluated once per project; say it once.
-  if (!process.env.HERALD_PG_SKIP_NOTICE) {
-    process.env.HERALD_PG_SKIP_NOTICE = '1';
-    console.warn(
-      '\n  PostgreSQL suite SKIPPED: HERALD_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres).\n',
-    );
-  }
+  // The config may be evaluated more than once; the notice is given once.
+  recordSkippedSuite(
+    process.env,
+    'PostgreSQL',
+    'HERALD_TEST_PG_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres)',
+  );
+}
+
+/** The browser suite drives a real Chromium: HERALD_CHROMIUM_PATH, else the usual paths. */
+const chromium = findChromium(process.env.HERALD_CHROMIUM_PATH);
+if ('missing' in chromium) {
+  if (process.env.CI) throw new Error(`CI must run the browser suite, but ${chromium.missing}`);
+  recordSkippedSuite(process.env, 'browser (Chromium)', chromium.missing);
 }
 
 const perBackend = ['test/integration/**/*.test.ts', 'test/process/**/*.test.ts'];
@@ -24,10 +31,23 @@ const projects: TestProjectInlineConfiguration[] = [
   { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
   {
     extends: true,
-    test: { name: 'sqlite', include: perBackend, env: { HERALD_TEST_DATABASE: 'sqlite' } },
+    test: {
+      name: 'sqlite',
+      include: [...perBackend, 'test/sqlite/**/*.test.ts'],
+      env: { HERALD_TEST_DATABASE: 'sqlite' },
+    },
   },
-  { extends: true, test: { name: 'browser', include: ['test/browser/**/*.test.ts'] } },
 ];
+if ('path' in chromium) {
+  projects.push({
+    extends: true,
+    test: {
+      name: 'browser',
+      include: ['test/browser/**/*.test.ts'],
+      env: { HERALD_CHROMIUM_PATH: chromium.path },
+    },
+  });
+}
 if (pgUrl) {
   projects.push({
     extends: true,

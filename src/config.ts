@@ -1,4 +1,11 @@
 import path from 'node:path';
+import {
+  isQuotaPeriod,
+  MAX_QUOTA_LIMIT,
+  parseQuotaLimit as parseQuota,
+  QUOTA_PERIODS,
+  type QuotaPeriod,
+} from './domain/quota.js';
 
 /**
  * Herald's configuration, parsed and validated once from the environment. This module is the only
@@ -6,7 +13,6 @@ import path from 'node:path';
  */
 
 export type Role = 'all' | 'api' | 'worker';
-export type QuotaPeriod = 'hour' | 'day' | 'month';
 
 export type DatabaseConfig =
   | { readonly kind: 'sqlite'; readonly file: string }
@@ -45,12 +51,21 @@ export interface Config {
   };
   readonly defaultQuota: { readonly limit: number | null; readonly period: QuotaPeriod };
   readonly apiLog: { readonly retentionDays: number; readonly maxRows: number };
+  /** Days a finished notification keeps its placeholder values and rendered content. */
+  readonly contentRetentionDays: number;
   /** Public URL of the dashboard, used in the printed setup link. */
   readonly publicUrl: string | null;
+  /** HERALD_METRICS_TOKEN: bearer token for `GET /metrics`; required there in production. */
+  readonly metricsToken: string | null;
 }
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/** The environment keeps a server from starting (a taken port, a data directory it cannot write). */
+export class StartupError extends Error {
+  override name = 'StartupError';
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -65,16 +80,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 }
 
 export function parseQuotaLimit(raw: string, name = 'quota'): number | null {
-  if (raw === 'unlimited') return null;
-  if (!/^\d+$/.test(raw) || Number(raw) > 1_000_000_000) {
-    throw new ConfigError(`${name} must be a whole number up to 1000000000 or "unlimited"`);
-  }
-  return Number(raw);
+  const limit = parseQuota(raw);
+  if (limit === undefined)
+    throw new ConfigError(`${name} must be a whole number up to ${MAX_QUOTA_LIMIT} or "unlimited"`);
+  return limit;
 }
 
 export function parseQuotaPeriod(raw: string, name = 'quota period'): QuotaPeriod {
-  if (raw === 'hour' || raw === 'day' || raw === 'month') return raw;
-  throw new ConfigError(`${name} must be one of hour, day, month`);
+  if (isQuotaPeriod(raw)) return raw;
+  throw new ConfigError(`${name} must be one of ${QUOTA_PERIODS.join(', ')}`);
 }
 
 function database(env: Env, dataDir: string): DatabaseConfig {
@@ -133,11 +147,21 @@ export function loadConfig(env: Env = process.env): Config {
       limit: parseQuotaLimit(env.HERALD_DEFAULT_QUOTA || '10000', 'HERALD_DEFAULT_QUOTA'),
       period: parseQuotaPeriod(env.HERALD_DEFAULT_QUOTA_PERIOD || 'month', 'HERALD_DEFAULT_QUOTA_PERIOD'),
     },
+    contentRetentionDays: integer(env, 'HERALD_CONTENT_RETENTION_DAYS', 30, 0, 3650),
     apiLog: {
       retentionDays: integer(env, 'HERALD_API_LOG_RETENTION_DAYS', 30, 1, 3650),
       maxRows: integer(env, 'HERALD_API_LOG_MAX_ROWS', 1_000_000, 1000, 1_000_000_000),
     },
     publicUrl: env.HERALD_PUBLIC_URL || null,
+    metricsToken: env.HERALD_METRICS_TOKEN || null,
   };
   return Object.freeze(config);
+}
+
+/**
+ * The environment of a CLI command: `--data-dir` overrides HERALD_DATA_DIR (and with it the default
+ * SQLite file), so an operator can point any command at a server's data from anywhere.
+ */
+export function cliEnvironment(dataDir: string | undefined, env: Env = process.env): Env {
+  return dataDir === undefined || dataDir === '' ? env : { ...env, HERALD_DATA_DIR: dataDir };
 }

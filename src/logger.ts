@@ -24,6 +24,24 @@ export const REDACT_PATHS = [
   '*.auth',
 ];
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, destination);
+/**
+ * JSON lines for log collectors; with `pretty` (stdout is a terminal) readable coloured lines with
+ * local times instead, through pino-pretty in pino's worker thread. Redaction happens before either.
+ */
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  options: { pretty?: boolean } = {},
+): Logger {
+  const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
+  if (options.pretty && destination === undefined) {
+    return pino({
+      ...base,
+      transport: {
+        target: 'pino-pretty',
+        options: { translateTime: 'SYS:yyyy-mm-dd HH:MM:ss', ignore: 'pid,hostname,setupUrl' },
+      },
+    });
+  }
+  return pino(base, destination);
 }

@@ -1,8 +1,10 @@
 import type { Reporter, TestModule } from 'vitest/node';
+import { skippedSuites } from './suites.js';
 
 /**
- * Prints one plain closing line, `vitest: N passed, N failed, N skipped`, after the default
- * reporter's summary, so that tools reading only a run's last lines see the counts.
+ * Prints one plain closing line, `vitest: N passed, N failed, N skipped[, N suites skipped (…)]`,
+ * after the default reporter's summary, so that tools reading only a run's last lines see the
+ * counts, including whole suites this machine could not run.
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
@@ -17,6 +19,12 @@ export default class SummaryReporter implements Reporter {
         else skipped++;
       }
     }
-    process.stdout.write(`\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+    // A suite left out (no Chromium, no PostgreSQL) counts as skipped too, and is named.
+    const suites = Object.entries(skippedSuites(process.env));
+    const suiteNote =
+      suites.length === 0
+        ? ''
+        : `, ${suites.length} suite${suites.length === 1 ? '' : 's'} skipped (${suites.map(([name, why]) => `${name}: ${why}`).join('; ')})`;
+    process.stdout.write(`\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped${suiteNote}\n`);
   }
 }

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { errors } from '../domain/errors.js';
-import { AdminService } from '../services/admins.js';
 import { withServices } from './context.js';
 import { iso } from './output.js';
 
@@ -27,7 +26,7 @@ export function adminCommands(): Command {
         throw errors.invalidInput('pass the password on stdin with --password-stdin');
       const password = await readPassword();
       await withServices(command, async (services, out) => {
-        const created = await new AdminService(services.storage.db).create(options.email, password);
+        const created = await services.admins.create(options.email, password);
         out.print(
           { id: created.id, email: created.email, created_at: iso(created.createdAt) },
           `Created admin ${created.email} (id ${created.id}). Log in to the dashboard at /login.`,
@@ -40,7 +39,7 @@ export function adminCommands(): Command {
     .description('list dashboard admins')
     .action(async (_options: unknown, command: Command) =>
       withServices(command, async (services, out) => {
-        const list = await new AdminService(services.storage.db).list();
+        const list = await services.admins.list();
         out.print(
           { admins: list.map((a) => ({ id: a.id, email: a.email, created_at: iso(a.createdAt) })) },
           list.length === 0

@@ -1,18 +1,21 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
+import { cliEnvironment, loadConfig, type Config } from '../config.js';
 import { closeServices, openServices, type Services } from '../compose.js';
 import { createLogger } from '../logger.js';
 import { createOutput, type Output } from './output.js';
 
 /**
  * Runs a command body against the same services the server uses, opened on the same database.
- * The running server sees every change at once: nothing is cached across requests there.
+ * The running server sees every change at once: its only cache, the project service's API keys
+ * (SQLite only), is dropped whenever another connection commits, and the CLI is such a connection.
  */
 export async function withServices(
   command: Command,
   body: (services: Services, out: Output) => Promise<void>,
 ): Promise<void> {
-  const config = loadConfig();
+  const config = cliConfig(command);
+  warnIfNewDatabase(config);
   // Command output goes to stdout; the service log (warnings only) to stderr.
   const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
   const services = await openServices(config, logger);
@@ -21,4 +24,21 @@ export async function withServices(
   } finally {
     await closeServices(services);
   }
+}
+
+/** The configuration of a command, with its `--data-dir` applied. */
+export function cliConfig(command: Command): Config {
+  return loadConfig(cliEnvironment(command.optsWithGlobals<{ dataDir?: string }>().dataDir));
+}
+
+/**
+ * A command run from the wrong directory would silently create an empty database there and report
+ * "No projects yet"; say on stderr where the new database is and how to point at the right one.
+ */
+export function warnIfNewDatabase(config: Config): void {
+  if (config.database.kind !== 'sqlite' || existsSync(config.database.file)) return;
+  process.stderr.write(
+    `herald: no database at ${config.database.file}; creating a new one. ` +
+      'If your server keeps its data elsewhere, pass --data-dir DIR or set HERALD_DATA_DIR.\n',
+  );
 }

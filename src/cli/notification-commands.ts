@@ -10,18 +10,27 @@ export function notificationCommands(): Command {
     .command('show')
     .description('status, attempts and the rendered message (captured messages in full)')
     .argument('<request_id>', 'the request_id returned by the send call')
-    .action(async (requestId: string, _options: unknown, command: Command) =>
+    .option('--reveal', 'show values of placeholders named like password, secret, token or code')
+    .action(async (requestId: string, options: { reveal?: boolean }, command: Command) =>
       withServices(command, async ({ notifications }, out) => {
         const { notification: row, attempts } = await notifications.detail(requestId);
+        const content = notifications.content(row, options.reveal ?? false);
+        let data: unknown = content.data;
+        try {
+          data = JSON.parse(content.data);
+        } catch {
+          // Shown as the note the content view gives.
+        }
         const json = {
           ...statusBody(row),
           project_id: row.project_id,
           message_id: row.message_id,
           last_error: row.error_message,
-          data: JSON.parse(row.data) as unknown,
-          subject: row.subject,
-          text: row.text_body,
-          html: row.html_body,
+          data,
+          subject: content.subject,
+          text: content.text,
+          html: content.html,
+          masked_values: content.masked,
           attempts_log: attempts.map((a) => ({
             attempt: a.attempt,
             started_at: iso(a.started_at),
@@ -37,8 +46,14 @@ export function notificationCommands(): Command {
           `template: ${row.template}   to: ${row.recipient}`,
           ...(row.error_message ? [`error: ${row.error_message}`] : []),
           ...attempts.map((a) => `  #${a.attempt} ${iso(a.finished_at)} ${a.outcome}: ${a.response ?? ''}`),
-          ...(row.subject !== null ? ['', `Subject: ${row.subject}`, '', row.text_body ?? ''] : []),
-          ...(row.html_body ? ['', '--- HTML ---', row.html_body] : []),
+          ...(content.subject !== null ? ['', `Subject: ${content.subject}`, '', content.text ?? ''] : []),
+          ...(content.html ? ['', '--- HTML ---', content.html] : []),
+          ...(content.masked > 0
+            ? [
+                '',
+                `(${content.masked} secret value${content.masked === 1 ? '' : 's'} hidden; --reveal shows them)`,
+              ]
+            : []),
         ];
         out.print(json, text.join('\n'));
       }),

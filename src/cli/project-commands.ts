@@ -107,7 +107,7 @@ export function projectCommands(): Command {
         const quota = await notifications.quota(row);
         out.print({
           ...projectJson(await projects.get(row.id)),
-          quota_used: quota === null ? null : quota.limit - quota.remaining,
+          quota_used: quota?.used ?? null,
           quota_reset: quota === null ? null : new Date(quota.reset * 1000).toISOString(),
         });
       }),

@@ -1,7 +1,13 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { Command, Option } from 'commander';
-import { loadConfig, type Role } from '../config.js';
+import { ConfigError } from '../config.js';
+import { backupSqlite } from '../storage/sqlite/backup.js';
+import type { Role } from '../config.js';
+import { cliConfig, warnIfNewDatabase } from './context.js';
 import { createLogger } from '../logger.js';
-import type { HttpPlugin, startServer } from '../main.js';
+import type { HttpPlugin } from '../http/plugin.js';
+import type { startServer } from '../server.js';
 import { openStorage } from '../storage/open.js';
 
 /**
@@ -13,7 +19,7 @@ async function loadServer(): Promise<{
   plugins: HttpPlugin[];
 }> {
   const [{ startServer }, { dashboardPlugin }] = await Promise.all([
-    import('../main.js'),
+    import('../server.js'),
     import('../dashboard/plugin.js'),
   ]);
   return { startServer, plugins: [dashboardPlugin] };
@@ -25,9 +31,12 @@ export function serveCommand(): Command {
     .addOption(
       new Option('--role <role>', 'what this process does').choices(['all', 'api', 'worker']).default('all'),
     )
-    .action(async (options: { role: Role }) => {
-      const config = loadConfig();
-      const logger = createLogger(config.logLevel ?? 'info');
+    .action(async (options: { role: Role }, command: Command) => {
+      const config = cliConfig(command);
+      // Readable lines for a person at a terminal, JSON lines for anything that collects them.
+      const logger = createLogger(config.logLevel ?? 'info', undefined, {
+        pretty: process.stdout.isTTY === true,
+      });
       const { startServer, plugins } = await loadServer();
       const server = await startServer(config, options.role, logger, plugins);
       let signals = 0;
@@ -55,7 +64,9 @@ export function migrateCommand(): Command {
   return new Command('migrate')
     .description('create or upgrade the database schema (safe to run from several processes at once)')
     .action(async (_options: unknown, command: Command) => {
-      const storage = openStorage(loadConfig().database);
+      const config = cliConfig(command);
+      warnIfNewDatabase(config);
+      const storage = openStorage(config.database);
       try {
         await storage.migrate();
       } finally {
@@ -66,6 +77,32 @@ export function migrateCommand(): Command {
         json
           ? JSON.stringify({ migrated: true, database: storage.kind }) + '\n'
           : `Schema is up to date (${storage.kind}).\n`,
+      );
+    });
+}
+
+export function backupCommand(): Command {
+  return new Command('backup')
+    .description('write a consistent copy of the SQLite database while Herald runs (PostgreSQL: use pg_dump)')
+    .requiredOption(
+      '--to <file>',
+      'where to write the copy (mode 0600; it holds key hashes and encrypted secrets)',
+    )
+    .action(async (options: { to: string }, command: Command) => {
+      const config = cliConfig(command);
+      if (config.database.kind !== 'sqlite') {
+        throw new ConfigError(
+          'herald backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see docs/operations.md)',
+        );
+      }
+      const to = path.resolve(options.to);
+      if (existsSync(to)) throw new ConfigError(`${to} already exists; choose a new file`);
+      const { pages } = await backupSqlite(config.database.file, to);
+      const json = Boolean(command.optsWithGlobals().json);
+      process.stdout.write(
+        json
+          ? JSON.stringify({ backup: to, from: config.database.file, pages }) + '\n'
+          : `Backed up ${config.database.file} to ${to} (${pages} pages).\n`,
       );
     });
 }

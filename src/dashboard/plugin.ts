@@ -8,9 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { Services } from '../compose.js';
 import { HeraldError } from '../domain/errors.js';
 import { statusOf } from '../http/errors.js';
-import type { HttpPlugin } from '../main.js';
-import { AdminService } from '../services/admins.js';
-import { UsageService } from '../services/usage.js';
+import { urlHost } from '../domain/url-host.js';
+import type { HttpPlugin } from '../http/plugin.js';
 import { loadAssets, VIEWS_DIR } from './assets.js';
 import { page, type DashboardDeps } from './context.js';
 import { authRoutes, publicAuthRoutes } from './routes-auth.js';
@@ -38,19 +37,13 @@ export interface DashboardOptions {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-function printSetupLink(url: string): void {
-  process.stdout.write(
-    `\n  Herald dashboard: no admin yet. Open this one-time link to create the first admin:\n\n    ${url}\n\n`,
-  );
-}
-
 /** Where people reach this server: HERALD_PUBLIC_URL, else the address it listens on. */
 function baseUrl(app: FastifyInstance, services: Services): string {
   if (services.config.publicUrl !== null) return services.config.publicUrl.replace(/\/+$/, '');
   const address = app.server.address() as AddressInfo | null;
   const port = address?.port ?? services.config.port;
   const host = services.config.host;
-  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : urlHost(host);
   return `http://${shown}:${port}`;
 }
 
@@ -58,8 +51,8 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
   return async (app, services) => {
     const deps: DashboardDeps = {
       services,
-      admins: new AdminService(services.storage.db),
-      usage: new UsageService(services.storage.db),
+      admins: services.admins,
+      usage: services.usage,
       assets: await loadAssets(),
     };
     const setupToken = (await deps.admins.hasAdmins()) ? null : await deps.admins.createSetupToken();
@@ -156,7 +149,8 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
           { setupUrl: url },
           `Dashboard setup: open ${url} to create the first admin (the link works until it is used)`,
         );
-        (options.onSetupLink ?? printSetupLink)(url);
+        // The log line is the one place the link is printed: readable in a terminal, JSON otherwise.
+        options.onSetupLink?.(url);
       });
     }
   };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { QuotaPeriod } from '../config.js';
+import { isQuotaPeriod, MAX_QUOTA_LIMIT, parseQuotaLimit, type QuotaPeriod } from '../domain/quota.js';
+import { chooseTransport } from '../domain/delivery-plan.js';
 import { errors, HeraldError } from '../domain/errors.js';
 import type { Project, ProjectInput } from '../services/projects.js';
 import type { SmtpSettingsView } from '../services/smtp-settings.js';
@@ -10,9 +11,7 @@ import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
 export type TransportState = 'project' | 'global' | 'capture' | 'none';
 
 export function transportState(deps: DashboardDeps, smtp: SmtpSettingsView | null): TransportState {
-  if (smtp !== null) return 'project';
-  if (deps.services.globalSmtp !== null) return 'global';
-  return deps.services.config.production ? 'none' : 'capture';
+  return chooseTransport<unknown>(smtp, deps.services.globalSmtp, deps.services.config.production).kind;
 }
 
 const NOTICES: Record<string, string> = {
@@ -26,21 +25,23 @@ function notice(request: FastifyRequest): string | null {
 }
 
 function quotaPeriod(value: string): QuotaPeriod {
-  if (value === 'hour' || value === 'day' || value === 'month') return value;
+  if (isQuotaPeriod(value)) return value;
   throw errors.invalidInput('Quota period must be hour, day or month');
 }
 
 /** The project form; an empty quota means unlimited. */
 function projectInput(form: Fields): ProjectInput & { name: string } {
   const quota = text(form, 'quota').trim();
-  if (quota !== '' && (!/^\d{1,10}$/.test(quota) || Number(quota) > 1_000_000_000))
-    throw errors.invalidInput('Quota must be a whole number up to 1000000000, or empty for no limit');
+  // An empty field means unlimited; the word itself is not offered by the form.
+  const limit = quota === '' ? null : parseQuotaLimit(quota);
+  if (limit === undefined || (limit === null && quota !== ''))
+    throw errors.invalidInput(`Quota must be a whole number up to ${MAX_QUOTA_LIMIT}, or empty for no limit`);
   return {
     name: text(form, 'name'),
     contactEmail: optional(form, 'contact_email'),
     fromEmail: optional(form, 'from_email'),
     fromName: optional(form, 'from_name'),
-    quotaLimit: quota === '' ? null : Number(quota),
+    quotaLimit: limit,
     quotaPeriod: quotaPeriod(text(form, 'quota_period') || 'month'),
   };
 }

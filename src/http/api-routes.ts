@@ -100,6 +100,9 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           return reply.code(202).send(outcome.body);
         case 'quota_exceeded':
           setQuotaHeaders(reply, outcome.quota);
+          // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3).
+          if (outcome.quota !== null)
+            reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
           return sendError(reply, 402, Messages.quotaExceeded);
         case 'idempotency_mismatch':
           return sendError(reply, 422, errors.idempotencyMismatch().message);

@@ -5,7 +5,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { loadConfig } from '../../src/config.js';
 import { createDashboardPlugin } from '../../src/dashboard/plugin.js';
 import { createLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/main.js';
+import { startServer, type RunningServer } from '../../src/server.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
 
@@ -43,7 +43,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Da
   const plugin = createDashboardPlugin({ onSetupLink: (link) => (setupUrl = link) });
   const server = await startServer(config, 'all', logger, [plugin]);
   const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
+    // Set by vitest.config.ts from HERALD_CHROMIUM_PATH or the usual install paths.
+    executablePath: process.env.HERALD_CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: [
       '--headless',
       '--no-sandbox',

@@ -46,6 +46,11 @@ describe('X-Quota headers', () => {
     const refused = await sendAndCheckReset(apiKey, 'month');
     expectError(refused, 402, QUOTA_ERROR);
     expect(quotaHeaders(refused)).toMatchObject({ limit: '3', remaining: '0' });
+    const retryAfter = Number(refused.headers['retry-after']);
+    const untilReset = Number(refused.headers['x-quota-reset']) - Math.floor(Date.now() / 1000);
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(Math.max(1, untilReset) + 1);
     expect(await countNotifications(ctx.services, projectId)).toBe(3);
   });
 
@@ -57,6 +62,7 @@ describe('X-Quota headers', () => {
       expect(accepted.statusCode).toBe(202);
       const refused = await sendAndCheckReset(apiKey, period);
       expectError(refused, 402, QUOTA_ERROR);
+      expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(period === 'hour' ? 3600 : 86_400);
     }
   });
 

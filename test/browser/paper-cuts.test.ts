@@ -1,0 +1,99 @@
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+import { createFirstAdmin, startHarness, type DashboardHarness } from './harness.js';
+
+/** A newcomer's first SMTP settings page, in Chromium: why the checks wait, which fields are optional. */
+
+let h: DashboardHarness;
+let sink: SmtpSink;
+let page: Page;
+let projectId: number;
+
+beforeAll(async () => {
+  [h, sink] = await Promise.all([startHarness(), new SmtpSink().start()]);
+  ({ page } = await h.newPage());
+  await createFirstAdmin(page, h.setupUrl);
+  const { project } = await h.server.services.projects.create({
+    name: 'paper-cuts',
+    contactEmail: null,
+    fromEmail: 'noreply@herald.example',
+    quotaLimit: null,
+  });
+  projectId = project.id;
+});
+afterAll(async () => {
+  await h?.close();
+  await sink?.stop();
+});
+
+/** The text of the elements that describe the element at `selector` (aria-describedby). */
+function describedBy(selector: string): Promise<string> {
+  return page.evaluate<string>(`(() => {
+    const el = document.querySelector(${JSON.stringify(selector)});
+    return (el.getAttribute('aria-describedby') || '').split(' ')
+      .map((id) => (document.getElementById(id) || {}).textContent || '').join(' ');
+  })()`);
+}
+
+describe('SMTP settings page', () => {
+  it('says why Verify and Send test are disabled before anything is saved, and enables them after', async () => {
+    await page.goto(`/projects/${projectId}/smtp`);
+    const verify = page.getByRole('button', { name: 'Verify connection' });
+    const test = page.getByRole('button', { name: 'Send test email' });
+    expect(await verify.isDisabled()).toBe(true);
+    expect(await test.isDisabled()).toBe(true);
+    const reason = page.getByTestId('smtp-checks-disabled');
+    expect(await reason.isVisible()).toBe(true);
+    expect(await reason.innerText()).toMatch(/Save the settings above first/);
+    // The reason is tied to the buttons, so a screen reader says it too.
+    for (const form of ['verify', 'test']) {
+      expect(await describedBy(`form[action$="/smtp/${form}"] button`)).toMatch(
+        /Save the settings above first/,
+      );
+    }
+
+    await page.getByLabel('Host').fill('127.0.0.1');
+    await page.getByLabel('Port').fill(String(sink.port));
+    await page.getByLabel('Security').selectOption('none');
+    await page.getByRole('button', { name: 'Save SMTP settings' }).click();
+    await page.getByText('SMTP settings saved.').waitFor();
+    expect(await verify.isEnabled()).toBe(true);
+    expect(await test.isEnabled()).toBe(true);
+    expect(await page.getByTestId('smtp-checks-disabled').count()).toBe(0);
+  });
+
+  it('marks the password as optional, like the user name', async () => {
+    await page.goto(`/projects/${projectId}/smtp`);
+    expect(await page.getByLabel('Password', { exact: true }).count()).toBe(1);
+    const description = await describedBy('#password');
+    expect(description).toMatch(/^optional\b/);
+    expect(await page.locator('#password-optional').isVisible()).toBe(true);
+  });
+});
+
+describe('message page after a test email', () => {
+  it('drops the "Test email queued" notice once the message was sent', async () => {
+    await h.server.services.templates.create(projectId, {
+      name: 'welcome',
+      subject: 'Welcome {{name}}',
+      text: 'Hello {{name}}',
+    });
+    await page.goto(`/projects/${projectId}/templates/edit/welcome`);
+    await page.getByLabel('Recipient').fill('jane@example.org');
+    await page.getByRole('button', { name: 'Send test email' }).click();
+    await page.waitForURL(/\/messages\/[^/?]+/);
+    const requestId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    const sent = async () =>
+      (await h.server.services.notifications.status(projectId, requestId)).status === 'sent';
+    const deadline = Date.now() + 8_000;
+    while (!(await sent())) {
+      if (Date.now() > deadline) throw new Error('the test email was not sent');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Either the page loaded after delivery, or its next refresh (every 2 s) removes the notice.
+    await page.getByText('Test email queued').waitFor({ state: 'detached', timeout: 8_000 });
+    await page.reload();
+    expect(await page.getByText('Test email queued').count()).toBe(0);
+  });
+});

@@ -1,0 +1,60 @@
+import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runHerald } from '../helpers/processes.js';
+import { TEST_SECRET } from '../helpers/services.js';
+
+/**
+ * `herald backup --to FILE`, `--data-dir` on every command and the new-database warning, as an
+ * operator runs them: real processes, real SQLite files, and a restore that finds the data.
+ */
+
+const root = mkdtempSync(path.join(tmpdir(), 'herald-backup-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const env = { HERALD_SECRET_KEY: TEST_SECRET };
+
+describe('herald backup and --data-dir', () => {
+  it('warns once when a command creates a new database, and --data-dir points every command at it', async () => {
+    const dataDir = path.join(root, 'warn');
+    const first = await runHerald(['project', 'list', '--data-dir', dataDir], env);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toContain(`no database at ${path.join(dataDir, 'herald.db')}; creating a new one`);
+    expect(first.stderr).toContain('--data-dir');
+    const second = await runHerald(['--data-dir', dataDir, 'project', 'list'], env);
+    expect(second.code).toBe(0);
+    expect(second.stderr).not.toContain('creating a new one');
+  });
+
+  it('copies a live SQLite database that restores with its data', async () => {
+    const dataDir = path.join(root, 'live');
+    const created = await runHerald(
+      ['project', 'create', '--name', 'shop', '--data-dir', dataDir, '--json'],
+      env,
+    );
+    expect(created.code).toBe(0);
+    const file = path.join(root, 'copy.db');
+    const backup = await runHerald(['backup', '--to', file, '--data-dir', dataDir, '--json'], env);
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(JSON.parse(backup.stdout)).toMatchObject({ backup: file });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // A second backup never overwrites a file.
+    expect((await runHerald(['backup', '--to', file, '--data-dir', dataDir], env)).code).toBe(1);
+
+    const restored = path.join(root, 'restored');
+    await runHerald(['migrate', '--data-dir', restored], env);
+    copyFileSync(file, path.join(restored, 'herald.db'));
+    const list = await runHerald(['project', 'list', '--data-dir', restored, '--json'], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain('"shop"');
+  });
+
+  it('says to use pg_dump on PostgreSQL, before connecting anywhere', async () => {
+    const result = await runHerald(['backup', '--to', path.join(root, 'pg.db')], {
+      ...env,
+      HERALD_DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('pg_dump');
+  });
+});

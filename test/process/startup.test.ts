@@ -1,0 +1,62 @@
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { runHerald } from '../helpers/processes.js';
+import { testEnv } from '../helpers/services.js';
+
+/**
+ * `herald serve` that cannot start says why in one line on stderr and exits 1 (product.md §7),
+ * instead of exiting silently: a taken port, a data directory it cannot write, an invalid variable.
+ */
+
+let database: TestDatabase;
+let blocker: Server;
+let takenPort: number;
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  blocker = createServer().listen(0, '127.0.0.1');
+  await once(blocker, 'listening');
+  takenPort = (blocker.address() as { port: number }).port;
+});
+afterAll(async () => {
+  blocker?.close();
+  await database?.drop();
+});
+
+function expectOneLine(result: { code: number | null; stderr: string }, text: RegExp): void {
+  expect(result.code).toBe(1);
+  const lines = result.stderr.trim().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(text);
+}
+
+describe('herald serve that cannot start', () => {
+  it('names the taken port', async () => {
+    const result = await runHerald(['serve'], testEnv(database, { HERALD_PORT: String(takenPort) }));
+    expectOneLine(
+      result,
+      new RegExp(`^herald: port ${takenPort} is already in use on 127\\.0\\.0\\.1; set HERALD_PORT$`),
+    );
+  });
+
+  it('names a data directory it cannot write', async () => {
+    const file = path.join(database.dataDir, 'not-a-directory');
+    writeFileSync(file, '');
+    const dataDir = path.join(file, 'data');
+    const result = await runHerald(['serve'], {
+      ...testEnv(database),
+      HERALD_DATA_DIR: dataDir,
+      HERALD_PORT: '0',
+    });
+    expectOneLine(result, new RegExp(`^herald: the data directory ${dataDir} is not writable \\(ENOTDIR\\)`));
+  });
+
+  it('names an invalid variable', async () => {
+    const result = await runHerald(['serve'], testEnv(database, { HERALD_DELIVERY_MAX_ATTEMPTS: 'many' }));
+    expectOneLine(result, /^herald: HERALD_DELIVERY_MAX_ATTEMPTS must be a whole number, got "many"$/);
+  });
+});
