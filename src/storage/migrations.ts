@@ -164,6 +164,15 @@ const MIGRATIONS: Record<string, Ddl> = {
     `CREATE INDEX notifications_content_kept ON notifications (updated_at)
       WHERE content_erased_at IS NULL AND state IN ('sent', 'failed')`,
   ],
+  '003_worker_heartbeats': (t) => [
+    // One row per running worker process, its heartbeat moved every second: a worker whose
+    // heartbeat stops moving is dead, and its leases are reclaimed without waiting for them to end.
+    `CREATE TABLE workers (
+      owner TEXT PRIMARY KEY,
+      started_at ${t.bigint} NOT NULL,
+      heartbeat_at ${t.bigint} NOT NULL
+    )`,
+  ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

@@ -138,6 +138,14 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface WorkersTable {
+  /** The lease owner name of a worker process (host, pid and a random part). */
+  owner: string;
+  started_at: number;
+  /** Moved every heartbeat; only whether it moves matters, not how it compares with other clocks. */
+  heartbeat_at: number;
+}
+
 export interface Database {
   projects: ProjectsTable;
   templates: TemplatesTable;
@@ -150,6 +158,7 @@ export interface Database {
   admins: AdminsTable;
   sessions: SessionsTable;
   settings: SettingsTable;
+  workers: WorkersTable;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { nextDueAt, reclaimExpiredLeases, releaseClaims } from '../storage/notifications.js';
+import { nextDueAt, releaseClaims } from '../storage/notifications.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import type { AttemptResult, Deliverer } from './deliver.js';
+import { Heartbeat } from './heartbeat.js';
 import type { BatchLoader, DeliveryLoader } from './loader.js';
 import { OutcomeRecorder, type DeliveryOutcome, type StoredOutcome } from './outcomes.js';
 
@@ -19,8 +20,8 @@ export type WorkerOptions = Pick<
  * The delivery worker. The notification row is the job: the worker claims due rows in batches,
  * which marks them `sending` under a lease (visibility timeout) before any SMTP transaction starts,
  * renews the lease while it works, and records `sent` right after the relay's 250. A worker that
- * dies leaves leases that expire; any worker then returns those rows to the queue. So a crash can
- * resend at most the messages that were in flight, and never loses one.
+ * dies stops its heartbeat (heartbeat.ts); any worker then returns its rows to the queue. So a
+ * crash can resend at most the messages that were in flight, and never loses one.
  */
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -34,7 +35,7 @@ export class DeliveryWorker {
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
-  private nextReclaimAt = 0;
+  private readonly heartbeat: Heartbeat;
   private readonly outcomes: OutcomeRecorder;
   /** Told about every stored outcome (metrics); must not throw or block. */
   onOutcome: ((outcome: DeliveryOutcome) => void) | null = null;
@@ -47,6 +48,7 @@ export class DeliveryWorker {
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
   ) {
+    this.heartbeat = new Heartbeat(storage, this.owner, logger, () => this.wake(), now);
     this.outcomes = new OutcomeRecorder(storage.db, {
       owner: this.owner,
       maxAttempts: options.maxAttempts,
@@ -65,12 +67,28 @@ export class DeliveryWorker {
       () => void this.renew(),
       Math.max(100, Math.floor(this.options.leaseMs / 3)),
     );
-    this.loop = this.run().catch((err: unknown) => this.logger.error({ err }, 'delivery loop crashed'));
+    this.loop = this.beatThenRun().catch((err: unknown) =>
+      this.logger.error({ err }, 'delivery loop crashed'),
+    );
   }
 
   /** New work may be due now (the in-process API just accepted something). */
   wake(): void {
     this.wakeUp?.();
+  }
+
+  /** The first heartbeat is written before the first claim: a worker is never unknown to its peers. */
+  private async beatThenRun(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        await this.heartbeat.start();
+        break;
+      } catch (err) {
+        this.logger.error({ err }, 'writing the first worker heartbeat failed; retrying');
+        await this.sleep(this.options.pollMs);
+      }
+    }
+    await this.run();
   }
 
   private async run(): Promise<void> {
@@ -97,12 +115,6 @@ export class DeliveryWorker {
 
   private async claim(): Promise<number> {
     const now = this.now();
-    if (now >= this.nextReclaimAt) {
-      const reclaimed = await reclaimExpiredLeases(this.storage.db, now);
-      if (reclaimed > 0)
-        this.logger.warn({ reclaimed }, 'returned messages with expired leases to the queue');
-      this.nextReclaimAt = now + Math.max(250, Math.floor(this.options.leaseMs / 4));
-    }
     const rows = await this.storage.claimDue({
       now,
       owner: this.owner,
@@ -228,6 +240,7 @@ export class DeliveryWorker {
     } catch (err) {
       this.logger.warn({ err }, 'releasing claimed messages failed; their leases will expire');
     }
+    await this.heartbeat.stop(this.held.size > 0);
     if (this.active > 0)
       this.logger.warn({ inFlight: this.active }, 'stopped with SMTP transactions still in flight');
   }

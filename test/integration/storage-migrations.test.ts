@@ -20,7 +20,7 @@ import {
  * Migrations: applied once, re-running is a no-op, concurrent migrators do not collide, and a
  * database made by an earlier release migrates forward with its data.
  */
-const MIGRATIONS = ['001_initial', '002_content_retention'];
+const MIGRATIONS = ['001_initial', '002_content_retention', '003_worker_heartbeats'];
 const TABLES = [
   'admins',
   'api_logs',
@@ -35,6 +35,7 @@ const TABLES = [
   'settings',
   'smtp_settings',
   'templates',
+  'workers',
 ];
 
 async function tableNames(db: Kysely<unknown>): Promise<string[]> {

@@ -1,0 +1,82 @@
+import type { Logger } from 'pino';
+import { HEARTBEAT_MS, LivenessJudge } from '../domain/liveness.js';
+import { reclaimExpiredLeases } from '../storage/notifications.js';
+import type { Storage } from '../storage/storage.js';
+import { beat, listHeartbeats, reclaimFromDeadWorkers, removeWorker } from '../storage/workers.js';
+
+/**
+ * A worker's heartbeat, and the reclaim pass that runs with it. Every HEARTBEAT_MS the worker
+ * moves its own heartbeat, then returns to the queue (due at once) the messages of workers whose
+ * heartbeat stopped moving, and the messages whose lease ran out (a worker that is alive but stuck,
+ * or one that died before heartbeats existed). So after a kill -9 in-flight mail waits seconds,
+ * not a whole lease; a live worker never loses its leases to a pause shorter than the stale time.
+ *
+ * The pass runs on its own timer rather than in the claim loop: a worker whose lanes are all busy
+ * stops claiming, but must still beat and still rescue a dead peer's mail.
+ */
+export class Heartbeat {
+  private readonly judge = new LivenessJudge();
+  private timer: NodeJS.Timeout | null = null;
+  private tick: Promise<void> | null = null;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly owner: string,
+    private readonly logger: Logger,
+    /** Told when messages went back to the queue, so the loop claims them without waiting. */
+    private readonly onReclaimed: () => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Writes the first heartbeat, so this worker is known before it claims anything. */
+  async start(): Promise<void> {
+    const now = this.now();
+    await beat(this.storage.db, this.owner, now);
+    // The first look at the others starts their clocks: a peer killed before this process started
+    // is judged STALE_AFTER_MS from now, not from the first tick.
+    this.judge.observe(await listHeartbeats(this.storage.db), now);
+    this.timer = setInterval(() => {
+      this.tick ??= this.pass().finally(() => (this.tick = null));
+    }, HEARTBEAT_MS);
+  }
+
+  private async pass(): Promise<void> {
+    const { db } = this.storage;
+    try {
+      const now = this.now();
+      await beat(db, this.owner, now);
+      const dead = this.judge
+        .observe(await listHeartbeats(db), now)
+        .filter((worker) => worker.owner !== this.owner);
+      const fromDead = await reclaimFromDeadWorkers(db, dead, now);
+      const expired = await reclaimExpiredLeases(db, now);
+      if (fromDead > 0 || dead.length > 0)
+        this.logger.warn(
+          { workers: dead.map((worker) => worker.owner), reclaimed: fromDead },
+          'returned the messages of stopped workers to the queue',
+        );
+      if (expired > 0)
+        this.logger.warn({ reclaimed: expired }, 'returned messages with expired leases to the queue');
+      if (fromDead + expired > 0) this.onReclaimed();
+    } catch (err) {
+      this.logger.warn({ err }, 'heartbeat failed; retrying');
+    }
+  }
+
+  /**
+   * Stops beating. A worker that still holds leases (transactions that outlived the stop timeout)
+   * leaves its heartbeat to go stale, so another worker takes that mail back within seconds; one
+   * that holds nothing removes its row.
+   */
+  async stop(holdsLeases: boolean): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    await this.tick;
+    if (holdsLeases) return;
+    try {
+      await removeWorker(this.storage.db, this.owner);
+    } catch (err) {
+      this.logger.warn({ err }, 'removing the worker heartbeat failed');
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beat, listHeartbeats, reclaimFromDeadWorkers, removeWorker } from '../../src/storage/workers.js';
+import {
+  addNotification,
+  addProject,
+  backend,
+  notification,
+  openTestStorage,
+  type StorageFixture,
+} from './storage-fixture.js';
+
+/**
+ * Worker heartbeats in the store: one row per worker, moved by each beat, and the reclaim of a dead
+ * worker's messages, which must touch that worker's rows and nobody else's.
+ */
+const NOW = 1_700_000_000_000;
+
+let fx: StorageFixture;
+let projectId: number;
+
+beforeAll(async () => {
+  fx = await openTestStorage();
+  projectId = await addProject(fx.db);
+});
+afterAll(() => fx?.close());
+beforeEach(async () => {
+  await fx.db.deleteFrom('notifications').execute();
+  await fx.db.deleteFrom('workers').execute();
+});
+
+const sending = (owner: string) =>
+  addNotification(fx.db, projectId, { state: 'sending', lease_owner: owner, lease_until: NOW + 600_000 });
+
+describe(`worker heartbeats (${backend})`, () => {
+  it('keep one row per worker whose value moves with each beat', async () => {
+    await beat(fx.db, 'a', NOW);
+    await beat(fx.db, 'b', NOW);
+    await beat(fx.db, 'a', NOW + 1000);
+    const beats = await listHeartbeats(fx.db);
+    expect(beats.sort((x, y) => x.owner.localeCompare(y.owner))).toEqual([
+      { owner: 'a', beat: NOW + 1000 },
+      { owner: 'b', beat: NOW },
+    ]);
+    await removeWorker(fx.db, 'a');
+    expect(await listHeartbeats(fx.db)).toEqual([{ owner: 'b', beat: NOW }]);
+  });
+
+  it("return only a dead worker's messages to the queue, due at once, and remove its row", async () => {
+    await beat(fx.db, 'dead', NOW);
+    await beat(fx.db, 'alive', NOW);
+    const mine = [await sending('dead'), await sending('dead')];
+    const theirs = await sending('alive');
+    const done = await addNotification(fx.db, projectId, { state: 'sent', lease_owner: 'dead' });
+
+    const later = NOW + 6000;
+    expect(await reclaimFromDeadWorkers(fx.db, [{ owner: 'dead', beat: NOW }], later)).toBe(2);
+    for (const id of mine) {
+      expect(await notification(fx.db, id)).toMatchObject({
+        state: 'queued',
+        lease_owner: null,
+        lease_until: null,
+        run_at: later,
+      });
+    }
+    expect(await notification(fx.db, theirs)).toMatchObject({ state: 'sending', lease_owner: 'alive' });
+    expect(await notification(fx.db, done)).toMatchObject({ state: 'sent' });
+    expect((await listHeartbeats(fx.db)).map((row) => row.owner)).toEqual(['alive']);
+  });
+
+  it('keep the row of a worker that beat again after it was judged, so it is judged afresh', async () => {
+    await beat(fx.db, 'paused', NOW);
+    await beat(fx.db, 'paused', NOW + 7000);
+    await reclaimFromDeadWorkers(fx.db, [{ owner: 'paused', beat: NOW }], NOW + 7001);
+    expect(await listHeartbeats(fx.db)).toEqual([{ owner: 'paused', beat: NOW + 7000 }]);
+  });
+});
