@@ -80,8 +80,9 @@ export async function openServices(
   const mailer = new SmtpMailer({
     timeoutMs: config.delivery.smtpTimeoutMs,
     maxConnections: config.delivery.smtpMaxConnections,
+    outbound: config.outbound,
   });
-  const globalSmtp = config.smtpUrl === null ? null : parseSmtpUrl(config.smtpUrl);
+  const globalSmtp = config.smtpUrl === null ? null : { ...parseSmtpUrl(config.smtpUrl), trusted: true };
   const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
   if (config.smtpFrom !== null && defaultFrom === null) {
     await storage.close();

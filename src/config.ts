@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseOutboundAllow, type OutboundPolicy } from './domain/outbound.js';
 import {
   isQuotaPeriod,
   MAX_QUOTA_LIMIT,
@@ -57,6 +58,8 @@ export interface Config {
   readonly publicUrl: string | null;
   /** HERALD_METRICS_TOKEN: bearer token for `GET /metrics`; required there in production. */
   readonly metricsToken: string | null;
+  /** Where a project's relay may be: internal addresses only via HERALD_OUTBOUND_ALLOW in production. */
+  readonly outbound: OutboundPolicy;
 }
 
 export class ConfigError extends Error {
@@ -108,6 +111,14 @@ function database(env: Env, dataDir: string): DatabaseConfig {
   return { kind: 'sqlite', file: path.resolve(raw) };
 }
 
+function outboundAllow(raw: string): OutboundPolicy['allow'] {
+  try {
+    return parseOutboundAllow(raw);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const dataDir = path.resolve(env.HERALD_DATA_DIR || './data');
@@ -154,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     publicUrl: env.HERALD_PUBLIC_URL || null,
     metricsToken: env.HERALD_METRICS_TOKEN || null,
+    outbound: { enforce: production, allow: outboundAllow(env.HERALD_OUTBOUND_ALLOW ?? '') },
   };
   return Object.freeze(config);
 }

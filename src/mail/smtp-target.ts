@@ -14,6 +14,11 @@ export interface SmtpTarget {
   readonly security: SmtpSecurity;
   readonly username: string | null;
   readonly password: string | null;
+  /**
+   * The operator's own relay (HERALD_SMTP_URL): exempt from the outbound address rules that keep
+   * a project's relay, chosen by a dashboard admin, off internal addresses.
+   */
+  readonly trusted?: boolean;
 }
 
 export const SMTP_SECURITY: readonly SmtpSecurity[] = ['auto', 'starttls', 'tls', 'none'];
@@ -60,6 +65,15 @@ export function describeSmtpTarget(target: SmtpTarget): string {
 /** Identifies a connection pool: targets with the same key can share connections. */
 export function smtpTargetKey(target: SmtpTarget): string {
   return createHash('sha256')
-    .update(JSON.stringify([target.host, target.port, target.security, target.username, target.password]))
+    .update(
+      JSON.stringify([
+        target.host,
+        target.port,
+        target.security,
+        target.username,
+        target.password,
+        target.trusted === true,
+      ]),
+    )
     .digest('hex');
 }

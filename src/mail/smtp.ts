@@ -1,4 +1,7 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
+import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/retry.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 
@@ -11,6 +14,8 @@ import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 export interface SmtpOptions {
   readonly timeoutMs: number;
   readonly maxConnections: number;
+  /** Outbound address rules for project relays; open when omitted. */
+  readonly outbound?: OutboundPolicy;
 }
 
 export interface Envelope {
@@ -45,10 +50,18 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
   const err = (error ?? {}) as NodemailerError;
   // A peer that never gave a valid SMTP greeting may be any service (a cache, a message bus): its
   // bytes are never echoed to the dashboard or the API, and it is not worth a retry.
-  if (err.command === 'CONN' && (err.code === 'EPROTOCOL' || /invalid greeting/i.test(err.message ?? ''))) {
+  // A greeting that is a well-formed SMTP reply other than 220 (421 busy, 554 no service) is an
+  // SMTP server's answer and judged by its code like any other reply.
+  const greeting = /^([45]\d\d)[ -]/.exec(err.response ?? '');
+  if (
+    greeting === null &&
+    err.command === 'CONN' &&
+    (err.code === 'EPROTOCOL' || /invalid greeting/i.test(err.message ?? ''))
+  ) {
     return { kind: 'permanent', message: NOT_SMTP, smtpCode: null };
   }
-  const code = typeof err.responseCode === 'number' ? err.responseCode : null;
+  const code =
+    typeof err.responseCode === 'number' ? err.responseCode : greeting !== null ? Number(greeting[1]) : null;
   if (code !== null && code >= 400) {
     const response = (err.response ?? err.message ?? '').replace(/\s+/g, ' ').trim();
     const text = response.startsWith(String(code)) ? response : `${code} ${response}`;
@@ -66,24 +79,94 @@ function replyCode(response: string): number {
   return Number.isFinite(code) ? code : 250;
 }
 
+/** How long a pool keeps the address it resolved before the name is looked up again. */
+const PINNED_ADDRESS_MS = 5 * 60_000;
+
+interface Pool {
+  readonly transport: Transporter;
+  readonly createdAt: number;
+  /** Messages handed to this pool and not answered yet. */
+  pending: number;
+  /** Replaced by a newer pool: closed once its last message is answered. */
+  retired: boolean;
+}
+
 export class SmtpMailer {
-  private readonly pools = new Map<string, Transporter>();
+  private readonly pools = new Map<string, Promise<Pool>>();
+  private readonly outbound: OutboundPolicy;
 
-  constructor(private readonly options: SmtpOptions) {}
+  constructor(private readonly options: SmtpOptions) {
+    this.outbound = options.outbound ?? OPEN_OUTBOUND;
+  }
 
-  private transport(target: SmtpTarget): Transporter {
-    const key = smtpTargetKey(target);
-    let transport = this.pools.get(key);
-    if (transport === undefined) {
-      transport = nodemailer.createTransport({
-        ...this.connectionOptions(target),
-        pool: true,
-        maxConnections: this.options.maxConnections,
-        maxMessages: Infinity,
-      });
-      this.pools.set(key, transport);
+  /**
+   * Where to connect. A project's relay under enforced outbound rules is resolved here, each
+   * address checked, and the connection pinned to the first allowed one (with the name kept for
+   * TLS), so a name cannot pass the check and then resolve elsewhere at connect time. Otherwise
+   * nodemailer resolves the name itself.
+   */
+  private async endpoint(target: SmtpTarget): Promise<{ host: string; servername?: string }> {
+    if (!this.outbound.enforce || target.trusted === true) return { host: target.host };
+    const addresses = isIP(target.host)
+      ? [target.host]
+      : (await lookup(target.host, { all: true, verbatim: true })).map((entry) => entry.address);
+    let refusal: string | null = null;
+    for (const address of addresses) {
+      refusal = outboundRefusal(this.outbound, { host: target.host, address, port: target.port });
+      if (refusal === null)
+        return isIP(target.host) ? { host: address } : { host: address, servername: target.host };
     }
-    return transport;
+    throw new SmtpDeliveryError({
+      kind: 'permanent',
+      message: refusal ?? `SMTP host ${target.host} has no address`,
+      smtpCode: null,
+    });
+  }
+
+  private async createPool(target: SmtpTarget): Promise<Pool> {
+    const transport = nodemailer.createTransport({
+      ...this.connectionOptions(target),
+      ...(await this.endpoint(target)),
+      pool: true,
+      maxConnections: this.options.maxConnections,
+      maxMessages: Infinity,
+    });
+    return { transport, createdAt: Date.now(), pending: 0, retired: false };
+  }
+
+  private async pool(target: SmtpTarget): Promise<{ key: string; entry: Promise<Pool>; pool: Pool }> {
+    const key = smtpTargetKey(target);
+    for (;;) {
+      const entry = this.pools.get(key);
+      if (entry === undefined) {
+        const created = this.createPool(target);
+        this.pools.set(key, created);
+        // A refused or unresolvable relay is judged again by the next message.
+        created.catch(() => {
+          if (this.pools.get(key) === created) this.pools.delete(key);
+        });
+        return { key, entry: created, pool: await created };
+      }
+      const pool = await entry.catch(() => null);
+      // Another message replaced or dropped the pool meanwhile: look again.
+      if (this.pools.get(key) !== entry) continue;
+      if (pool === null) {
+        this.pools.delete(key);
+        continue;
+      }
+      // A pinned address is looked up again now and then; the old pool drains, then closes.
+      if (this.outbound.enforce && Date.now() - pool.createdAt > PINNED_ADDRESS_MS) {
+        this.retire(key, entry, pool);
+        continue;
+      }
+      return { key, entry, pool };
+    }
+  }
+
+  private retire(key: string, entry: Promise<Pool>, pool: Pool): void {
+    if (this.pools.get(key) === entry) this.pools.delete(key);
+    pool.retired = true;
+    if (pool.pending === 0) pool.transport.close();
   }
 
   private connectionOptions(target: SmtpTarget) {
@@ -128,35 +211,62 @@ export class SmtpMailer {
 
   /** Sends one composed message; resolves with the relay's final reply, or throws SmtpDeliveryError. */
   async send(target: SmtpTarget, envelope: Envelope, raw: Buffer): Promise<SmtpReply> {
-    const key = smtpTargetKey(target);
-    const transport = this.transport(target);
+    // One deadline covers the look-up, waiting for a pooled connection and the transaction.
+    let held: { key: string; entry: Promise<Pool>; pool: Pool } | null = null;
+    const work = this.pool(target).then(async (acquired) => {
+      held = acquired;
+      const { pool } = acquired;
+      pool.pending++;
+      try {
+        return (await pool.transport.sendMail({
+          envelope: { from: envelope.from, to: [envelope.to] },
+          raw,
+        })) as { response?: string };
+      } finally {
+        pool.pending--;
+        if (pool.retired && pool.pending === 0) pool.transport.close();
+      }
+    });
     try {
-      const sending = transport.sendMail({ envelope: { from: envelope.from, to: [envelope.to] }, raw });
-      const info: { response?: string } = await this.withDeadline(sending, () => {
-        if (this.pools.get(key) === transport) this.pools.delete(key);
-        transport.close();
+      const info = await this.withDeadline(work, () => {
+        const late = held as { key: string; entry: Promise<Pool>; pool: Pool } | null;
+        if (late === null) return;
+        this.retire(late.key, late.entry, late.pool);
+        late.pool.transport.close();
       });
       const response = String(info.response ?? '250 OK');
       return { code: replyCode(response), response };
     } catch (error) {
+      if (error instanceof SmtpDeliveryError) throw error;
       throw new SmtpDeliveryError(classifySmtpError(error));
     }
   }
 
   /** Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". */
   async verify(target: SmtpTarget): Promise<void> {
-    const transport = nodemailer.createTransport(this.connectionOptions(target));
+    let transport: Transporter | null = null;
     try {
-      await this.withDeadline(transport.verify(), () => transport.close());
+      await this.withDeadline(
+        this.endpoint(target).then((endpoint) => {
+          transport = nodemailer.createTransport({ ...this.connectionOptions(target), ...endpoint });
+          return transport.verify();
+        }),
+        () => (transport as Transporter | null)?.close(),
+      );
     } catch (error) {
+      if (error instanceof SmtpDeliveryError) throw error;
       throw new SmtpDeliveryError(classifySmtpError(error));
     } finally {
-      transport.close();
+      (transport as Transporter | null)?.close();
     }
   }
 
   close(): void {
-    for (const transport of this.pools.values()) transport.close();
+    for (const entry of this.pools.values())
+      void entry.then(
+        (pool) => pool.transport.close(),
+        () => undefined,
+      );
     this.pools.clear();
   }
 }

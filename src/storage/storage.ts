@@ -32,6 +32,8 @@ export interface ClaimRequest {
   readonly owner: string;
   readonly leaseUntil: number;
   readonly limit: number;
+  /** Projects whose relay is saturated in this worker: their mail is left for later. */
+  readonly excludeProjects?: readonly number[];
 }
 
 export interface RenewRequest {

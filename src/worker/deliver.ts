@@ -1,11 +1,11 @@
 import type { Mailbox } from '../domain/address.js';
-import { planDelivery } from '../domain/delivery-plan.js';
+import { chooseTransport, planDelivery } from '../domain/delivery-plan.js';
 import { Messages } from '../domain/errors.js';
 import type { RenderedMessage } from '../domain/message.js';
 import type { DeliveryFailure } from '../domain/retry.js';
 import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
-import type { SmtpTarget } from '../mail/smtp-target.js';
+import { smtpTargetKey, type SmtpTarget } from '../mail/smtp-target.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { DeliveryContext } from './loader.js';
 
@@ -46,6 +46,12 @@ const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', me
  */
 export class Deliverer {
   constructor(private readonly deps: DeliveryDeps) {}
+
+  /** The relay a notification with this context goes to (its pool key); null when none is used. */
+  relayOf(context: DeliveryContext): string | null {
+    const choice = chooseTransport(context.smtp?.target ?? null, this.deps.globalSmtp, this.deps.production);
+    return choice.kind === 'project' || choice.kind === 'global' ? smtpTargetKey(choice.target) : null;
+  }
 
   async attempt(row: NotificationRow, context: DeliveryContext | null): Promise<AttemptResult> {
     if (context === null) {

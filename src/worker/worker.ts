@@ -7,14 +7,36 @@ import type { NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import type { AttemptResult, Deliverer } from './deliver.js';
 import { Heartbeat } from './heartbeat.js';
-import type { BatchLoader, DeliveryLoader } from './loader.js';
+import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import { OutcomeRecorder, type DeliveryOutcome, type StoredOutcome } from './outcomes.js';
 
 /** The delivery settings the worker loop uses (documented in config.ts). */
 export type WorkerOptions = Pick<
   Config['delivery'],
-  'maxAttempts' | 'retryBaseMs' | 'leaseMs' | 'batchSize' | 'pollMs' | 'concurrency' | 'stopTimeoutMs'
+  | 'maxAttempts'
+  | 'retryBaseMs'
+  | 'leaseMs'
+  | 'batchSize'
+  | 'pollMs'
+  | 'concurrency'
+  | 'stopTimeoutMs'
+  | 'smtpMaxConnections'
 >;
+
+interface Job {
+  readonly row: NotificationRow;
+  readonly batch: BatchLoader;
+}
+
+/**
+ * Lanes one relay may hold at once (product.md §8): no more than its pooled connections (more
+ * would only queue inside the pool), and never the last quarter of the lanes, so a slow or dead
+ * relay leaves room for everybody else's mail.
+ */
+export function relayShare(options: Pick<WorkerOptions, 'concurrency' | 'smtpMaxConnections'>): number {
+  const reserved = Math.ceil(options.concurrency / 4);
+  return Math.max(1, Math.min(options.smtpMaxConnections, options.concurrency - reserved));
+}
 
 /**
  * The delivery worker. The notification row is the job: the worker claims due rows in batches,
@@ -25,7 +47,14 @@ export type WorkerOptions = Pick<
  */
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private readonly backlog: { row: NotificationRow; batch: BatchLoader }[] = [];
+  private readonly backlog: Job[] = [];
+  /** Lanes in use per relay (pool key). */
+  private readonly relayBusy = new Map<string, number>();
+  /** Loaded jobs waiting for a lane of their own relay, which already holds its share. */
+  private readonly parked = new Map<string, { job: Job; context: DeliveryContext | null }[]>();
+  /** Parked jobs per project: not claimed again until their relay has room. */
+  private readonly parkedProjects = new Map<number, number>();
+  private readonly share: number;
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
   private active = 0;
@@ -48,6 +77,7 @@ export class DeliveryWorker {
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
   ) {
+    this.share = relayShare(options);
     this.heartbeat = new Heartbeat(storage, this.owner, logger, () => this.wake(), now);
     this.outcomes = new OutcomeRecorder(storage.db, {
       owner: this.owner,
@@ -120,6 +150,7 @@ export class DeliveryWorker {
       owner: this.owner,
       leaseUntil: now + this.options.leaseMs,
       limit: this.options.batchSize,
+      excludeProjects: [...this.parkedProjects.keys()],
     });
     if (rows.length === 0) return 0;
     const batch = this.loader.batch();
@@ -130,12 +161,52 @@ export class DeliveryWorker {
     return rows.length;
   }
 
-  private dispatch(job: { row: NotificationRow; batch: BatchLoader }): void {
+  /** Takes a lane for a claimed job: loads its context, then sends, or parks it behind its relay. */
+  private dispatch(job: Job): void {
     this.active++;
+    const loading = job.batch.load(job.row.project_id, job.row.template).then(
+      (context) => {
+        const relay = context === null ? null : this.deliverer.relayOf(context);
+        if (relay !== null && (this.relayBusy.get(relay) ?? 0) >= this.share) {
+          // The relay already holds its share: give the lane back to other relays' mail.
+          this.active--;
+          this.park(relay, job, context);
+          this.wake();
+          return;
+        }
+        this.attempt(job, relay, () => this.deliverer.attempt(job.row, context));
+      },
+      (err: unknown) => this.attempt(job, null, () => Promise.reject(err)),
+    );
+    this.track(loading);
+  }
+
+  private park(relay: string, job: Job, context: DeliveryContext | null): void {
+    let waiting = this.parked.get(relay);
+    if (waiting === undefined) this.parked.set(relay, (waiting = []));
+    waiting.push({ job, context });
+    const project = job.row.project_id;
+    this.parkedProjects.set(project, (this.parkedProjects.get(project) ?? 0) + 1);
+  }
+
+  private unpark(relay: string): { job: Job; context: DeliveryContext | null } | undefined {
+    const waiting = this.parked.get(relay);
+    const next = waiting?.shift();
+    if (waiting?.length === 0) this.parked.delete(relay);
+    if (next !== undefined) {
+      const project = next.job.row.project_id;
+      const count = (this.parkedProjects.get(project) ?? 1) - 1;
+      if (count === 0) this.parkedProjects.delete(project);
+      else this.parkedProjects.set(project, count);
+    }
+    return next;
+  }
+
+  /** One attempt in a lane (already counted in `active`); the outcome is recorded after it. */
+  private attempt(job: Job, relay: string | null, send: () => Promise<AttemptResult>): void {
+    if (relay !== null) this.relayBusy.set(relay, (this.relayBusy.get(relay) ?? 0) + 1);
     const startedAt = this.now();
-    const recorded = job.batch
-      .load(job.row.project_id, job.row.template)
-      .then((context) => this.deliverer.attempt(job.row, context))
+    const recorded = send()
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
         const message = err instanceof Error ? err.message : String(err);
@@ -152,6 +223,7 @@ export class DeliveryWorker {
         // next group, so SMTP concurrency does not wait on the database's sync. The lease is
         // held (and renewed) until the outcome is stored.
         this.active--;
+        if (relay !== null) this.releaseRelay(relay);
         this.wake();
         return this.outcomes.record({ row: job.row, startedAt, result });
       })
@@ -159,11 +231,25 @@ export class DeliveryWorker {
         // The outcome could not be stored; the lease will expire and the message be retried.
         this.logger.error({ err, requestId: job.row.request_id }, 'recording a delivery outcome failed');
       })
-      .finally(() => {
-        this.held.delete(job.row.id);
-        this.recording.delete(recorded);
-      });
-    this.recording.add(recorded);
+      .finally(() => this.held.delete(job.row.id));
+    this.track(recorded);
+  }
+
+  /** A relay's lane came free: the next job parked behind that relay takes it at once. */
+  private releaseRelay(relay: string): void {
+    const busy = (this.relayBusy.get(relay) ?? 1) - 1;
+    if (busy === 0) this.relayBusy.delete(relay);
+    else this.relayBusy.set(relay, busy);
+    if (this.stopping || this.active >= this.options.concurrency) return;
+    const next = this.unpark(relay);
+    if (next === undefined) return;
+    this.active++;
+    this.attempt(next.job, relay, () => this.deliverer.attempt(next.job.row, next.context));
+  }
+
+  private track(work: Promise<void>): void {
+    this.recording.add(work);
+    void work.finally(() => this.recording.delete(work));
   }
 
   private stored({ row, result, outcome, durationMs }: StoredOutcome): void {
@@ -231,6 +317,11 @@ export class DeliveryWorker {
     const waiting = this.backlog.splice(0);
     const deadline = this.now() + this.options.stopTimeoutMs;
     while (this.recording.size > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // Parked only now: a job still loading when the stop began may have parked since.
+    for (const relay of [...this.parked.keys()]) {
+      for (let next = this.unpark(relay); next !== undefined; next = this.unpark(relay))
+        waiting.push(next.job);
+    }
     await this.outcomes.flush();
     if (this.renewTimer !== null) clearInterval(this.renewTimer);
     const ids = waiting.map((job) => job.row.id);

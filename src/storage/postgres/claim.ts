@@ -26,6 +26,9 @@ export async function claimDuePostgres(
           .select('id')
           .where('state', '=', 'queued')
           .where('run_at', '<=', claim.now)
+          .$if((claim.excludeProjects?.length ?? 0) > 0, (qb) =>
+            qb.where('project_id', 'not in', claim.excludeProjects!),
+          )
           .orderBy('run_at')
           .limit(claim.limit)
           .forUpdate()
