@@ -35,7 +35,9 @@ export class ApiLogService {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (this.writing !== null) await this.writing;
+    // Wait for every write in progress, not only the one seen first: a flush that finds the buffer
+    // taken by another flush must still return only once that write is done.
+    while (this.writing !== null) await this.writing;
     if (this.buffer.length === 0) return;
     const batch = this.buffer;
     this.buffer = [];
