@@ -73,44 +73,46 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // This plugin is encapsulated, so the dashboard's own parsers are not affected.
   app.removeContentTypeParser('text/plain');
 
-  api.post(
-    COLLECTION,
-    {
-      onRequest,
-      schema: { response: { 202: SendResponse, '4xx': ErrorBody, '5xx': ErrorBody } },
-    },
-    async (request, reply) => {
-      const project = request.project as ProjectRow;
-      const send = parseSendRequest(request.body);
-      const key = idempotencyKey(request);
-      const outcome = await deps.notifications.accept({
-        project,
-        request: send,
-        idempotency: key === undefined ? undefined : { key, body: request.body },
-      });
-      switch (outcome.kind) {
-        case 'accepted':
-          setQuotaHeaders(reply, outcome.quota);
-          request.apiLog.requestId = outcome.body.request_id;
-          return reply.code(202).send(outcome.body);
-        case 'replayed':
-          setQuotaHeaders(reply, outcome.quota);
-          reply.header('Idempotent-Replayed', 'true');
-          request.apiLog.requestId = outcome.body.request_id;
-          return reply.code(202).send(outcome.body);
-        case 'quota_exceeded':
-          setQuotaHeaders(reply, outcome.quota);
-          // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3).
-          if (outcome.quota !== null)
-            reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
-          return sendError(reply, 402, Messages.quotaExceeded);
-        case 'idempotency_mismatch':
-          return sendError(reply, 422, errors.idempotencyMismatch().message);
-        case 'idempotency_in_flight':
-          return sendError(reply, 409, errors.idempotencyInFlight().message);
-      }
-    },
-  );
+  // product.md §6: `POST /api/v1/notifications/` is the collection too, not an item with no id.
+  for (const url of [COLLECTION, `${COLLECTION}/`])
+    api.post(
+      url,
+      {
+        onRequest,
+        schema: { response: { 202: SendResponse, '4xx': ErrorBody, '5xx': ErrorBody } },
+      },
+      async (request, reply) => {
+        const project = request.project as ProjectRow;
+        const send = parseSendRequest(request.body);
+        const key = idempotencyKey(request);
+        const outcome = await deps.notifications.accept({
+          project,
+          request: send,
+          idempotency: key === undefined ? undefined : { key, body: request.body },
+        });
+        switch (outcome.kind) {
+          case 'accepted':
+            setQuotaHeaders(reply, outcome.quota);
+            request.apiLog.requestId = outcome.body.request_id;
+            return reply.code(202).send(outcome.body);
+          case 'replayed':
+            setQuotaHeaders(reply, outcome.quota);
+            reply.header('Idempotent-Replayed', 'true');
+            request.apiLog.requestId = outcome.body.request_id;
+            return reply.code(202).send(outcome.body);
+          case 'quota_exceeded':
+            setQuotaHeaders(reply, outcome.quota);
+            // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3).
+            if (outcome.quota !== null)
+              reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
+            return sendError(reply, 402, Messages.quotaExceeded);
+          case 'idempotency_mismatch':
+            return sendError(reply, 422, errors.idempotencyMismatch().message);
+          case 'idempotency_in_flight':
+            return sendError(reply, 409, errors.idempotencyInFlight().message);
+        }
+      },
+    );
 
   api.get(
     ITEM,
@@ -124,11 +126,13 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     },
   );
 
-  api.route({
-    method: ALL_METHODS.filter((m) => m !== 'POST'),
-    url: COLLECTION,
-    handler: methodNotAllowed('POST'),
-  });
+  for (const url of [COLLECTION, `${COLLECTION}/`]) {
+    api.route({
+      method: ALL_METHODS.filter((m) => m !== 'POST'),
+      url,
+      handler: methodNotAllowed('POST'),
+    });
+  }
   api.route({
     method: ALL_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
     url: ITEM,

@@ -73,6 +73,25 @@ describe('404 not-found page (not JSON) for paths that are not routes', () => {
   });
 });
 
+describe('the collection with a trailing slash (product.md §6)', () => {
+  it('accepts POST /api/v1/notifications/ as a send', async () => {
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: `${SEND_PATH}/`,
+      headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+      payload: VALID,
+    });
+    expect(response.statusCode).toBe(202);
+    expect(response.json<{ status: string }>().status).toBe('queued');
+  });
+
+  it('answers another method there with 405 and Allow: POST', async () => {
+    const response = await ctx.app.inject({ method: 'GET', url: `${SEND_PATH}/`, headers: bearer(apiKey) });
+    expectError(response, 405);
+    expect(response.headers.allow).toBe('POST');
+  });
+});
+
 describe('405 with Allow for a wrong method on an API path', () => {
   it.each(['GET', 'PUT', 'DELETE', 'PATCH'] as const)(
     '%s /api/v1/notifications → Allow: POST',
