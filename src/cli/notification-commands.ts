@@ -12,9 +12,14 @@ export function notificationCommands(): Command {
     .argument('<request_id>', 'the request_id returned by the send call')
     .option('--reveal', 'show values of placeholders named like password, secret, token or code')
     .action(async (requestId: string, options: { reveal?: boolean }, command: Command) =>
-      withServices(command, async ({ notifications }, out) => {
+      withServices(command, async ({ notifications, templates }, out) => {
         const { notification: row, attempts } = await notifications.detail(requestId);
         const content = notifications.content(row, options.reveal ?? false);
+        const template = await templates.diagnose(
+          row.project_id,
+          row.template,
+          content.erasedAt === null ? row.data : null,
+        );
         let data: unknown = content.data;
         try {
           data = JSON.parse(content.data);
@@ -31,6 +36,11 @@ export function notificationCommands(): Command {
           text: content.text,
           html: content.html,
           masked_values: content.masked,
+          // Placeholders that render blank with this message's data (null: unknown, data erased).
+          blank_placeholders: template.found ? template.blank : null,
+          ...(template.found
+            ? {}
+            : { template_missing: { templates: template.names, did_you_mean: template.suggestion } }),
           attempts_log: attempts.map((a) => ({
             attempt: a.attempt,
             started_at: iso(a.started_at),
@@ -45,6 +55,15 @@ export function notificationCommands(): Command {
           `${row.request_id}  ${json.status}  (attempts: ${row.attempts}${row.transport ? `, transport: ${row.transport}` : ''})`,
           `template: ${row.template}   to: ${row.recipient}`,
           ...(row.error_message ? [`error: ${row.error_message}`] : []),
+          ...(template.found
+            ? template.blank !== null && template.blank.length > 0
+              ? [`rendered blank: ${template.blank.map((name) => `{{${name}}}`).join(', ')}`]
+              : []
+            : [
+                `no template named "${row.template}" in this project` +
+                  (template.suggestion === null ? '' : `; did you mean "${template.suggestion}"?`),
+                `templates: ${template.names.length > 0 ? template.names.join(', ') : '(none)'}`,
+              ]),
           ...attempts.map((a) => `  #${a.attempt} ${iso(a.finished_at)} ${a.outcome}: ${a.response ?? ''}`),
           ...(content.subject !== null ? ['', `Subject: ${content.subject}`, '', content.text ?? ''] : []),
           ...(content.html ? ['', '--- HTML ---', content.html] : []),

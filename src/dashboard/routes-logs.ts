@@ -14,7 +14,7 @@ function isState(value: string | undefined): value is NotificationState {
 
 /** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
 export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
-  const { projects, notifications, apiLogs } = deps.services;
+  const { projects, notifications, apiLogs, templates } = deps.services;
 
   const projectNames = async () => new Map((await projects.list()).map((p) => [p.id, p.name]));
 
@@ -61,12 +61,19 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const pending = notification.state === 'queued' || notification.state === 'sending';
     // "Queued" is only true while it is; once delivered, the page's status says the rest.
     const notice = pending && (request.query as Record<string, unknown>).notice === 'test';
+    const content = notifications.content(notification, revealed);
+    const template = await templates.diagnose(
+      notification.project_id,
+      notification.template,
+      content.erasedAt === null ? notification.data : null,
+    );
     return page(request, reply, deps, 'message', {
       title: `Message ${notification.request_id}`,
       n: notification,
       attempts,
       project,
-      content: notifications.content(notification, revealed),
+      content,
+      template,
       revealed,
       pending,
       notice: notice

@@ -37,6 +37,8 @@ interface Preview {
   readonly text: string;
   readonly html: string | null;
   readonly placeholders: string[];
+  /** Placeholders the sample data leaves blank. */
+  readonly blank: string[];
 }
 
 function valuesOf(form: Fields): EditorValues {
@@ -119,8 +121,10 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
 
   app.get<IdParams>('/projects/:id/templates/new', async (request, reply) => {
     const project = await projects.get(idParam(request.params.id));
+    // "Create this template" on a message that failed with Template not found fills the name in.
+    const { name } = fieldsOf(request.query);
     const values = {
-      name: '',
+      name: name !== undefined && name.length <= TEMPLATE_LIMITS.name ? name : '',
       subject: 'Welcome, {{user_name}}',
       text: 'Hello {{user_name}},\n\nYour account is ready.\n',
       html: '',

@@ -1,4 +1,4 @@
-import { compileTemplate, type CompiledTemplate } from './render.js';
+import { compileTemplate, rendersBlank, type CompiledTemplate } from './render.js';
 
 export interface TemplateSource {
   readonly subject: string;
@@ -28,6 +28,14 @@ export class CompiledMessage {
   get placeholders(): string[] {
     const all = [...this.subject.placeholders, ...this.text.placeholders, ...(this.html?.placeholders ?? [])];
     return [...new Set(all)];
+  }
+
+  /**
+   * The placeholders that render as nothing with these values (a missing key, null, an array or
+   * an object): the spec lets them go out blank, and people want to know that they did.
+   */
+  blankPlaceholders(values: unknown): string[] {
+    return this.placeholders.filter((path) => rendersBlank(values, path));
   }
 
   render(values: Readonly<Record<string, unknown>>): RenderedMessage {

@@ -72,6 +72,12 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
   };
 }
 
+/** True when the placeholder `path` (dotted) renders as nothing with these values. */
+export function rendersBlank(values: unknown, path: string): boolean {
+  const keys = path.split('.');
+  return keys.includes('__proto__') || valueText(lookup(values, keys)) === '';
+}
+
 function valueFinisher(mode: RenderMode, raw: boolean): (text: string) => string {
   if (mode === 'subject') return replaceControls;
   if (mode === 'html' && !raw) return (text) => escapeHtml(normalizeValueNewlines(text));

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { CompiledMessage, type RenderedMessage } from '../domain/message.js';
+import { closestName } from '../domain/suggest.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
 import {
   deleteTemplate,
@@ -32,6 +33,10 @@ export interface Template {
   readonly createdAt: number;
   readonly updatedAt: number;
 }
+
+export type TemplateDiagnosis =
+  | { readonly found: true; readonly blank: string[] | null }
+  | { readonly found: false; readonly names: string[]; readonly suggestion: string | null };
 
 export interface TemplateInput {
   readonly subject?: string;
@@ -142,12 +147,38 @@ export class TemplateService {
   preview(
     source: { subject: string; text: string; html?: string | null },
     data: Readonly<Record<string, unknown>>,
-  ): RenderedMessage & { placeholders: string[] } {
+  ): RenderedMessage & { placeholders: string[]; blank: string[] } {
     const compiled = new CompiledMessage({
       subject: source.subject,
       text: source.text,
       html: source.html ?? null,
     });
-    return { ...compiled.render(data), placeholders: compiled.placeholders };
+    return {
+      ...compiled.render(data),
+      placeholders: compiled.placeholders,
+      blank: compiled.blankPlaceholders(data),
+    };
+  }
+
+  /**
+   * What a notification's template says about it, for people reading a message: when no template
+   * has its name, the project's names and the closest one; otherwise which placeholders render
+   * blank with its data (null when the data is gone or unreadable).
+   */
+  async diagnose(projectId: number, name: string, data: string | null): Promise<TemplateDiagnosis> {
+    const row = await findTemplate(this.db, projectId, name);
+    if (row === undefined) {
+      const names = (await listTemplates(this.db, projectId)).map((template) => template.name);
+      return { found: false, names, suggestion: closestName(name, names) };
+    }
+    let values: unknown = null;
+    try {
+      values = data === null ? null : JSON.parse(data);
+    } catch {
+      values = null;
+    }
+    if (values === null || typeof values !== 'object') return { found: true, blank: null };
+    const compiled = new CompiledMessage({ subject: row.subject, text: row.text_body, html: row.html_body });
+    return { found: true, blank: compiled.blankPlaceholders(values) };
   }
 }

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SmtpSink } from '../helpers/smtp-sink.js';
-import { createFirstAdmin, startHarness, type DashboardHarness } from './harness.js';
+import { apiSend, createFirstAdmin, reloadUntil, startHarness, type DashboardHarness } from './harness.js';
 
 /** A newcomer's first SMTP settings page, in Chromium: why the checks wait, which fields are optional. */
 
@@ -9,18 +9,20 @@ let h: DashboardHarness;
 let sink: SmtpSink;
 let page: Page;
 let projectId: number;
+let apiKey: string;
 
 beforeAll(async () => {
   [h, sink] = await Promise.all([startHarness(), new SmtpSink().start()]);
   ({ page } = await h.newPage());
   await createFirstAdmin(page, h.setupUrl);
-  const { project } = await h.server.services.projects.create({
+  const { project, apiKey: key } = await h.server.services.projects.create({
     name: 'paper-cuts',
     contactEmail: null,
     fromEmail: 'noreply@herald.example',
     quotaLimit: null,
   });
   projectId = project.id;
+  apiKey = key;
 });
 afterAll(async () => {
   await h?.close();
@@ -95,5 +97,56 @@ describe('message page after a test email', () => {
     await page.getByText('Test email queued').waitFor({ state: 'detached', timeout: 8_000 });
     await page.reload();
     expect(await page.getByText('Test email queued').count()).toBe(0);
+  });
+});
+
+describe('a message whose template or data did not match', () => {
+  it('names the closest template and offers to create the missing one with its name filled in', async () => {
+    await h.server.services.templates.create(projectId, {
+      name: 'user_created',
+      subject: 'Welcome {{user_name}}',
+      text: 'Your role: {{role}}',
+    });
+    const sent = await apiSend(h.url, apiKey, { template: 'User_Created', to: 'jane@example.org' });
+    expect(sent.status).toBe(202);
+    const requestId = String(sent.body.request_id);
+    await page.goto(`/messages/${encodeURIComponent(requestId)}`);
+    await reloadUntil(
+      page,
+      async () => (await page.getByTestId('message-status').innerText()) === 'failed',
+      'the message to fail',
+    );
+    expect(await page.getByTestId('message-error').innerText()).toBe('Template not found');
+    const missing = page.getByTestId('template-missing');
+    expect(await missing.innerText()).toMatch(/has no template named User_Created/);
+    expect(await page.getByTestId('template-suggestion').innerText()).toBe('user_created');
+    // The existing name links to its editor; the missing one is not a link to a 404.
+    expect(await missing.getByRole('link', { name: 'user_created', exact: true }).getAttribute('href')).toBe(
+      `/projects/${projectId}/templates/edit/user_created`,
+    );
+    await page.getByTestId('create-template').click();
+    await page.waitForURL(/\/templates\/new\?name=User_Created$/);
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('User_Created');
+  });
+
+  it('lists the placeholders that rendered blank', async () => {
+    const sent = await apiSend(h.url, apiKey, {
+      template: 'user_created',
+      to: 'jane@example.org',
+      data: { user_name: 'Jane', role: null },
+    });
+    await page.goto(`/messages/${encodeURIComponent(String(sent.body.request_id))}`);
+    expect(await page.getByTestId('blank-placeholders').innerText()).toMatch(
+      /Rendered blank: \{\{role\}\}\./,
+    );
+  });
+
+  it('flags placeholders without a sample value in the template preview', async () => {
+    await page.goto(`/projects/${projectId}/templates/edit/user_created`);
+    await page.getByLabel('Sample data (JSON)').fill('{"user_name": "Jane"}');
+    await page.getByTestId('placeholder-blank').first().waitFor();
+    expect(await page.getByTestId('placeholder-blank').allInnerTexts()).toEqual(['{{role}}']);
+    await page.getByLabel('Sample data (JSON)').fill('{"user_name": "Jane", "role": "admin"}');
+    await page.getByTestId('placeholder-blank').first().waitFor({ state: 'detached' });
   });
 });

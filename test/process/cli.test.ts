@@ -202,6 +202,33 @@ describe('herald CLI', () => {
     expect(usage.code).toBe(2);
   });
 
+  it('shows what rendered blank, and the closest name for a template that does not exist', async () => {
+    const { project, apiKey: key } = await services.projects.create({
+      name: 'diagnosis',
+      fromEmail: 'noreply@herald.example',
+    });
+    await services.templates.create(project.id, {
+      name: 'user_created',
+      subject: 'Welcome {{user_name}}',
+      text: 'Your role: {{role}}',
+    });
+    const post = (template: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/notifications',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { template, to: 'jane@example.org', data: { user_name: 'Jane', role: null } },
+      });
+    const wrong = (await post('User_Created')).json<{ request_id: string }>().request_id;
+    const right = (await post('user_created')).json<{ request_id: string }>().request_id;
+
+    const missing = await herald('notification', 'show', wrong);
+    expect(missing.template_missing).toEqual({ templates: ['user_created'], did_you_mean: 'user_created' });
+    const found = await herald('notification', 'show', right);
+    expect(found.blank_placeholders).toEqual(['role']);
+    expect(found).not.toHaveProperty('template_missing');
+  });
+
   it('migrates idempotently', async () => {
     expect(await herald('migrate')).toMatchObject({ migrated: true });
   });
