@@ -5,6 +5,12 @@ import { page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
 
 const PAGE_SIZE = 50;
+/**
+ * How many notifications (by id) one page of a filtered search looks through. A filter that few
+ * rows match (a recipient, a failed state) would otherwise scan the whole history for one page;
+ * this keeps every page near-constant in cost at any size, and the page offers to search on.
+ */
+const SEARCH_WINDOW = 200_000;
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
 
@@ -30,10 +36,22 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       beforeId: whole(q.before),
       limit: PAGE_SIZE + 1,
     };
-    const rows = await notifications.list(filter);
+    const searching =
+      filter.projectId !== undefined ||
+      filter.state !== undefined ||
+      filter.template !== undefined ||
+      filter.recipient !== undefined ||
+      filter.from !== undefined ||
+      filter.to !== undefined;
+    // A search looks through one window of ids per page; the window's end is where "Older" goes
+    // on from when the page is not full.
+    const windowEnd = searching ? (filter.beforeId ?? (await notifications.newestId()) + 1) : undefined;
+    const fromId = windowEnd === undefined ? undefined : Math.max(0, windowEnd - SEARCH_WINDOW);
+    const rows = await notifications.list({ ...filter, beforeId: windowEnd, fromId });
     const names = await projectNames();
     const more = rows.length > PAGE_SIZE;
     const shown = rows.slice(0, PAGE_SIZE);
+    const searchOlder = !more && fromId !== undefined && fromId > 1 ? fromId : null;
     const filters = {
       project: filter.projectId === undefined ? '' : String(filter.projectId),
       status: filter.state ?? '',
@@ -50,7 +68,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       filters,
       filtered: Object.values(filters).some((v) => v !== ''),
       paged: filter.beforeId !== undefined,
-      nextBefore: more ? shown[shown.length - 1]?.id : null,
+      nextBefore: more ? shown[shown.length - 1]?.id : searchOlder,
+      searchedTo: searchOlder,
     });
   });
 

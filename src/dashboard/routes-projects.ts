@@ -116,7 +116,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
     const project = await projects.get(projectId);
     const [usage, counts, recent, smtp, templates] = await Promise.all([
       deps.usage.forProject(project),
-      notifications.counts(project.id),
+      deps.usage.totals(project.id),
       notifications.list({ projectId: project.id, limit: 5 }),
       smtpSettings.get(project.id),
       deps.services.templates.list(project.id),

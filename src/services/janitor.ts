@@ -3,12 +3,19 @@ import type { Logger } from 'pino';
 import { pruneIdempotencyKeys } from '../storage/idempotency.js';
 import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
+import { foldUsage } from '../storage/usage.js';
 import type { ApiLogService } from './api-log.js';
 
 /** Notifications erased per statement: keeps each transaction short on a busy store. */
 const ERASE_BATCH = 1000;
 /** At most this many batches per pass; the next pass continues where this one stopped. */
 const ERASE_BATCHES_PER_PASS = 50;
+/**
+ * How often usage changes are folded into the counters. Readers add the unfolded changes
+ * themselves, so this bounds only how many they add (a few thousand rows at most), not staleness.
+ */
+const FOLD_USAGE_MS = 30_000;
+const FOLD_BATCH = 50_000;
 
 export interface JanitorRetention {
   readonly apiLog: { readonly retentionDays: number; readonly maxRows: number };
@@ -19,7 +26,8 @@ export interface JanitorRetention {
  * Periodic housekeeping of the api role: API logs past their retention (age and row count) and
  * expired Idempotency-Keys are deleted, so neither table grows without bound; the placeholder
  * values and rendered content of notifications finished longer ago than the content retention
- * are erased (product.md §8).
+ * are erased (product.md §8). More often, the usage changes appended by accepts and outcomes are
+ * folded into the per-hour usage counters.
  */
 export class Janitor {
   private timers: NodeJS.Timeout[] = [];
@@ -36,13 +44,32 @@ export class Janitor {
     const tick = () =>
       void this.runOnce().catch((err: unknown) => this.logger.warn({ err }, 'housekeeping failed'));
     // A first pass soon after start, then at every interval; neither keeps the process alive.
-    this.timers = [setTimeout(tick, 5_000).unref(), setInterval(tick, this.intervalMs).unref()];
+    const fold = () =>
+      void this.foldUsage().catch((err: unknown) =>
+        this.logger.warn({ err }, 'folding usage counters failed'),
+      );
+    this.timers = [
+      setTimeout(tick, 5_000).unref(),
+      setInterval(tick, this.intervalMs).unref(),
+      setInterval(fold, FOLD_USAGE_MS).unref(),
+    ];
+  }
+
+  /** Folds every pending usage change into the counters; returns how many were folded. */
+  async foldUsage(): Promise<number> {
+    let folded = 0;
+    for (;;) {
+      const batch = await foldUsage(this.db, FOLD_BATCH);
+      folded += batch;
+      if (batch < FOLD_BATCH) return folded;
+    }
   }
 
   async runOnce(now = Date.now()): Promise<{ apiLogs: number; idempotencyKeys: number; contents: number }> {
     const { apiLog, contentRetentionDays } = this.retention;
     const apiLogs = await this.apiLogs.prune(now - apiLog.retentionDays * 86_400_000, apiLog.maxRows);
     const idempotencyKeys = await pruneIdempotencyKeys(this.db, now);
+    await this.foldUsage();
     let contents = 0;
     const before = now - contentRetentionDays * 86_400_000;
     for (let i = 0; i < ERASE_BATCHES_PER_PASS; i++) {

@@ -17,9 +17,11 @@ import {
   findNotification,
   insertNotifications,
   listNotifications,
+  newestNotificationId,
   type NotificationFilter,
 } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
+import { addUsage } from '../storage/usage.js';
 import type {
   Database,
   DeliveryAttemptRow,
@@ -239,6 +241,10 @@ export class NotificationService {
     }
   }
 
+  newestId(): Promise<number> {
+    return newestNotificationId(this.db);
+  }
+
   list(filter: NotificationFilter): Promise<NotificationRow[]> {
     return listNotifications(this.db, filter);
   }
@@ -335,6 +341,15 @@ async function insertAdmitted(
   const ids = await insertNotifications(
     tx,
     admitted.map((a) => a.row),
+  );
+  await addUsage(
+    tx,
+    admitted.map((a) => ({
+      projectId: a.row.project_id,
+      createdAt: a.row.created_at,
+      state: 'queued',
+      delta: 1,
+    })),
   );
   const outcomes: AcceptOutcome[] = [];
   for (const admission of admissions) {

@@ -3,7 +3,7 @@ import { publicStatus } from '../domain/notification-state.js';
 import { quotaState, quotaWindow } from '../domain/quota.js';
 import { quotaUsed } from '../storage/quota.js';
 import type { Database } from '../storage/schema.js';
-import { lastActivity, usageBuckets } from '../storage/usage.js';
+import { lastActivity, usageBuckets, usageTotals } from '../storage/usage.js';
 import type { Project } from './projects.js';
 
 export type UsageUnit = 'hour' | 'day';
@@ -69,6 +69,14 @@ export class UsageService {
       windowStart: window.start,
       windowEnd: window.end,
     };
+  }
+
+  /**
+   * A project's messages by public state, all time: `queued` counts those waiting or being sent.
+   * Read from the usage counters, so it costs the same with ten messages or ten million.
+   */
+  totals(projectId: number): Promise<{ queued: number; sent: number; failed: number }> {
+    return usageTotals(this.db, projectId);
   }
 
   /** The last `count` whole hours or UTC days up to now (the current one included), oldest first. */

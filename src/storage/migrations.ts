@@ -173,6 +173,34 @@ const MIGRATIONS: Record<string, Ddl> = {
       heartbeat_at ${t.bigint} NOT NULL
     )`,
   ],
+  '004_usage_counters': (t) => [
+    // Messages per project, UTC hour of acceptance and public state (queued counts sending too),
+    // so the dashboard's usage and overview never aggregate over every stored notification.
+    `CREATE TABLE usage_counters (
+      project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      hour_start ${t.bigint} NOT NULL,
+      state TEXT NOT NULL,
+      count ${t.bigint} NOT NULL,
+      PRIMARY KEY (project_id, hour_start, state)
+    )`,
+    // Every state change appends its change here, in its own transaction, without contending for
+    // a counter row; the janitor folds them into usage_counters. Readers add both.
+    `CREATE TABLE usage_deltas (
+      id ${t.id},
+      project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      hour_start ${t.bigint} NOT NULL,
+      state TEXT NOT NULL,
+      delta ${t.bigint} NOT NULL
+    )`,
+    `CREATE INDEX usage_deltas_project ON usage_deltas (project_id, hour_start)`,
+    // The history so far, counted once when upgrading.
+    `INSERT INTO usage_counters (project_id, hour_start, state, count)
+      SELECT project_id, created_at - (created_at % 3600000),
+        CASE WHEN state = 'sending' THEN 'queued' ELSE state END, COUNT(*)
+      FROM notifications
+      GROUP BY project_id, created_at - (created_at % 3600000),
+        CASE WHEN state = 'sending' THEN 'queued' ELSE state END`,
+  ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

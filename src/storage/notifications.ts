@@ -155,6 +155,8 @@ export interface NotificationFilter {
   readonly to?: number;
   /** Keyset pagination: rows with an id below this one. */
   readonly beforeId?: number;
+  /** Rows with an id at or above this one: bounds how far back one page of a search looks. */
+  readonly fromId?: number;
   readonly limit: number;
 }
 
@@ -171,7 +173,17 @@ export async function listNotifications(
   if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);
   if (filter.to !== undefined) query = query.where('created_at', '<', filter.to);
   if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
+  if (filter.fromId !== undefined) query = query.where('id', '>=', filter.fromId);
   return query.orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/** The newest notification id (0 when there is none): one look at the primary key. */
+export async function newestNotificationId(db: Kysely<Database>): Promise<number> {
+  const row = await db
+    .selectFrom('notifications')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst();
+  return row?.id == null ? 0 : Number(row.id);
 }
 
 function escapeLike(value: string): string {

@@ -138,6 +138,25 @@ export interface SettingsTable {
   value: string;
 }
 
+/** A public state (`sending` counts as `queued`) as kept in the usage counters. */
+export type UsageState = 'queued' | 'sent' | 'failed';
+
+export interface UsageCountersTable {
+  project_id: number;
+  /** The UTC hour the messages were accepted in (epoch ms). */
+  hour_start: number;
+  state: UsageState;
+  count: number;
+}
+
+export interface UsageDeltasTable {
+  id: Generated<number>;
+  project_id: number;
+  hour_start: number;
+  state: UsageState;
+  delta: number;
+}
+
 export interface WorkersTable {
   /** The lease owner name of a worker process (host, pid and a random part). */
   owner: string;
@@ -159,6 +178,8 @@ export interface Database {
   sessions: SessionsTable;
   settings: SettingsTable;
   workers: WorkersTable;
+  usage_counters: UsageCountersTable;
+  usage_deltas: UsageDeltasTable;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;

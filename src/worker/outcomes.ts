@@ -3,6 +3,7 @@ import { retryDelay } from '../domain/retry.js';
 import { insertAttempt } from '../storage/delivery-attempts.js';
 import { GroupCommit } from '../services/group-commit.js';
 import { finishDelivery } from '../storage/notifications.js';
+import { addUsage } from '../storage/usage.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
 import type { AttemptResult } from './deliver.js';
 
@@ -76,6 +77,19 @@ export class OutcomeRecorder {
         if (outcome !== null)
           done.push({ row: item.row, result: item.result, outcome, durationMs: now - item.startedAt });
       }
+      // A finished message moves from queued to its final state in the usage counters, in the
+      // transaction that records it.
+      await addUsage(
+        tx,
+        done.flatMap(({ row, outcome }) =>
+          outcome === 'retry'
+            ? []
+            : [
+                { projectId: row.project_id, createdAt: row.created_at, state: 'queued' as const, delta: -1 },
+                { projectId: row.project_id, createdAt: row.created_at, state: outcome, delta: 1 },
+              ],
+        ),
+      );
       return done;
     });
     for (const outcome of stored) this.options.onStored?.(outcome);

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { addUsage, foldUsage } from '../../src/storage/usage.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminService } from '../../src/services/admins.js';
 import { NotificationService } from '../../src/services/notifications.js';
@@ -36,19 +37,25 @@ describe('UsageService', () => {
     await at(now - DAY, 'user_created');
     await at(now - 2 * HOUR, 'user_created');
     await at(now - 5 * 60_000, 'user_created');
-    // States are set directly: this test is about counting, not delivery.
+    // States are set directly, with the usage changes the worker records beside them: this test
+    // is about counting, not delivery (delivery.test.ts checks the worker keeps them).
     const rows = await ctx.services.notifications.list({ projectId, limit: 10 });
-    const ids = rows.map((r) => r.id).sort((a, b) => a - b);
-    await ctx.services.storage.db
-      .updateTable('notifications')
-      .set({ state: 'sent' })
-      .where('id', 'in', ids.slice(0, 3))
-      .execute();
-    await ctx.services.storage.db
-      .updateTable('notifications')
-      .set({ state: 'failed' })
-      .where('id', '=', ids[3]!)
-      .execute();
+    const sorted = [...rows].sort((a, b) => a.id - b.id);
+    const finish = async (row: (typeof rows)[number], state: 'sent' | 'failed') => {
+      await ctx.services.storage.db
+        .updateTable('notifications')
+        .set({ state })
+        .where('id', '=', row.id)
+        .execute();
+      await addUsage(ctx.services.storage.db, [
+        { projectId, createdAt: row.created_at, state: 'queued', delta: -1 },
+        { projectId, createdAt: row.created_at, state, delta: 1 },
+      ]);
+    };
+    for (const row of sorted.slice(0, 3)) await finish(row, 'sent');
+    await finish(sorted[3]!, 'failed');
+    // Half of the changes folded into the counters, half still pending: readers add both.
+    await foldUsage(ctx.services.storage.db, 3);
 
     const usage = new UsageService(ctx.services.storage.db, () => now);
     const days = await usage.series(projectId, 'day', 3);
@@ -60,6 +67,10 @@ describe('UsageService', () => {
     expect(days.totals).toEqual({ sent: 3, failed: 1, queued: 1 });
     const hours = await usage.series(projectId, 'hour', 3);
     expect(hours.buckets.map((b) => b.failed + b.queued + b.sent)).toEqual([1, 0, 1]);
+    expect(await usage.totals(projectId)).toEqual({ sent: 3, failed: 1, queued: 1 });
+    await foldUsage(ctx.services.storage.db);
+    expect(await usage.totals(projectId)).toEqual({ sent: 3, failed: 1, queued: 1 });
+    expect(await ctx.services.storage.db.selectFrom('usage_deltas').selectAll().execute()).toEqual([]);
 
     const view = await usage.forProject(await ctx.services.projects.get(projectId));
     expect(view.lastActivity).toBe(now - 5 * 60_000);

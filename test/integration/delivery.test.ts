@@ -150,6 +150,22 @@ describe('delivery over SMTP', () => {
     expect(attempts[0]!.response).toBe('SMTP 451 4.3.0 Try again later');
   });
 
+  it('keeps the usage counters in step with every state change, a retry included', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    sink.rejectRecipients.set('counted-gone@example.org', [550, '5.1.1 no such user']);
+    sink.failNext = { count: 1, code: 451, message: '4.3.0 Try again later' };
+    const ids = [
+      await send(apiKey, { template: 'user_created', to: 'counted-a@example.org' }),
+      await send(apiKey, { template: 'user_created', to: 'counted-b@example.org' }),
+      await send(apiKey, { template: 'user_created', to: 'counted-gone@example.org' }),
+      await send(apiKey, { template: 'no_such_template', to: 'counted-c@example.org' }),
+    ];
+    for (const id of ids) await settled(apiKey, id);
+    const counts = await ctx.services.notifications.counts(projectId);
+    expect(counts).toEqual({ queued: 0, sending: 0, sent: 2, failed: 2 });
+    expect(await ctx.services.usage.totals(projectId)).toEqual({ queued: 0, sent: 2, failed: 2 });
+  });
+
   it('fails with "Template not found" for a name that differs only in case', async () => {
     const { apiKey } = await seedProject(ctx.services);
     const requestId = await send(apiKey, { template: 'User_Created', to: 'a@b.example' });

@@ -20,7 +20,7 @@ import {
  * Migrations: applied once, re-running is a no-op, concurrent migrators do not collide, and a
  * database made by an earlier release migrates forward with its data.
  */
-const MIGRATIONS = ['001_initial', '002_content_retention', '003_worker_heartbeats'];
+const MIGRATIONS = ['001_initial', '002_content_retention', '003_worker_heartbeats', '004_usage_counters'];
 const TABLES = [
   'admins',
   'api_logs',
@@ -35,6 +35,8 @@ const TABLES = [
   'settings',
   'smtp_settings',
   'templates',
+  'usage_counters',
+  'usage_deltas',
   'workers',
 ];
 
@@ -119,6 +121,10 @@ describe(`migrations (${backend})`, () => {
         data: '{"user_name":"Jane"}',
         subject: 'Hi Jane',
       });
+      const hour = Date.UTC(2026, 0, 5, 10);
+      await addNotification(storage.db, projectId, { state: 'sending', created_at: hour + 5 });
+      await addNotification(storage.db, projectId, { state: 'queued', created_at: hour + 3_599_999 });
+      await addNotification(storage.db, projectId, { state: 'failed', created_at: hour + 3_600_000 });
       await storage.migrate();
       expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
       expect(await notification(storage.db, id)).toMatchObject({
@@ -127,6 +133,19 @@ describe(`migrations (${backend})`, () => {
         subject: 'Hi Jane',
         content_erased_at: null,
       });
+      // The history is counted into the usage counters once, sending as queued.
+      const counters = await storage.db
+        .selectFrom('usage_counters')
+        .select(['hour_start', 'state', 'count'])
+        .where('project_id', '=', projectId)
+        .orderBy('hour_start')
+        .orderBy('state')
+        .execute();
+      expect(counters.map((row) => [Number(row.hour_start), row.state, Number(row.count)])).toEqual([
+        [0, 'sent', 1],
+        [hour, 'queued', 2],
+        [hour + 3_600_000, 'failed', 1],
+      ]);
     } finally {
       await storage.close();
       await database.drop();
