@@ -193,6 +193,9 @@ const MIGRATIONS: Record<string, Ddl> = {
       delta ${t.bigint} NOT NULL
     )`,
     `CREATE INDEX usage_deltas_project ON usage_deltas (project_id, hour_start)`,
+    // A project's newest messages in id order (its overview, its delivery log) without sorting
+    // all of its history.
+    `CREATE INDEX notifications_project_id ON notifications (project_id, id)`,
     // The history so far, counted once when upgrading.
     `INSERT INTO usage_counters (project_id, hour_start, state, count)
       SELECT project_id, created_at - (created_at % 3600000),
