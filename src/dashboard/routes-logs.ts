@@ -45,8 +45,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       filter.to !== undefined;
     // A search looks through one window of ids per page; the window's end is where "Older" goes
     // on from when the page is not full.
-    const windowEnd = searching ? (filter.beforeId ?? (await notifications.newestId()) + 1) : undefined;
-    const fromId = windowEnd === undefined ? undefined : Math.max(0, windowEnd - SEARCH_WINDOW);
+    const windowEnd = searching ? (filter.beforeId ?? (await notifications.newestId()) + 1) : filter.beforeId;
+    const fromId = searching && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;
     const rows = await notifications.list({ ...filter, beforeId: windowEnd, fromId });
     const names = await projectNames();
     const more = rows.length > PAGE_SIZE;

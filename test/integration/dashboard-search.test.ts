@@ -48,6 +48,16 @@ describe(`delivery log search over ${STORED} messages (${backend})`, () => {
     expect(second.body).toContain('user10@example.org');
   });
 
+  it('pages the unfiltered log by id, 50 at a time', async () => {
+    const first = await get('/messages');
+    const next = /href="(\/messages\?before=(\d+))"/.exec(first.body);
+    expect(next).not.toBeNull();
+    expect(first.body).toContain(`user${STORED}@example.org`);
+    const second = await get(next![1]!);
+    expect(second.body).not.toContain(`user${STORED}@example.org<`);
+    expect(second.body).toContain(`user${Number(next![2]) - 1}@example.org`);
+  });
+
   it('finds a recent match on the first page', async () => {
     const page = await get(`/messages?recipient=user${STORED - 5}%40example.org`);
     expect(page.body).toContain(`user${STORED - 5}@example.org`);
