@@ -57,7 +57,7 @@ function templateValues(template: Template): EditorValues {
     subject: template.subject,
     text: template.text,
     html: template.html ?? '',
-    data: sampleDataFor(template.placeholders),
+    data: template.sampleData ?? sampleDataFor(template.placeholders),
   };
 }
 
@@ -137,7 +137,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     const project = await projects.get(idParam(request.params.id));
     const values = valuesOf(fieldsOf(request.body));
     try {
-      const created = await templates.create(project.id, values);
+      const created = await templates.create(project.id, { ...values, sampleData: values.data });
       return reply.redirect(
         `/projects/${project.id}/templates/edit/${encodeURIComponent(created.name)}?notice=created`,
         303,
@@ -172,7 +172,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     const project = await projects.get(idParam(request.params.id));
     const values = { ...valuesOf(fieldsOf(request.body)), name: request.params.name };
     try {
-      await templates.update(project.id, request.params.name, values);
+      await templates.update(project.id, request.params.name, { ...values, sampleData: values.data });
     } catch (error) {
       if (!(error instanceof HeraldError) || error.code === 'TEMPLATE_NOT_FOUND') throw error;
       return editor(request, reply, project, { mode: 'edit', values, error: error.message }, 400);

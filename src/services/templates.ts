@@ -18,6 +18,7 @@ import type { ProjectService } from './projects.js';
 export const TEMPLATE_LIMITS = {
   name: MAX_TEMPLATE_NAME_LENGTH,
   subject: 1000,
+  sampleData: 64 * 1024,
   text: 256 * 1024,
   html: 512 * 1024,
 } as const;
@@ -29,6 +30,8 @@ export interface Template {
   readonly subject: string;
   readonly text: string;
   readonly html: string | null;
+  /** Sample data saved with the template from the dashboard's editor (JSON text), if any. */
+  readonly sampleData: string | null;
   readonly placeholders: string[];
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -42,6 +45,7 @@ export interface TemplateInput {
   readonly subject?: string;
   readonly text?: string;
   readonly html?: string | null;
+  readonly sampleData?: string | null;
 }
 
 function toTemplate(row: TemplateRow): Template {
@@ -53,6 +57,7 @@ function toTemplate(row: TemplateRow): Template {
     subject: row.subject,
     text: row.text_body,
     html: row.html_body,
+    sampleData: row.sample_data ?? null,
     placeholders: compiled.placeholders,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -80,6 +85,9 @@ function checkBody(input: TemplateInput): void {
   if (input.html != null && input.html.length > TEMPLATE_LIMITS.html) {
     throw errors.invalidInput(`HTML body must be at most ${TEMPLATE_LIMITS.html} characters`);
   }
+  if (input.sampleData != null && input.sampleData.length > TEMPLATE_LIMITS.sampleData) {
+    throw errors.invalidInput(`Sample data must be at most ${TEMPLATE_LIMITS.sampleData} characters`);
+  }
 }
 
 export class TemplateService {
@@ -91,7 +99,7 @@ export class TemplateService {
 
   async create(
     projectRef: string | number,
-    input: { name: string; subject: string; text: string; html?: string | null },
+    input: { name: string } & Required<Pick<TemplateInput, 'subject' | 'text'>> & TemplateInput,
   ): Promise<Template> {
     const project = await this.projects.resolve(projectRef);
     checkBody(input);
@@ -103,6 +111,7 @@ export class TemplateService {
         subject: input.subject,
         text_body: input.text,
         html_body: input.html === '' ? null : (input.html ?? null),
+        sample_data: input.sampleData ?? null,
         created_at: now,
         updated_at: now,
       });
@@ -120,6 +129,7 @@ export class TemplateService {
       ...(input.subject !== undefined && { subject: input.subject }),
       ...(input.text !== undefined && { text_body: input.text }),
       ...(input.html !== undefined && { html_body: input.html === '' ? null : input.html }),
+      ...(input.sampleData !== undefined && { sample_data: input.sampleData }),
       updated_at: this.now(),
     });
     if (row === undefined) throw errors.templateNotFound();

@@ -204,6 +204,10 @@ const MIGRATIONS: Record<string, Ddl> = {
       GROUP BY project_id, created_at - (created_at % 3600000),
         CASE WHEN state = 'sending' THEN 'queued' ELSE state END`,
   ],
+  '005_template_sample_data': () => [
+    // The sample data last used in the editor, so it survives saving instead of being replaced.
+    `ALTER TABLE templates ADD COLUMN sample_data TEXT`,
+  ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

@@ -31,6 +31,8 @@ export interface TemplatesTable {
   subject: string;
   text_body: string;
   html_body: string | null;
+  /** The editor's sample data (JSON text) as last saved; null until the dashboard saves one. */
+  sample_data: string | null;
   created_at: number;
   updated_at: number;
 }

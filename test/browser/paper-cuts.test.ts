@@ -150,3 +150,25 @@ describe('a message whose template or data did not match', () => {
     await page.getByTestId('placeholder-blank').first().waitFor({ state: 'detached' });
   });
 });
+
+describe('template editor', () => {
+  it('keeps the sample data typed before "Create", and after saving again', async () => {
+    await page.goto(`/projects/${projectId}/templates/new`);
+    await page.getByLabel('Name', { exact: true }).fill('order_shipped');
+    await page.getByLabel('Subject').fill('Order {{order_id}} shipped');
+    await page.getByLabel('Text body').fill('Hello {{user_name}}, order {{order_id}} is on its way.');
+    const typed = '{"user_name": "Ada", "order_id": "A-1042"}';
+    await page.getByLabel('Sample data (JSON)').fill(typed);
+    await page.getByRole('button', { name: 'Create template' }).click();
+    await page.getByText('Template created.').waitFor();
+    expect(await page.getByLabel('Sample data (JSON)').inputValue()).toBe(typed);
+    await page.getByTestId('preview-subject').filter({ hasText: 'Order A-1042 shipped' }).waitFor();
+
+    const changed = '{"user_name": "Grace", "order_id": "B-7"}';
+    await page.getByLabel('Sample data (JSON)').fill(changed);
+    await page.getByRole('button', { name: 'Save template' }).click();
+    await page.getByText('Template saved.').waitFor();
+    await page.reload();
+    expect(await page.getByLabel('Sample data (JSON)').inputValue()).toBe(changed);
+  });
+});

@@ -20,7 +20,13 @@ import {
  * Migrations: applied once, re-running is a no-op, concurrent migrators do not collide, and a
  * database made by an earlier release migrates forward with its data.
  */
-const MIGRATIONS = ['001_initial', '002_content_retention', '003_worker_heartbeats', '004_usage_counters'];
+const MIGRATIONS = [
+  '001_initial',
+  '002_content_retention',
+  '003_worker_heartbeats',
+  '004_usage_counters',
+  '005_template_sample_data',
+];
 const TABLES = [
   'admins',
   'api_logs',
