@@ -10,7 +10,7 @@ const PAGE_SIZE = 50;
  * rows match (a recipient, a failed state) would otherwise scan the whole history for one page;
  * this keeps every page near-constant in cost at any size, and the page offers to search on.
  */
-const SEARCH_WINDOW = 200_000;
+const SEARCH_WINDOW = 100_000;
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
 

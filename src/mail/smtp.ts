@@ -89,6 +89,8 @@ interface Pool {
   pending: number;
   /** Replaced by a newer pool: closed once its last message is answered. */
   retired: boolean;
+  /** Closed because one of its transactions passed the deadline: the others fail for that reason. */
+  timedOut: boolean;
 }
 
 export class SmtpMailer {
@@ -131,7 +133,7 @@ export class SmtpMailer {
       maxConnections: this.options.maxConnections,
       maxMessages: Infinity,
     });
-    return { transport, createdAt: Date.now(), pending: 0, retired: false };
+    return { transport, createdAt: Date.now(), pending: 0, retired: false, timedOut: false };
   }
 
   private async pool(target: SmtpTarget): Promise<{ key: string; entry: Promise<Pool>; pool: Pool }> {
@@ -231,6 +233,7 @@ export class SmtpMailer {
       const info = await this.withDeadline(work, () => {
         const late = held as { key: string; entry: Promise<Pool>; pool: Pool } | null;
         if (late === null) return;
+        late.pool.timedOut = true;
         this.retire(late.key, late.entry, late.pool);
         late.pool.transport.close();
       });
@@ -238,7 +241,14 @@ export class SmtpMailer {
       return { code: replyCode(response), response };
     } catch (error) {
       if (error instanceof SmtpDeliveryError) throw error;
-      throw new SmtpDeliveryError(classifySmtpError(error));
+      // Transactions that shared a pool with one that passed the deadline are cut off with it
+      // ("Connection pool was closed"); they failed for the same reason, and say so.
+      const cutOff = (held as { pool: Pool } | null)?.pool.timedOut === true;
+      throw new SmtpDeliveryError(
+        classifySmtpError(
+          cutOff ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
+        ),
+      );
     }
   }
 

@@ -5,7 +5,8 @@ import type { RenderedMessage } from '../domain/message.js';
 import type { DeliveryFailure } from '../domain/retry.js';
 import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
-import { smtpTargetKey, type SmtpTarget } from '../mail/smtp-target.js';
+import type { SmtpTarget } from '../mail/smtp-target.js';
+import { urlHost } from '../domain/url-host.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { DeliveryContext } from './loader.js';
 
@@ -47,10 +48,14 @@ const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', me
 export class Deliverer {
   constructor(private readonly deps: DeliveryDeps) {}
 
-  /** The relay a notification with this context goes to (its pool key); null when none is used. */
+  /**
+   * The relay a notification with this context goes to, as host and port: lanes are shared per
+   * destination, so one host behind several logins is still one relay. Null when none is used.
+   */
   relayOf(context: DeliveryContext): string | null {
     const choice = chooseTransport(context.smtp?.target ?? null, this.deps.globalSmtp, this.deps.production);
-    return choice.kind === 'project' || choice.kind === 'global' ? smtpTargetKey(choice.target) : null;
+    if (choice.kind !== 'project' && choice.kind !== 'global') return null;
+    return `${urlHost(choice.target.host.toLowerCase())}:${choice.target.port}`;
   }
 
   async attempt(row: NotificationRow, context: DeliveryContext | null): Promise<AttemptResult> {

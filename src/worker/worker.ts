@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { nextDueAt, releaseClaims } from '../storage/notifications.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
+import { lanePolicy, mayUseLane, type LanePolicy } from '../domain/lanes.js';
 import type { AttemptResult, Deliverer } from './deliver.js';
 import { Heartbeat } from './heartbeat.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
@@ -28,23 +29,6 @@ interface Job {
   readonly batch: BatchLoader;
 }
 
-/**
- * Lanes one relay may hold at once (product.md §8): no more than its pooled connections (more
- * would only queue inside the pool), and never the last quarter of the lanes, so a slow or dead
- * relay leaves room for everybody else's mail.
- */
-export function relayShare(options: Pick<WorkerOptions, 'concurrency' | 'smtpMaxConnections'>): number {
-  const reserved = Math.ceil(options.concurrency / 4);
-  return Math.max(1, Math.min(options.smtpMaxConnections, options.concurrency - reserved));
-}
-
-/**
- * The delivery worker. The notification row is the job: the worker claims due rows in batches,
- * which marks them `sending` under a lease (visibility timeout) before any SMTP transaction starts,
- * renews the lease while it works, and records `sent` right after the relay's 250. A worker that
- * dies stops its heartbeat (heartbeat.ts); any worker then returns its rows to the queue. So a
- * crash can resend at most the messages that were in flight, and never loses one.
- */
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly backlog: Job[] = [];
@@ -54,7 +38,7 @@ export class DeliveryWorker {
   private readonly parked = new Map<string, { job: Job; context: DeliveryContext | null }[]>();
   /** Parked jobs per project: not claimed again until their relay has room. */
   private readonly parkedProjects = new Map<number, number>();
-  private readonly share: number;
+  private readonly lanes: LanePolicy;
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
   private active = 0;
@@ -77,7 +61,7 @@ export class DeliveryWorker {
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.share = relayShare(options);
+    this.lanes = lanePolicy(options);
     this.heartbeat = new Heartbeat(storage, this.owner, logger, () => this.wake(), now);
     this.outcomes = new OutcomeRecorder(storage.db, {
       owner: this.owner,
@@ -167,7 +151,7 @@ export class DeliveryWorker {
     const loading = job.batch.load(job.row.project_id, job.row.template).then(
       (context) => {
         const relay = context === null ? null : this.deliverer.relayOf(context);
-        if (relay !== null && (this.relayBusy.get(relay) ?? 0) >= this.share) {
+        if (relay !== null && !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active)) {
           // The relay already holds its share: give the lane back to other relays' mail.
           this.active--;
           this.park(relay, job, context);
@@ -241,6 +225,7 @@ export class DeliveryWorker {
     if (busy === 0) this.relayBusy.delete(relay);
     else this.relayBusy.set(relay, busy);
     if (this.stopping || this.active >= this.options.concurrency) return;
+    if (!mayUseLane(this.lanes, busy, this.active + 1)) return;
     const next = this.unpark(relay);
     if (next === undefined) return;
     this.active++;

@@ -12,7 +12,8 @@ import { waitUntil } from '../helpers/wait.js';
  * product.md §8 with real misbehaving SMTP peers: each faulty relay's mail fails with a clear
  * error_message within the transaction deadline, and a healthy project's mail sent while all of
  * them hold their lanes still arrives within 2 s. Every faulty project sends more messages than a
- * relay's share of the lanes, so together they would take every lane if a relay could.
+ * relay's share of the lanes and five relays stall, so together they would take every lane if each
+ * relay could take its share; two more projects reach one stalled host with different logins.
  */
 
 const TIMEOUT_MS = 3000;
@@ -79,6 +80,13 @@ const FAULTS: { name: string; fault: Fault; tls?: boolean; error: RegExp }[] = [
     tls: true,
     error: /TLS|SSL|socket|closed|wrong version/i,
   },
+  // Three relays that accept and then say nothing: with the two slow ones above, more stalled
+  // relays than the lanes could hold if each took its full share.
+  ...[1, 2, 3].map((n) => ({
+    name: `never greets (${n})`,
+    fault: (() => undefined) as Fault,
+    error: new RegExp(`${DEADLINE_EXCEEDED}|Greeting never received`),
+  })),
   {
     name: 'is not an SMTP server',
     fault: (s) => s.write('INFO {"server_id":"SECRET"}\r\n'),
@@ -153,6 +161,21 @@ describe('one relay never stalls another project', () => {
         tls ? `smtps://127.0.0.1:${port}` : `smtp://127.0.0.1:${port}?security=none`,
       );
       faulty.push({ name, apiKey: project.apiKey, ids: [], error });
+    }
+    // One stalled host behind two logins is one relay, not two.
+    const sharedPort = await faultyRelay(() => undefined);
+    for (const user of ['alice', 'bob']) {
+      const project = await seedProject(ctx.services);
+      await ctx.services.smtpSettings.setFromUrl(
+        project.projectId,
+        `smtp://${user}:secret@127.0.0.1:${sharedPort}?security=none`,
+      );
+      faulty.push({
+        name: `shared host, login ${user}`,
+        apiKey: project.apiKey,
+        ids: [],
+        error: new RegExp(`${DEADLINE_EXCEEDED}|Greeting never received`),
+      });
     }
     for (let i = 0; i < PER_FAULT; i++)
       for (const project of faulty) project.ids.push(await send(project.apiKey, `user${i}@example.org`));

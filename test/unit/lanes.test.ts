@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { lanePolicy, mayUseLane } from '../../src/domain/lanes.js';
+
+describe('lanes shared between relays', () => {
+  it('gives a relay at most its pooled connections and never the reserved quarter', () => {
+    expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 5 })).toEqual({
+      concurrency: 20,
+      perRelay: 5,
+      reserved: 5,
+    });
+    expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 50 }).perRelay).toBe(15);
+    expect(lanePolicy({ concurrency: 1, smtpMaxConnections: 5 })).toEqual({
+      concurrency: 1,
+      perRelay: 1,
+      reserved: 1,
+    });
+  });
+
+  const policy = lanePolicy({ concurrency: 20, smtpMaxConnections: 5 });
+  it.each([
+    // busy lanes of this relay, lanes in use in all (this message's included), may use its lane
+    [0, 1, true],
+    [4, 10, true],
+    [5, 10, false],
+    [3, 15, true],
+    [3, 16, false],
+    // A relay holding no lane takes one of the reserved ones: an idle relay's mail always goes.
+    [0, 16, true],
+    [0, 20, true],
+  ])('busy %i, active %i → %s', (busy, active, allowed) => {
+    expect(mayUseLane(policy, busy, active)).toBe(allowed);
+  });
+
+  it('leaves a lane for an idle relay however many relays stall', () => {
+    // Stalled relays take lanes one message at a time until the rule stops them.
+    const busy = new Map<number, number>();
+    let active = 0;
+    for (let round = 0; round < 50; round++) {
+      for (let relay = 0; relay < 8; relay++) {
+        const held = busy.get(relay) ?? 0;
+        if (active < policy.concurrency && mayUseLane(policy, held, active + 1)) {
+          busy.set(relay, held + 1);
+          active++;
+        }
+      }
+    }
+    expect(active).toBeLessThan(policy.concurrency);
+    expect(mayUseLane(policy, 0, active + 1)).toBe(true);
+  });
+});
