@@ -60,6 +60,20 @@ export async function openServices(
   logger: Logger,
   options: OpenOptions = {},
 ): Promise<Services> {
+  // Settings that can still be wrong are read before anything is opened, so a bad one fails
+  // start-up with its own message and leaves nothing running.
+  let globalSmtp: SmtpTarget | null = null;
+  try {
+    globalSmtp = config.smtpUrl === null ? null : { ...parseSmtpUrl(config.smtpUrl), trusted: true };
+  } catch (error) {
+    throw new ConfigError(`HERALD_SMTP_URL: ${(error as Error).message}`);
+  }
+  const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
+  if (config.smtpFrom !== null && defaultFrom === null) {
+    throw new ConfigError(
+      'HERALD_SMTP_FROM must be an address, e.g. no-reply@example.org or "Shop <no-reply@example.org>"',
+    );
+  }
   const storage = openStorage(config.database, {
     backgroundCheckpoint: options.longRunning ?? false,
     onCheckpoint: (report) => {
@@ -67,13 +81,14 @@ export async function openServices(
         logger.warn({ error: report.error }, 'background WAL checkpoint failed');
     },
   });
+  let secretKey: string;
   try {
     if (options.migrate ?? true) await storage.migrate();
+    secretKey = resolveSecretKey(config.secretKey, config.dataDir);
   } catch (error) {
     await storage.close();
     throw error;
   }
-  const secretKey = resolveSecretKey(config.secretKey, config.dataDir);
   const db = storage.db;
   const projects = new ProjectService(db, config.defaultQuota, { externalChanges: storage.externalChanges });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
@@ -82,14 +97,6 @@ export async function openServices(
     maxConnections: config.delivery.smtpMaxConnections,
     outbound: config.outbound,
   });
-  const globalSmtp = config.smtpUrl === null ? null : { ...parseSmtpUrl(config.smtpUrl), trusted: true };
-  const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
-  if (config.smtpFrom !== null && defaultFrom === null) {
-    await storage.close();
-    throw new ConfigError(
-      'HERALD_SMTP_FROM must be an address, e.g. no-reply@example.org or "Shop <no-reply@example.org>"',
-    );
-  }
   return {
     config,
     logger,

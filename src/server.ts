@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { accessSync, constants, mkdirSync } from 'node:fs';
-import { StartupError, type Config, type Role } from './config.js';
+import { ConfigError, StartupError, type Config, type Role } from './config.js';
 import { closeServices, createJanitor, createWorker, openServices, type Services } from './compose.js';
 import { chooseTransport } from './domain/delivery-plan.js';
 import { buildApp } from './http/app.js';
@@ -58,6 +58,19 @@ function listenError(error: unknown, config: Config): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
+/** A database that cannot be reached or migrated stops start-up with one line, not a stack. */
+function databaseError(error: unknown, config: Config): unknown {
+  if (error instanceof ConfigError || error instanceof StartupError || !(error instanceof Error))
+    return error;
+  const where =
+    config.database.kind === 'postgres' ? 'HERALD_DATABASE_URL' : 'HERALD_DATA_DIR or HERALD_DATABASE_URL';
+  // A driver may quote the URL it was given: never its password.
+  const message = error.message.replace(/(\/\/[^:/@\s]+):[^@/\s]*@/g, '$1:***@');
+  return new StartupError(`cannot open the ${config.database.kind} database: ${message}; check ${where}`, {
+    cause: error,
+  });
+}
+
 /**
  * Starts a role: `api` serves HTTP (API and dashboard), `worker` delivers, `all` does both in one
  * process. The in-process worker is woken by each accepted batch, so a send is picked up at once.
@@ -69,7 +82,9 @@ export async function startServer(
   plugins: readonly HttpPlugin[] = [],
 ): Promise<RunningServer> {
   checkDataDir(config.dataDir);
-  const services = await openServices(config, logger, { longRunning: true });
+  const services = await openServices(config, logger, { longRunning: true }).catch((error: unknown) => {
+    throw databaseError(error, config);
+  });
   let app: FastifyInstance | null = null;
   let worker: DeliveryWorker | null = null;
   let janitor: Janitor | null = null;

@@ -44,7 +44,22 @@ export interface Output {
   print(json: Record<string, unknown>, text?: string): void;
 }
 
+/**
+ * Text for a terminal: control characters other than newline and tab become visible escapes
+ * (`\x1b`), so stored values (a caller's placeholder data, a relay's reply) can never move the
+ * cursor, retitle the window or clear the operator's screen. JSON output escapes them itself.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
+
 export function createOutput(asJson: boolean): Output {
+  const write = (text: string) =>
+    process.stdout.write(terminalSafe(text.endsWith('\n') ? text : text + '\n'));
   return {
     print(json, text) {
       if (asJson) {
@@ -52,13 +67,13 @@ export function createOutput(asJson: boolean): Output {
         return;
       }
       if (text !== undefined) {
-        process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+        write(text);
         return;
       }
       const lines = Object.entries(json).map(
         ([key, value]) => `${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`,
       );
-      process.stdout.write(lines.join('\n') + '\n');
+      write(lines.join('\n'));
     },
   };
 }

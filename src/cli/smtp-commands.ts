@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import type { SmtpSettingsView } from '../services/smtp-settings.js';
+import { urlHost } from '../domain/url-host.js';
 import { withServices } from './context.js';
 import { iso } from './output.js';
 
@@ -25,7 +26,10 @@ export function smtpCommands(): Command {
     .command('set')
     .description('use this relay for the project (the password is stored encrypted)')
     .requiredOption('--project <project>', 'project name or id')
-    .requiredOption('--url <url>', 'smtp://user:pass@host:port or smtps://…; ?security=starttls|none')
+    .requiredOption(
+      '--url <url>',
+      'smtp://user:pass@host:port or smtps://…; ?security=auto|starttls|tls|none (default auto: STARTTLS when offered, required with a login)',
+    )
     .option('--from-email <email>', 'sender address when the project has none')
     .option('--from-name <name>', 'sender display name')
     .action(
@@ -40,7 +44,7 @@ export function smtpCommands(): Command {
           });
           out.print(
             smtpJson(view),
-            `SMTP for project ${view.projectId}: ${view.host}:${view.port} (${view.security}).`,
+            `SMTP for project ${view.projectId}: ${urlHost(view.host)}:${view.port} (${view.security}).`,
           );
         }),
     );

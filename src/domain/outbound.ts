@@ -23,6 +23,7 @@ const INTERNAL_V6: readonly [string, number][] = [
   ['::1', 128],
   ['fc00::', 7], // unique-local
   ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated, still routed on some networks)
 ];
 
 const internal = new BlockList();
@@ -42,19 +43,47 @@ export interface OutboundPolicy {
 
 export const OPEN_OUTBOUND: OutboundPolicy = Object.freeze({ enforce: false, allow: [] });
 
-/** `::ffff:10.0.0.1` is 10.0.0.1: an IPv4-mapped IPv6 address is judged as the IPv4 address. */
-function unmapped(address: string): { address: string; family: 'ipv4' | 'ipv6' } | null {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return { address: mapped[1]!, family: 'ipv4' };
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex) {
-    const high = Number.parseInt(hex[1]!, 16);
-    const low = Number.parseInt(hex[2]!, 16);
-    return { address: `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, family: 'ipv4' };
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted quad counts as two). */
+function ipv6Groups(address: string): number[] {
+  let text = address.toLowerCase();
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
+  const [head = '', tail] = text.split('::');
+  const part = (s: string) => (s === '' ? [] : s.split(':').map((g) => Number.parseInt(g, 16)));
+  const left = part(head);
+  const right = tail === undefined ? [] : part(tail);
+  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+
+/**
+ * The IPv4 address an IPv6 address stands for, where it embeds one that the network may route to:
+ * IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), IPv4-translated
+ * (`::ffff:0:a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:AABB:CCDD::`). Such an address is
+ * judged as that IPv4 address: `64:ff9b::a9fe:a9fe` reaches 169.254.169.254 through a NAT64 gateway.
+ */
+function embeddedIpv4(address: string): string | null {
+  const g = ipv6Groups(address);
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 5) && g[5] === 0xffff) return v4(g[6]!, g[7]!);
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6]!, g[7]!);
+  if (zeros(0, 6) && (g[6]! !== 0 || g[7]! > 1)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
+  return null;
+}
+
+/** An address as the rules judge it: IPv6 forms that embed an IPv4 address are that address. */
+function unmapped(address: string): { address: string; family: 'ipv4' | 'ipv6' } | null {
   const version = isIP(address);
   if (version === 0) return null;
-  return { address, family: version === 4 ? 'ipv4' : 'ipv6' };
+  if (version === 4) return { address, family: 'ipv4' };
+  const inner = embeddedIpv4(address);
+  return inner === null ? { address, family: 'ipv6' } : { address: inner, family: 'ipv4' };
 }
 
 /** True for loopback, private, link-local, unique-local and unspecified addresses. */
@@ -86,7 +115,10 @@ export function parseOutboundAllow(raw: string): AllowEntry[] {
     const split = portSuffix(item);
     if (split === null) throw new Error(`HERALD_OUTBOUND_ALLOW: bad port in ${JSON.stringify(item)}`);
     const rest = split.rest.replace(/^\[(.*)\]$/, '$1');
-    const [network, prefixText] = rest.split('/');
+    const [network, prefixText, extra] = rest.split('/');
+    // `999.1.1.1` is neither an address nor a name anyone means: refuse it rather than match nothing.
+    if (extra !== undefined || (isIP(network ?? '') === 0 && /^[\d.]+$/.test(network ?? '')))
+      throw new Error(`HERALD_OUTBOUND_ALLOW: ${JSON.stringify(item)} is not a host, address or CIDR block`);
     const ip = unmapped(network ?? '');
     if (ip !== null) {
       const max = ip.family === 'ipv4' ? 32 : 128;

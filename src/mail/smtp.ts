@@ -45,6 +45,16 @@ interface NodemailerError extends Error {
 export const NOT_SMTP = 'not an SMTP server';
 export const DEADLINE_EXCEEDED = 'SMTP transaction did not finish within the deadline';
 
+/**
+ * A relay's reply is kept in error_message, in every attempt and in the log: a relay that answers
+ * with megabytes must not make every one of those megabytes long.
+ */
+const MAX_REPLY_CHARS = 1000;
+
+function bounded(text: string): string {
+  return text.length <= MAX_REPLY_CHARS ? text : `${text.slice(0, MAX_REPLY_CHARS)}… (cut)`;
+}
+
 /** Relays answer 4xx for "try later" and 5xx for "never"; network failures are always worth a retry. */
 export function classifySmtpError(error: unknown): DeliveryFailure {
   const err = (error ?? {}) as NodemailerError;
@@ -65,12 +75,16 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
   if (code !== null && code >= 400) {
     const response = (err.response ?? err.message ?? '').replace(/\s+/g, ' ').trim();
     const text = response.startsWith(String(code)) ? response : `${code} ${response}`;
-    return { kind: code >= 500 ? 'permanent' : 'transient', message: `SMTP ${text}`, smtpCode: code };
+    return {
+      kind: code >= 500 ? 'permanent' : 'transient',
+      message: bounded(`SMTP ${text}`),
+      smtpCode: code,
+    };
   }
   const message = (err.message ?? String(error)).replace(/\s+/g, ' ').trim();
   // Envelope and message errors without a reply code are Herald's own input problems.
   const permanent = err.code === 'EENVELOPE' || err.code === 'EMESSAGE';
-  const label = err.code ? `${message} (${err.code})` : message;
+  const label = bounded(err.code ? `${message} (${err.code})` : message);
   return { kind: permanent ? 'permanent' : 'transient', message: label, smtpCode: null };
 }
 
@@ -237,7 +251,7 @@ export class SmtpMailer {
         this.retire(late.key, late.entry, late.pool);
         late.pool.transport.close();
       });
-      const response = String(info.response ?? '250 OK');
+      const response = bounded(String(info.response ?? '250 OK'));
       return { code: replyCode(response), response };
     } catch (error) {
       if (error instanceof SmtpDeliveryError) throw error;

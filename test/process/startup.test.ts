@@ -55,6 +55,29 @@ describe('herald serve that cannot start', () => {
     expectOneLine(result, new RegExp(`^herald: the data directory ${dataDir} is not writable \\(ENOTDIR\\)`));
   });
 
+  it('names an invalid HERALD_SMTP_URL instead of hanging', async () => {
+    const result = await runHerald(
+      ['serve'],
+      testEnv(database, { HERALD_SMTP_URL: 'smtp://relay.example:587?security=tls13', HERALD_PORT: '0' }),
+    );
+    expectOneLine(result, /^herald: HERALD_SMTP_URL: security must be one of auto, starttls, tls, none$/);
+  });
+
+  it('says in one line when the database cannot be reached, without its password', async () => {
+    const result = await runHerald(
+      ['serve'],
+      testEnv(database, {
+        HERALD_DATABASE_URL: 'postgres://postgres:S3CRETPW@127.0.0.1:1/nowhere',
+        HERALD_PORT: '0',
+      }),
+    );
+    expectOneLine(
+      result,
+      /^herald: cannot open the postgres database: .*ECONNREFUSED.*; check HERALD_DATABASE_URL$/,
+    );
+    expect(result.stderr).not.toContain('S3CRETPW');
+  });
+
   it('names an invalid variable', async () => {
     const result = await runHerald(['serve'], testEnv(database, { HERALD_DELIVERY_MAX_ATTEMPTS: 'many' }));
     expectOneLine(result, /^herald: HERALD_DELIVERY_MAX_ATTEMPTS must be a whole number, got "many"$/);

@@ -34,6 +34,17 @@ describe('internal addresses', () => {
     ['::ffff:10.0.0.1', true],
     ['::ffff:8.8.8.8', false],
     ['not-an-address', true],
+    // IPv6 forms that carry an IPv4 address are judged as that address.
+    ['::127.0.0.1', true],
+    ['::ffff:0:127.0.0.1', true],
+    ['64:ff9b::a9fe:a9fe', true],
+    ['64:ff9b::127.0.0.1', true],
+    ['64:ff9b::808:808', false],
+    ['2002:7f00:1::', true],
+    ['2002:c0a8:101::1', true],
+    ['2002:808:808::1', false],
+    ['fec0::1', true],
+    ['::2', true],
   ])('%s → %s', (address, expected) => {
     expect(isInternalAddress(address)).toBe(expected);
   });
@@ -72,12 +83,19 @@ describe('HERALD_OUTBOUND_ALLOW', () => {
     expect(outboundRefusal(policy(raw), to) === null).toBe(allowed);
   });
 
-  it.each(['10.0.0.0/33', 'relay:0', 'relay:70000', 'bad host', 'a/b', '10.0.0.0/x'])(
-    'refuses the entry %j with a message naming it',
-    (raw) => {
-      expect(() => parseOutboundAllow(raw)).toThrow(/HERALD_OUTBOUND_ALLOW/);
-    },
-  );
+  it.each([
+    '10.0.0.0/33',
+    'relay:0',
+    'relay:70000',
+    'bad host',
+    'a/b',
+    '10.0.0.0/x',
+    '10.0.0.0/8/9',
+    '999.1.1.1',
+    '10.0.0.256:25',
+  ])('refuses the entry %j with a message naming it', (raw) => {
+    expect(() => parseOutboundAllow(raw)).toThrow(/HERALD_OUTBOUND_ALLOW/);
+  });
 });
 
 describe('outbound rules in the configuration', () => {

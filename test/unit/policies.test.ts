@@ -146,3 +146,16 @@ describe('send request validation', () => {
     );
   });
 });
+
+describe('relay replies kept for people', () => {
+  it('are cut to a bounded length, whatever the relay sends', () => {
+    const failure = classifySmtpError({
+      responseCode: 550,
+      response: `550 5.1.1 ${'A'.repeat(200_000)}`,
+      message: 'rejected',
+    });
+    expect(failure.kind).toBe('permanent');
+    expect(failure.message.length).toBeLessThanOrEqual(1010);
+    expect(failure.message).toMatch(/^SMTP 550 5\.1\.1 A+… \(cut\)$/);
+  });
+});
