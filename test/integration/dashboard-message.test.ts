@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dashboardPlugin } from '../../src/dashboard/plugin.js';
 import { MASK } from '../../src/domain/sensitive.js';
-import { buildApp } from '../../src/http/app.js';
 import { backend } from '../helpers/database.js';
 import { sendOk } from '../helpers/http.js';
+import { dashboardApp } from '../helpers/dashboard.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
 /**
@@ -20,10 +19,7 @@ let projectId: number;
 
 beforeAll(async () => {
   ctx = await createTestContext();
-  app = await buildApp({ ...ctx.services, plugins: [(instance) => dashboardPlugin(instance, ctx.services)] });
-  await app.ready();
-  const admin = await ctx.services.admins.create('admin@herald.example', 'a long enough password');
-  session = (await ctx.services.admins.startSession(admin)).token;
+  ({ app, session } = await dashboardApp(ctx));
   ({ apiKey, projectId } = await seedProject(ctx.services, {
     template: { name: 'welcome', subject: 'Hi {{user_name}}', text: 'Your password is {{password}}.' },
   }));

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dashboardPlugin } from '../../src/dashboard/plugin.js';
-import { buildApp } from '../../src/http/app.js';
 import { bulkNotifications } from '../helpers/bulk-notifications.js';
 import { backend } from '../helpers/database.js';
+import { dashboardApp } from '../helpers/dashboard.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
 /**
@@ -21,10 +20,7 @@ let projectId: number;
 
 beforeAll(async () => {
   ctx = await createTestContext();
-  app = await buildApp({ ...ctx.services, plugins: [(instance) => dashboardPlugin(instance, ctx.services)] });
-  await app.ready();
-  const admin = await ctx.services.admins.create('admin@herald.example', 'a long enough password');
-  session = (await ctx.services.admins.startSession(admin)).token;
+  ({ app, session } = await dashboardApp(ctx));
   ({ projectId } = await seedProject(ctx.services));
   await bulkNotifications(ctx.services.storage.db, backend, projectId, STORED);
 }, 120_000);
