@@ -1,7 +1,78 @@
 import { Command } from 'commander';
-import { statusBody } from '../services/notifications.js';
+import { statusBody, type ContentView, type NotificationDetail } from '../services/notifications.js';
+import type { TemplateDiagnosis } from '../services/templates.js';
 import { withServices } from './context.js';
 import { iso } from './output.js';
+
+interface Shown {
+  readonly row: NotificationDetail['notification'];
+  readonly attempts: NotificationDetail['attempts'];
+  readonly content: ContentView;
+  readonly template: TemplateDiagnosis;
+}
+
+function showJson({ row, attempts, content, template }: Shown): Record<string, unknown> {
+  let data: unknown = content.data;
+  try {
+    data = JSON.parse(content.data);
+  } catch {
+    // Shown as the note the content view gives.
+  }
+  return {
+    ...statusBody(row),
+    project_id: row.project_id,
+    message_id: row.message_id,
+    last_error: row.error_message,
+    data,
+    subject: content.subject,
+    text: content.text,
+    html: content.html,
+    masked_values: content.masked,
+    // Placeholders that render blank with this message's data (null: unknown, data erased).
+    blank_placeholders: template.found ? template.blank : null,
+    ...(template.found
+      ? {}
+      : { template_missing: { templates: template.names, did_you_mean: template.suggestion } }),
+    attempts_log: attempts.map((a) => ({
+      attempt: a.attempt,
+      started_at: iso(a.started_at),
+      finished_at: iso(a.finished_at),
+      outcome: a.outcome,
+      smtp_code: a.smtp_code,
+      response: a.response,
+      transport: a.transport,
+    })),
+  };
+}
+
+function templateLines(row: Shown['row'], template: TemplateDiagnosis): string[] {
+  if (template.found) {
+    return template.blank !== null && template.blank.length > 0
+      ? [`rendered blank: ${template.blank.map((name) => `{{${name}}}`).join(', ')}`]
+      : [];
+  }
+  return [
+    `no template named "${row.template}" in this project` +
+      (template.suggestion === null ? '' : `; did you mean "${template.suggestion}"?`),
+    `templates: ${template.names.length > 0 ? template.names.join(', ') : '(none)'}`,
+  ];
+}
+
+function showText(shown: Shown, status: string): string {
+  const { row, attempts, content, template } = shown;
+  return [
+    `${row.request_id}  ${status}  (attempts: ${row.attempts}${row.transport ? `, transport: ${row.transport}` : ''})`,
+    `template: ${row.template}   to: ${row.recipient}`,
+    ...(row.error_message ? [`error: ${row.error_message}`] : []),
+    ...templateLines(row, template),
+    ...attempts.map((a) => `  #${a.attempt} ${iso(a.finished_at)} ${a.outcome}: ${a.response ?? ''}`),
+    ...(content.subject !== null ? ['', `Subject: ${content.subject}`, '', content.text ?? ''] : []),
+    ...(content.html ? ['', '--- HTML ---', content.html] : []),
+    ...(content.masked > 0
+      ? ['', `(${content.masked} secret value${content.masked === 1 ? '' : 's'} hidden; --reveal shows them)`]
+      : []),
+  ].join('\n');
+}
 
 export function notificationCommands(): Command {
   const notification = new Command('notification').description('inspect notifications');
@@ -20,61 +91,9 @@ export function notificationCommands(): Command {
           row.template,
           content.erasedAt === null ? row.data : null,
         );
-        let data: unknown = content.data;
-        try {
-          data = JSON.parse(content.data);
-        } catch {
-          // Shown as the note the content view gives.
-        }
-        const json = {
-          ...statusBody(row),
-          project_id: row.project_id,
-          message_id: row.message_id,
-          last_error: row.error_message,
-          data,
-          subject: content.subject,
-          text: content.text,
-          html: content.html,
-          masked_values: content.masked,
-          // Placeholders that render blank with this message's data (null: unknown, data erased).
-          blank_placeholders: template.found ? template.blank : null,
-          ...(template.found
-            ? {}
-            : { template_missing: { templates: template.names, did_you_mean: template.suggestion } }),
-          attempts_log: attempts.map((a) => ({
-            attempt: a.attempt,
-            started_at: iso(a.started_at),
-            finished_at: iso(a.finished_at),
-            outcome: a.outcome,
-            smtp_code: a.smtp_code,
-            response: a.response,
-            transport: a.transport,
-          })),
-        };
-        const text = [
-          `${row.request_id}  ${json.status}  (attempts: ${row.attempts}${row.transport ? `, transport: ${row.transport}` : ''})`,
-          `template: ${row.template}   to: ${row.recipient}`,
-          ...(row.error_message ? [`error: ${row.error_message}`] : []),
-          ...(template.found
-            ? template.blank !== null && template.blank.length > 0
-              ? [`rendered blank: ${template.blank.map((name) => `{{${name}}}`).join(', ')}`]
-              : []
-            : [
-                `no template named "${row.template}" in this project` +
-                  (template.suggestion === null ? '' : `; did you mean "${template.suggestion}"?`),
-                `templates: ${template.names.length > 0 ? template.names.join(', ') : '(none)'}`,
-              ]),
-          ...attempts.map((a) => `  #${a.attempt} ${iso(a.finished_at)} ${a.outcome}: ${a.response ?? ''}`),
-          ...(content.subject !== null ? ['', `Subject: ${content.subject}`, '', content.text ?? ''] : []),
-          ...(content.html ? ['', '--- HTML ---', content.html] : []),
-          ...(content.masked > 0
-            ? [
-                '',
-                `(${content.masked} secret value${content.masked === 1 ? '' : 's'} hidden; --reveal shows them)`,
-              ]
-            : []),
-        ];
-        out.print(json, text.join('\n'));
+        const shown = { row, attempts, content, template };
+        const json = showJson(shown);
+        out.print(json, showText(shown, String(json.status)));
       }),
     );
 
