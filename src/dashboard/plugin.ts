@@ -18,10 +18,10 @@ import { projectRoutes } from './routes-projects.js';
 import { smtpRoutes } from './routes-smtp.js';
 import { templateRoutes } from './routes-templates.js';
 import { usageRoutes } from './routes-usage.js';
+import { secretsMatch } from '../security/token.js';
 import {
   isCrossSite,
   PRE_SESSION_COOKIE,
-  secretsMatch,
   sentCsrfToken,
   SESSION_COOKIE,
   setSecurityHeaders,

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const SESSION_COOKIE = 'herald_session';
@@ -31,13 +30,6 @@ export function setSecurityHeaders(reply: FastifyReply, secure: boolean): void {
   reply.header('Cross-Origin-Opener-Policy', 'same-origin');
   reply.header('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()');
   if (secure) reply.header('Strict-Transport-Security', 'max-age=31536000');
-}
-
-/** Equal-time comparison of two secrets of any length (their digests have the same length). */
-export function secretsMatch(sent: string, expected: string): boolean {
-  const a = createHash('sha256').update(sent).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b) && sent.length > 0;
 }
 
 /** Browsers say where a request comes from; a cross-site POST is refused whatever it carries. */

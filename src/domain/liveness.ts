@@ -13,7 +13,7 @@ export const HEARTBEAT_MS = 1_000;
 /** Several missed beats: one slow database round trip or GC pause must not look like death. */
 export const STALE_AFTER_MS = 5_000;
 
-export interface Heartbeat {
+export interface WorkerBeat {
   readonly owner: string;
   readonly beat: number;
 }
@@ -25,8 +25,8 @@ export class LivenessJudge {
   constructor(private readonly staleAfterMs: number = STALE_AFTER_MS) {}
 
   /** Takes the current heartbeats; returns the owners (with the beat seen) now judged dead. */
-  observe(heartbeats: readonly Heartbeat[], now: number): Heartbeat[] {
-    const dead: Heartbeat[] = [];
+  observe(heartbeats: readonly WorkerBeat[], now: number): WorkerBeat[] {
+    const dead: WorkerBeat[] = [];
     const present = new Set<string>();
     for (const { owner, beat } of heartbeats) {
       present.add(owner);

@@ -1,6 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bearerToken } from '../domain/api-key.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { secretsMatch } from '../security/token.js';
 
 export interface MetricsRouteOptions {
   readonly metrics: Metrics;
@@ -18,11 +19,8 @@ function acceptOutcome(status: number, replayed: boolean): string {
 }
 
 function bearerMatches(request: FastifyRequest, token: string): boolean {
-  const match = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-  if (match === null) return false;
-  const given = Buffer.from(match[1]!.trim());
-  const wanted = Buffer.from(token);
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
+  const given = bearerToken(request.headers.authorization);
+  return given !== null && secretsMatch(given, token);
 }
 
 /**

@@ -109,6 +109,7 @@ interface Pool {
 
 export class SmtpMailer {
   private readonly pools = new Map<string, Promise<Pool>>();
+  private closed = false;
   private readonly outbound: OutboundPolicy;
 
   constructor(private readonly options: SmtpOptions) {
@@ -150,9 +151,14 @@ export class SmtpMailer {
     return { transport, createdAt: Date.now(), pending: 0, retired: false, timedOut: false };
   }
 
+  /**
+   * The pool for a relay, with one more message counted as pending on it before it is returned,
+   * so nothing can retire and close it between the look-up and the send.
+   */
   private async pool(target: SmtpTarget): Promise<{ key: string; entry: Promise<Pool>; pool: Pool }> {
     const key = smtpTargetKey(target);
     for (;;) {
+      if (this.closed) throw new Error('SMTP transport is closed');
       const entry = this.pools.get(key);
       if (entry === undefined) {
         const created = this.createPool(target);
@@ -161,7 +167,9 @@ export class SmtpMailer {
         created.catch(() => {
           if (this.pools.get(key) === created) this.pools.delete(key);
         });
-        return { key, entry: created, pool: await created };
+        const pool = await created;
+        pool.pending++;
+        return { key, entry: created, pool };
       }
       const pool = await entry.catch(() => null);
       // Another message replaced or dropped the pool meanwhile: look again.
@@ -175,6 +183,7 @@ export class SmtpMailer {
         this.retire(key, entry, pool);
         continue;
       }
+      pool.pending++;
       return { key, entry, pool };
     }
   }
@@ -229,11 +238,14 @@ export class SmtpMailer {
   async send(target: SmtpTarget, envelope: Envelope, raw: Buffer): Promise<SmtpReply> {
     // One deadline covers the look-up, waiting for a pooled connection and the transaction.
     let held: { key: string; entry: Promise<Pool>; pool: Pool } | null = null;
+    let abandoned = false;
     const work = this.pool(target).then(async (acquired) => {
       held = acquired;
       const { pool } = acquired;
-      pool.pending++;
       try {
+        // The deadline passed while the pool was being made (a slow look-up): the attempt has
+        // been reported as failed and will be retried, so this one must not send after all.
+        if (abandoned) throw new Error(DEADLINE_EXCEEDED);
         return (await pool.transport.sendMail({
           envelope: { from: envelope.from, to: [envelope.to] },
           raw,
@@ -245,6 +257,7 @@ export class SmtpMailer {
     });
     try {
       const info = await this.withDeadline(work, () => {
+        abandoned = true;
         const late = held as { key: string; entry: Promise<Pool>; pool: Pool } | null;
         if (late === null) return;
         late.pool.timedOut = true;
@@ -269,13 +282,18 @@ export class SmtpMailer {
   /** Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". */
   async verify(target: SmtpTarget): Promise<void> {
     let transport: Transporter | null = null;
+    let abandoned = false;
     try {
       await this.withDeadline(
         this.endpoint(target).then((endpoint) => {
+          if (abandoned) throw new Error(DEADLINE_EXCEEDED);
           transport = nodemailer.createTransport({ ...this.connectionOptions(target), ...endpoint });
           return transport.verify();
         }),
-        () => (transport as Transporter | null)?.close(),
+        () => {
+          abandoned = true;
+          (transport as Transporter | null)?.close();
+        },
       );
     } catch (error) {
       if (error instanceof SmtpDeliveryError) throw error;
@@ -285,7 +303,9 @@ export class SmtpMailer {
     }
   }
 
+  /** Closes every pool; sends after this fail instead of opening new connections. */
   close(): void {
+    this.closed = true;
     for (const entry of this.pools.values())
       void entry.then(
         (pool) => pool.transport.close(),

@@ -81,16 +81,18 @@ export class GroupCommit<T, R> {
     }
   }
 
-  /** Commits each item of a failed batch in a transaction of its own. */
+  /**
+   * Commits each item of a failed batch in a transaction of its own, one after another: the batch
+   * may have failed because the store is struggling, and hundreds of transactions at once would
+   * only add to that (and exhaust a PostgreSQL pool).
+   */
   private async isolate(batch: readonly Entry<T, R>[]): Promise<void> {
-    await Promise.all(
-      batch.map((entry) =>
-        this.commit([entry.item]).then(
-          (results) => entry.resolve(results[0]!),
-          (error: unknown) => entry.reject(error),
-        ),
-      ),
-    );
+    for (const entry of batch) {
+      await this.commit([entry.item]).then(
+        (results) => entry.resolve(results[0]!),
+        (error: unknown) => entry.reject(error),
+      );
+    }
   }
 
   private wakeIdleWaiters(): void {

@@ -9,7 +9,6 @@ export async function insertApiLogs(db: Kysely<Database>, rows: readonly NewApiL
     .execute();
 }
 
-/** Deletes rows older than `before` and, beyond that, all but the newest `keep` rows. */
 /**
  * Deletes entries older than `before`, then keeps at most `keep` entries of authenticated
  * requests and, apart from them, at most `keepUnauthenticated` of requests without a valid key:

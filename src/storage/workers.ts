@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Heartbeat } from '../domain/liveness.js';
+import type { WorkerBeat } from '../domain/liveness.js';
 import type { Database } from './schema.js';
 
 /** Writes this worker's heartbeat, creating its row on the first beat (or after it was removed). */
@@ -11,41 +11,40 @@ export async function beat(db: Kysely<Database>, owner: string, now: number): Pr
     .execute();
 }
 
-export async function listHeartbeats(db: Kysely<Database>): Promise<Heartbeat[]> {
+export async function listHeartbeats(db: Kysely<Database>): Promise<WorkerBeat[]> {
   const rows = await db.selectFrom('workers').select(['owner', 'heartbeat_at']).execute();
   return rows.map((row) => ({ owner: row.owner, beat: Number(row.heartbeat_at) }));
 }
 
 /**
  * Returns the messages that dead workers were sending to the queue, due now, and removes the dead
- * workers' rows. A row is removed only if its heartbeat is still the one judged dead: a worker that
- * beat again in the meantime (a long pause, not a death) keeps its row. Returns how many messages
- * went back to the queue.
+ * workers' rows. A worker counts as dead only if its row still holds the heartbeat it was judged
+ * on: one that beat again in the meantime (a long pause, not a death) keeps its row and its
+ * leases. Returns how many messages went back to the queue.
  */
 export async function reclaimFromDeadWorkers(
   db: Kysely<Database>,
-  dead: readonly Heartbeat[],
+  dead: readonly WorkerBeat[],
   now: number,
 ): Promise<number> {
   if (dead.length === 0) return 0;
   return db.transaction().execute(async (tx) => {
+    const gone: string[] = [];
+    for (const worker of dead) {
+      const removed = await tx
+        .deleteFrom('workers')
+        .where('owner', '=', worker.owner)
+        .where('heartbeat_at', '=', worker.beat)
+        .executeTakeFirst();
+      if (Number(removed.numDeletedRows) > 0) gone.push(worker.owner);
+    }
+    if (gone.length === 0) return 0;
     const result = await tx
       .updateTable('notifications')
       .set({ state: 'queued', lease_owner: null, lease_until: null, run_at: now, updated_at: now })
       .where('state', '=', 'sending')
-      .where(
-        'lease_owner',
-        'in',
-        dead.map((worker) => worker.owner),
-      )
+      .where('lease_owner', 'in', gone)
       .executeTakeFirst();
-    for (const worker of dead) {
-      await tx
-        .deleteFrom('workers')
-        .where('owner', '=', worker.owner)
-        .where('heartbeat_at', '=', worker.beat)
-        .execute();
-    }
     return Number(result.numUpdatedRows);
   });
 }

@@ -7,8 +7,8 @@ import { beat, listHeartbeats, reclaimFromDeadWorkers, removeWorker } from '../s
 /**
  * A worker's heartbeat, and the reclaim pass that runs with it. Every HEARTBEAT_MS the worker
  * moves its own heartbeat, then returns to the queue (due at once) the messages of workers whose
- * heartbeat stopped moving, and the messages whose lease ran out (a worker that is alive but stuck,
- * or one that died before heartbeats existed). So after a kill -9 in-flight mail waits seconds,
+ * heartbeat stopped moving, and, every quarter of a lease, the messages whose lease ran out (a
+ * worker that is alive but stuck, or one that died before heartbeats existed). So after a kill -9 in-flight mail waits seconds,
  * not a whole lease; a live worker never loses its leases to a pause shorter than the stale time.
  *
  * The pass runs on its own timer rather than in the claim loop: a worker whose lanes are all busy
@@ -18,11 +18,18 @@ export class Heartbeat {
   private readonly judge = new LivenessJudge();
   private timer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
+  private nextLeaseCheckAt = 0;
 
   constructor(
     private readonly storage: Storage,
     private readonly owner: string,
     private readonly logger: Logger,
+    /**
+     * How often expired leases are looked for: a lease is long (minutes), so a quarter of it is
+     * soon enough, and the write stays off the worker's busy seconds. Dead workers are looked for
+     * at every beat.
+     */
+    private readonly leaseCheckMs: number,
     /** Told when messages went back to the queue, so the loop claims them without waiting. */
     private readonly onReclaimed: () => void,
     private readonly now: () => number = Date.now,
@@ -49,7 +56,11 @@ export class Heartbeat {
         .observe(await listHeartbeats(db), now)
         .filter((worker) => worker.owner !== this.owner);
       const fromDead = await reclaimFromDeadWorkers(db, dead, now);
-      const expired = await reclaimExpiredLeases(db, now);
+      let expired = 0;
+      if (now >= this.nextLeaseCheckAt) {
+        expired = await reclaimExpiredLeases(db, now);
+        this.nextLeaseCheckAt = now + this.leaseCheckMs;
+      }
       if (fromDead > 0 || dead.length > 0)
         this.logger.warn(
           { workers: dead.map((worker) => worker.owner), reclaimed: fromDead },

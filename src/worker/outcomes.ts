@@ -92,7 +92,14 @@ export class OutcomeRecorder {
       );
       return done;
     });
-    for (const outcome of stored) this.options.onStored?.(outcome);
+    // After the commit: a listener that throws must not make the committed batch look failed.
+    for (const outcome of stored) {
+      try {
+        this.options.onStored?.(outcome);
+      } catch {
+        // Logging and metrics only; the outcome is stored.
+      }
+    }
     return items.map(() => undefined);
   }
 

@@ -32,12 +32,12 @@ interface Job {
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly backlog: Job[] = [];
-  /** Lanes in use per relay (pool key). */
+  /** Lanes in use per relay (host and port, from Deliverer.relayOf). */
   private readonly relayBusy = new Map<string, number>();
-  /** Loaded jobs waiting for a lane of their own relay, which already holds its share. */
+  /** Loaded jobs waiting for a lane of their own relay (it holds its share, or the reserve is left). */
   private readonly parked = new Map<string, { job: Job; context: DeliveryContext | null }[]>();
-  /** Parked jobs per project: not claimed again until their relay has room. */
-  private readonly parkedProjects = new Map<number, number>();
+  /** Jobs loaded after a stop began (or whose dispatch failed): released with the backlog. */
+  private readonly releasedAtStop: Job[] = [];
   private readonly lanes: LanePolicy;
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
@@ -62,7 +62,14 @@ export class DeliveryWorker {
     private readonly now: () => number = Date.now,
   ) {
     this.lanes = lanePolicy(options);
-    this.heartbeat = new Heartbeat(storage, this.owner, logger, () => this.wake(), now);
+    this.heartbeat = new Heartbeat(
+      storage,
+      this.owner,
+      logger,
+      Math.max(250, Math.floor(options.leaseMs / 4)),
+      () => this.wake(),
+      now,
+    );
     this.outcomes = new OutcomeRecorder(storage.db, {
       owner: this.owner,
       maxAttempts: options.maxAttempts,
@@ -118,9 +125,9 @@ export class DeliveryWorker {
           continue;
         }
       }
+      if (this.stopping) break;
       while (this.active < this.options.concurrency && this.backlog.length > 0)
         this.dispatch(this.backlog.shift()!);
-      if (this.stopping) break;
       if (claimed === 0 || this.active >= this.options.concurrency) {
         await this.sleep(claimed === 0 && this.active === 0 ? await this.idleDelay() : this.options.pollMs);
       }
@@ -134,7 +141,7 @@ export class DeliveryWorker {
       owner: this.owner,
       leaseUntil: now + this.options.leaseMs,
       limit: this.options.batchSize,
-      excludeProjects: [...this.parkedProjects.keys()],
+      excludeProjects: this.saturatedProjects(),
     });
     if (rows.length === 0) return 0;
     const batch = this.loader.batch();
@@ -145,23 +152,49 @@ export class DeliveryWorker {
     return rows.length;
   }
 
+  /**
+   * Projects not to claim for now: those with mail parked behind a relay that has a whole share
+   * of mail parked already. Their relay has work for when it has room; the backlog is left to
+   * other relays' mail, and nothing more of theirs is leased away from other workers.
+   */
+  private saturatedProjects(): number[] {
+    const projects = new Set<number>();
+    for (const waiting of this.parked.values()) {
+      if (waiting.length < this.lanes.perRelay) continue;
+      for (const { job } of waiting) projects.add(job.row.project_id);
+    }
+    return [...projects];
+  }
+
   /** Takes a lane for a claimed job: loads its context, then sends, or parks it behind its relay. */
   private dispatch(job: Job): void {
     this.active++;
-    const loading = job.batch.load(job.row.project_id, job.row.template).then(
-      (context) => {
-        const relay = context === null ? null : this.deliverer.relayOf(context);
-        if (relay !== null && !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active)) {
-          // The relay already holds its share: give the lane back to other relays' mail.
-          this.active--;
-          this.park(relay, job, context);
-          this.wake();
-          return;
-        }
-        this.attempt(job, relay, () => this.deliverer.attempt(job.row, context));
-      },
-      (err: unknown) => this.attempt(job, null, () => Promise.reject(err)),
-    );
+    const loaded = (context: DeliveryContext | null) => {
+      if (this.stopping) {
+        // Loaded after the stop began: released with the backlog, never started.
+        this.active--;
+        this.releasedAtStop.push(job);
+        return;
+      }
+      const relay = context === null ? null : this.deliverer.relayOf(context);
+      if (relay !== null && !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active)) {
+        // The relay holds its share, or only the reserved lanes are left: give the lane back.
+        this.active--;
+        this.park(relay, job, context);
+        this.wake();
+        return;
+      }
+      this.attempt(job, relay, () => this.deliverer.attempt(job.row, context));
+    };
+    const loading = job.batch
+      .load(job.row.project_id, job.row.template)
+      .then(loaded, (err: unknown) => this.attempt(job, null, () => Promise.reject(err)))
+      .catch((err: unknown) => {
+        // Nothing above throws today; if it ever does, the lane and the lease must not leak.
+        this.logger.error({ err, requestId: job.row.request_id }, 'dispatching a delivery failed');
+        this.active--;
+        this.releasedAtStop.push(job);
+      });
     this.track(loading);
   }
 
@@ -169,20 +202,12 @@ export class DeliveryWorker {
     let waiting = this.parked.get(relay);
     if (waiting === undefined) this.parked.set(relay, (waiting = []));
     waiting.push({ job, context });
-    const project = job.row.project_id;
-    this.parkedProjects.set(project, (this.parkedProjects.get(project) ?? 0) + 1);
   }
 
   private unpark(relay: string): { job: Job; context: DeliveryContext | null } | undefined {
     const waiting = this.parked.get(relay);
     const next = waiting?.shift();
     if (waiting?.length === 0) this.parked.delete(relay);
-    if (next !== undefined) {
-      const project = next.job.row.project_id;
-      const count = (this.parkedProjects.get(project) ?? 1) - 1;
-      if (count === 0) this.parkedProjects.delete(project);
-      else this.parkedProjects.set(project, count);
-    }
     return next;
   }
 
@@ -307,6 +332,7 @@ export class DeliveryWorker {
       for (let next = this.unpark(relay); next !== undefined; next = this.unpark(relay))
         waiting.push(next.job);
     }
+    waiting.push(...this.releasedAtStop.splice(0));
     await this.outcomes.flush();
     if (this.renewTimer !== null) clearInterval(this.renewTimer);
     const ids = waiting.map((job) => job.row.id);

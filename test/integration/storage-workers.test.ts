@@ -67,10 +67,12 @@ describe(`worker heartbeats (${backend})`, () => {
     expect((await listHeartbeats(fx.db)).map((row) => row.owner)).toEqual(['alive']);
   });
 
-  it('keep the row of a worker that beat again after it was judged, so it is judged afresh', async () => {
+  it('leave a worker that beat again after it was judged alone: its row and its leases', async () => {
     await beat(fx.db, 'paused', NOW);
+    const mine = await sending('paused');
     await beat(fx.db, 'paused', NOW + 7000);
-    await reclaimFromDeadWorkers(fx.db, [{ owner: 'paused', beat: NOW }], NOW + 7001);
+    expect(await reclaimFromDeadWorkers(fx.db, [{ owner: 'paused', beat: NOW }], NOW + 7001)).toBe(0);
     expect(await listHeartbeats(fx.db)).toEqual([{ owner: 'paused', beat: NOW + 7000 }]);
+    expect(await notification(fx.db, mine)).toMatchObject({ state: 'sending', lease_owner: 'paused' });
   });
 });

@@ -2,12 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { lanePolicy, mayUseLane } from '../../src/domain/lanes.js';
 
 describe('lanes shared between relays', () => {
-  it('gives a relay at most its pooled connections and never the reserved quarter', () => {
+  it('gives a relay at most twice its pooled connections and never the reserved quarter', () => {
     expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 5 })).toEqual({
       concurrency: 20,
-      perRelay: 5,
+      perRelay: 10,
       reserved: 5,
     });
+    expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 2 }).perRelay).toBe(4);
     expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 50 }).perRelay).toBe(15);
     expect(lanePolicy({ concurrency: 1, smtpMaxConnections: 5 })).toEqual({
       concurrency: 1,
@@ -16,12 +17,12 @@ describe('lanes shared between relays', () => {
     });
   });
 
-  const policy = lanePolicy({ concurrency: 20, smtpMaxConnections: 5 });
+  const policy = lanePolicy({ concurrency: 20, smtpMaxConnections: 2 });
   it.each([
     // busy lanes of this relay, lanes in use in all (this message's included), may use its lane
     [0, 1, true],
-    [4, 10, true],
-    [5, 10, false],
+    [3, 10, true],
+    [4, 10, false],
     [3, 15, true],
     [3, 16, false],
     // A relay holding no lane takes one of the reserved ones: an idle relay's mail always goes.
