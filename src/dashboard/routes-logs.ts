@@ -36,13 +36,15 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       beforeId: whole(q.before),
       limit: PAGE_SIZE + 1,
     };
-    const searching =
-      filter.projectId !== undefined ||
-      filter.state !== undefined ||
-      filter.template !== undefined ||
-      filter.recipient !== undefined ||
-      filter.from !== undefined ||
-      filter.to !== undefined;
+    const filters = {
+      project: filter.projectId === undefined ? '' : String(filter.projectId),
+      status: filter.state ?? '',
+      template: filter.template ?? '',
+      recipient: filter.recipient ?? '',
+      from: filter.from === undefined ? '' : (q.from ?? ''),
+      to: filter.to === undefined ? '' : (q.to ?? ''),
+    };
+    const searching = Object.values(filters).some((v) => v !== '');
     // A search looks through one window of ids per page; the window's end is where "Older" goes
     // on from when the page is not full.
     const windowEnd = searching ? (filter.beforeId ?? (await notifications.newestId()) + 1) : filter.beforeId;
@@ -52,21 +54,13 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const more = rows.length > PAGE_SIZE;
     const shown = rows.slice(0, PAGE_SIZE);
     const searchOlder = !more && fromId !== undefined && fromId > 1 ? fromId : null;
-    const filters = {
-      project: filter.projectId === undefined ? '' : String(filter.projectId),
-      status: filter.state ?? '',
-      template: filter.template ?? '',
-      recipient: filter.recipient ?? '',
-      from: filter.from === undefined ? '' : (q.from ?? ''),
-      to: filter.to === undefined ? '' : (q.to ?? ''),
-    };
     return page(request, reply, deps, 'messages', {
       title: 'Delivery logs',
       rows: shown,
       names,
       states: NOTIFICATION_STATES,
       filters,
-      filtered: Object.values(filters).some((v) => v !== ''),
+      filtered: searching,
       paged: filter.beforeId !== undefined,
       nextBefore: more ? shown[shown.length - 1]?.id : searchOlder,
       searchedTo: searchOlder,

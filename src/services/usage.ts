@@ -3,12 +3,12 @@ import { publicStatus } from '../domain/notification-state.js';
 import { quotaState, quotaWindow } from '../domain/quota.js';
 import { quotaUsed } from '../storage/quota.js';
 import type { Database } from '../storage/schema.js';
-import { lastActivity, usageBuckets, usageTotals } from '../storage/usage.js';
+import { lastActivity, USAGE_HOUR_MS, usageBuckets, usageTotals } from '../storage/usage.js';
 import type { Project } from './projects.js';
 
 export type UsageUnit = 'hour' | 'day';
 
-const UNIT_MS: Record<UsageUnit, number> = { hour: 3_600_000, day: 86_400_000 };
+const UNIT_MS: Record<UsageUnit, number> = { hour: USAGE_HOUR_MS, day: 24 * USAGE_HOUR_MS };
 
 export interface QuotaUsage {
   readonly limit: number;

@@ -35,7 +35,7 @@ export class DeliveryWorker {
   /** Lanes in use per relay (host and port, from Deliverer.relayOf). */
   private readonly relayBusy = new Map<string, number>();
   /** Loaded jobs waiting for a lane of their own relay (it holds its share, or the reserve is left). */
-  private readonly parked = new Map<string, { job: Job; context: DeliveryContext | null }[]>();
+  private readonly parked = new Map<string, { job: Job; context: DeliveryContext }[]>();
   /** Jobs loaded after a stop began (or whose dispatch failed): released with the backlog. */
   private readonly releasedAtStop: Job[] = [];
   private readonly lanes: LanePolicy;
@@ -177,7 +177,11 @@ export class DeliveryWorker {
         return;
       }
       const relay = context === null ? null : this.deliverer.relayOf(context);
-      if (relay !== null && !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active)) {
+      if (
+        context !== null &&
+        relay !== null &&
+        !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active)
+      ) {
         // The relay holds its share, or only the reserved lanes are left: give the lane back.
         this.active--;
         this.park(relay, job, context);
@@ -198,13 +202,13 @@ export class DeliveryWorker {
     this.track(loading);
   }
 
-  private park(relay: string, job: Job, context: DeliveryContext | null): void {
+  private park(relay: string, job: Job, context: DeliveryContext): void {
     let waiting = this.parked.get(relay);
     if (waiting === undefined) this.parked.set(relay, (waiting = []));
     waiting.push({ job, context });
   }
 
-  private unpark(relay: string): { job: Job; context: DeliveryContext | null } | undefined {
+  private unpark(relay: string): { job: Job; context: DeliveryContext } | undefined {
     const waiting = this.parked.get(relay);
     const next = waiting?.shift();
     if (waiting?.length === 0) this.parked.delete(relay);
