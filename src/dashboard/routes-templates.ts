@@ -212,7 +212,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     if ('error' in data) return fail(data.error);
     const outcome = await notifications.accept({
       project: row,
-      request: { template: template.name, to, data: data.data, type: 'email' },
+      request: { template: template.name, to, data: data.data, type: 'email', sendAt: null },
     });
     if (outcome.kind === 'quota_exceeded') return fail('The project has used up its quota for this period.');
     if (outcome.kind !== 'accepted') return fail('The test email could not be queued.');

@@ -9,7 +9,7 @@ export interface Mailbox {
 export const MAX_ADDRESS_LENGTH = 254;
 
 // 254 for the address, 200 for the name, quotes, escapes and spacing: anything longer is not one mailbox.
-const MAX_INPUT_LENGTH = 320;
+export const MAX_INPUT_LENGTH = 320;
 const MAX_NAME_LENGTH = 200;
 const MAX_LOCAL_LENGTH = 64;
 const MAX_DOMAIN_LENGTH = 253;

@@ -13,6 +13,7 @@ export const ErrorCode = {
   InvalidField: 'INVALID_FIELD',
   QuotaExceeded: 'QUOTA_EXCEEDED',
   NotificationNotFound: 'NOTIFICATION_NOT_FOUND',
+  NotCancelable: 'NOT_CANCELABLE',
   QueueFailed: 'QUEUE_FAILED',
   IdempotencyMismatch: 'IDEMPOTENCY_MISMATCH',
   IdempotencyInFlight: 'IDEMPOTENCY_IN_FLIGHT',
@@ -48,6 +49,9 @@ export const Messages = {
   queueFailed: 'Failed to queue notification',
   templateNotFound: 'Template not found',
   smtpNotConfigured: 'SMTP not configured',
+  invalidSendAt: "Invalid 'send_at' (ISO-8601 time at most 30 days ahead)",
+  notCancelable: 'Notification can no longer be canceled',
+  canceled: 'Canceled',
 } as const;
 
 export const errors = {
@@ -57,8 +61,10 @@ export const errors = {
   invalidRecipient: () => new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient),
   invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
   invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
+  invalidSendAt: () => new HeraldError(ErrorCode.InvalidField, Messages.invalidSendAt),
   quotaExceeded: () => new HeraldError(ErrorCode.QuotaExceeded, Messages.quotaExceeded),
   notificationNotFound: () => new HeraldError(ErrorCode.NotificationNotFound, Messages.notificationNotFound),
+  notCancelable: () => new HeraldError(ErrorCode.NotCancelable, Messages.notCancelable),
   /** The store could not commit; `cause` is the store's error, for the operator's log. */
   queueFailed: (cause?: unknown) => new HeraldError(ErrorCode.QueueFailed, Messages.queueFailed, { cause }),
   idempotencyMismatch: () =>

@@ -1,6 +1,6 @@
 import type { Mailbox } from './address.js';
 import { parseMailbox } from './address.js';
-import { errors } from './errors.js';
+import { HeraldError, errors } from './errors.js';
 
 /**
  * The send request as the domain sees it, checked in the order the product fixes:
@@ -10,6 +10,8 @@ import { errors } from './errors.js';
 export const MAX_TEMPLATE_NAME_LENGTH = 200;
 /** `data` and `variables` nest at most this deep (the object itself is level 1). */
 export const MAX_PLACEHOLDER_DEPTH = 32;
+/** A scheduled send may ask for a time at most this far ahead (product.md §6). */
+export const MAX_SCHEDULE_AHEAD_MS = 30 * 86_400_000;
 
 export interface SendRequest {
   readonly template: string;
@@ -17,6 +19,8 @@ export interface SendRequest {
   readonly to: Mailbox | null;
   readonly data: Readonly<Record<string, unknown>>;
   readonly type: 'email';
+  /** When a scheduled send asked to go out (epoch ms); null to send now. May lie in the past. */
+  readonly sendAt: number | null;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -54,7 +58,49 @@ function placeholderObject(value: unknown, field: string): Record<string, unknow
   return value;
 }
 
-export function parseSendRequest(body: unknown): SendRequest {
+/** RFC 3339 date-time: a date, a time and a mandatory offset (`Z` or ±hh:mm). */
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * The instant an RFC 3339 date-time names, or null for anything else: no offset, a day the month
+ * does not have (which `Date.parse` would roll into the next month), an hour past 23.
+ */
+export function parseDateTime(text: string): number | null {
+  const m = DATE_TIME.exec(text);
+  if (m === null) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return null;
+  if (hour > 23 || minute > 59 || second > 59) return null;
+  const offsetHours = m[10] === undefined ? 0 : Number(m[10]);
+  const offsetMinutes = m[11] === undefined ? 0 : Number(m[11]);
+  if (offsetHours > 23 || offsetMinutes > 59) return null;
+  const millis = m[7] === undefined ? 0 : Math.floor(Number(`0.${m[7]}`) * 1000);
+  const offset = (m[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+  const utc = new Date(0);
+  utc.setUTCFullYear(year, month - 1, day);
+  utc.setUTCHours(hour, minute, second, millis);
+  return utc.getTime() - offset;
+}
+
+/** `send_at`: absent or null sends now; a time past sends now; more than 30 days ahead is refused. */
+function parseSendAt(value: unknown, now: number): number | null {
+  if (value === undefined || value === null) return null;
+  const at = typeof value === 'string' && value.length <= 64 ? parseDateTime(value) : null;
+  if (at === null || at > now + MAX_SCHEDULE_AHEAD_MS) throw errors.invalidSendAt();
+  return at;
+}
+
+/** Checks a send request; `now` bounds how far ahead `send_at` may lie. */
+export function parseSendRequest(body: unknown, now: number = Date.now()): SendRequest {
   const fields = isPlainObject(body) ? body : {};
 
   const template = fields.template;
@@ -78,5 +124,43 @@ export function parseSendRequest(body: unknown): SendRequest {
   // Both objects may be sent: they are merged and `data` wins on a shared key.
   const variables = placeholderObject(fields.variables, 'variables');
   const data = placeholderObject(fields.data, 'data');
-  return { template, to, data: { ...variables, ...data }, type: 'email' };
+  const sendAt = parseSendAt(fields.send_at, now);
+  return { template, to, data: { ...variables, ...data }, type: 'email', sendAt };
+}
+
+/** One refused item of a batch: its index and the error a single send of it would get. */
+export interface BatchProblem {
+  readonly index: number;
+  readonly error: string;
+}
+
+export type BatchRequest =
+  | { readonly ok: true; readonly sends: readonly SendRequest[] }
+  | { readonly ok: false; readonly problems: readonly BatchProblem[] };
+
+/**
+ * Checks a batch (product.md §6): a JSON array of 1–`maxItems` sends, each checked as a single
+ * send would be. `defaultRecipient` says whether a send without `to` has somewhere to go (the
+ * project's contact email). Every refused item is reported, in order.
+ */
+export function parseBatchRequest(
+  body: unknown,
+  options: { readonly maxItems: number; readonly defaultRecipient: boolean; readonly now?: number },
+): BatchRequest {
+  if (!Array.isArray(body) || body.length === 0 || body.length > options.maxItems)
+    throw errors.invalidField(`Body must be a JSON array of 1–${options.maxItems} notifications`);
+  const now = options.now ?? Date.now();
+  const sends: SendRequest[] = [];
+  const problems: BatchProblem[] = [];
+  body.forEach((item: unknown, index) => {
+    try {
+      const send = parseSendRequest(item, now);
+      if (send.to === null && !options.defaultRecipient) throw errors.invalidRecipient();
+      sends.push(send);
+    } catch (error) {
+      if (!(error instanceof HeraldError)) throw error;
+      problems.push({ index, error: error.message });
+    }
+  });
+  return problems.length === 0 ? { ok: true, sends } : { ok: false, problems };
 }

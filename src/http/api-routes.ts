@@ -1,14 +1,31 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { Messages, errors } from '../domain/errors.js';
 import type { QuotaState } from '../domain/quota.js';
-import { parseSendRequest } from '../domain/send-request.js';
-import { MAX_IDEMPOTENCY_KEY_LENGTH, type NotificationService } from '../services/notifications.js';
+import { parseBatchRequest, parseSendRequest } from '../domain/send-request.js';
+import {
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  type AcceptOutcome,
+  type NotificationService,
+} from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
 import { sendError } from './errors.js';
-import { ErrorBody, SendResponse, StatusParams, StatusResponse } from './schemas.js';
+import {
+  BatchBody,
+  BatchErrorBody,
+  BatchResponse,
+  ERROR_RESPONSES,
+  MAX_BATCH_SIZE,
+  QuotaExceededBody,
+  SendBody,
+  SendHeaders,
+  SendResponse,
+  StatusParams,
+  StatusResponse,
+} from './schemas.js';
 
 export interface ApiDeps {
   readonly projects: ProjectService;
@@ -17,6 +34,10 @@ export interface ApiDeps {
 
 const COLLECTION = '/api/v1/notifications';
 const ITEM = '/api/v1/notifications/:request_id';
+const BATCH = '/api/v1/notifications/batch';
+export const OPENAPI = '/api/v1/openapi.json';
+/** product.md §6: a batch of 500 sends may carry up to 5 MiB. */
+export const BATCH_BODY_LIMIT = 5 * 1024 * 1024;
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'] as const;
 
 function setQuotaHeaders(reply: FastifyReply, quota: QuotaState | null): void {
@@ -66,8 +87,44 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
   return key;
 }
 
+/** Answers an accept's outcome: the 202 with its body, or the refusal (spec §4.1, product.md §2). */
+function replyToAccept<Body>(
+  reply: FastifyReply,
+  outcome: AcceptOutcome<Body>,
+  firstRequestId: (body: Body) => string | undefined,
+): FastifyReply {
+  switch (outcome.kind) {
+    case 'accepted':
+    case 'replayed':
+      setQuotaHeaders(reply, outcome.quota);
+      if (outcome.kind === 'replayed') reply.header('Idempotent-Replayed', 'true');
+      reply.request.apiLog.requestId = firstRequestId(outcome.body) ?? null;
+      return reply.code(202).send(outcome.body);
+    case 'quota_exceeded':
+      setQuotaHeaders(reply, outcome.quota);
+      // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3).
+      reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
+      return sendError(reply, 402, Messages.quotaExceeded);
+    case 'idempotency_mismatch':
+      return sendError(reply, 422, errors.idempotencyMismatch().message);
+    case 'idempotency_in_flight':
+      return sendError(reply, 409, errors.idempotencyInFlight().message);
+  }
+}
+
+/**
+ * Request bodies and headers are checked in the handlers (`parseSendRequest`, `idempotencyKey`),
+ * in the specification's order and with its error strings; their schemas on the routes describe
+ * them for the OpenAPI document and are not compiled into a second, differently worded check.
+ */
+const CHECKED_IN_HANDLER = () => () => true;
+
+const TAGS = ['notifications'];
+const SECURITY = [{ apiKey: [] }];
+
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.setValidatorCompiler(CHECKED_IN_HANDLER);
   const onRequest = authenticate(deps.projects);
   // Fastify parses text/plain by default; the API takes JSON only (anything else is a 415).
   // This plugin is encapsulated, so the dashboard's own parsers are not affected.
@@ -79,7 +136,16 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       url,
       {
         onRequest,
-        schema: { response: { 202: SendResponse, '4xx': ErrorBody, '5xx': ErrorBody } },
+        schema: {
+          operationId: url === COLLECTION ? 'sendNotification' : undefined,
+          hide: url !== COLLECTION,
+          summary: 'Send one notification',
+          tags: TAGS,
+          security: SECURITY,
+          headers: SendHeaders,
+          body: SendBody,
+          response: { 202: SendResponse, 402: QuotaExceededBody, ...ERROR_RESPONSES },
+        },
       },
       async (request, reply) => {
         const project = request.project as ProjectRow;
@@ -90,35 +156,59 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           request: send,
           idempotency: key === undefined ? undefined : { key, body: request.body },
         });
-        switch (outcome.kind) {
-          case 'accepted':
-            setQuotaHeaders(reply, outcome.quota);
-            request.apiLog.requestId = outcome.body.request_id;
-            return reply.code(202).send(outcome.body);
-          case 'replayed':
-            setQuotaHeaders(reply, outcome.quota);
-            reply.header('Idempotent-Replayed', 'true');
-            request.apiLog.requestId = outcome.body.request_id;
-            return reply.code(202).send(outcome.body);
-          case 'quota_exceeded':
-            setQuotaHeaders(reply, outcome.quota);
-            // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3).
-            if (outcome.quota !== null)
-              reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
-            return sendError(reply, 402, Messages.quotaExceeded);
-          case 'idempotency_mismatch':
-            return sendError(reply, 422, errors.idempotencyMismatch().message);
-          case 'idempotency_in_flight':
-            return sendError(reply, 409, errors.idempotencyInFlight().message);
-        }
+        return replyToAccept(reply, outcome, (body) => body.request_id);
       },
     );
+
+  api.post(
+    BATCH,
+    {
+      onRequest,
+      bodyLimit: BATCH_BODY_LIMIT,
+      schema: {
+        operationId: 'sendNotificationBatch',
+        summary: `Send 1–${MAX_BATCH_SIZE} notifications, all or none`,
+        tags: TAGS,
+        security: SECURITY,
+        headers: SendHeaders,
+        body: BatchBody,
+        response: { 202: BatchResponse, 400: BatchErrorBody, 402: QuotaExceededBody, ...ERROR_RESPONSES },
+      },
+    },
+    async (request, reply) => {
+      const project = request.project as ProjectRow;
+      const batch = parseBatchRequest(request.body, {
+        maxItems: MAX_BATCH_SIZE,
+        defaultRecipient: Boolean(project.contact_email),
+      });
+      if (!batch.ok) {
+        const first = batch.problems[0]!;
+        const error = `${first.error} (item ${first.index})`;
+        request.apiLog.error = error;
+        return reply.code(400).send({ error, errors: [...batch.problems] });
+      }
+      const key = idempotencyKey(request);
+      const outcome = await deps.notifications.acceptBatch({
+        project,
+        requests: batch.sends,
+        idempotency: key === undefined ? undefined : { key, body: request.body },
+      });
+      return replyToAccept(reply, outcome, (body) => body.notifications[0]?.request_id);
+    },
+  );
 
   api.get(
     ITEM,
     {
       onRequest,
-      schema: { params: StatusParams, response: { 200: StatusResponse, '4xx': ErrorBody } },
+      schema: {
+        operationId: 'getNotification',
+        summary: "A notification's status",
+        tags: TAGS,
+        security: SECURITY,
+        params: StatusParams,
+        response: { 200: StatusResponse, ...ERROR_RESPONSES },
+      },
     },
     async (request) => {
       request.apiLog.requestId = request.params.request_id.slice(0, 100);
@@ -126,7 +216,31 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     },
   );
 
-  for (const url of [COLLECTION, `${COLLECTION}/`]) {
+  api.delete(
+    ITEM,
+    {
+      onRequest,
+      schema: {
+        operationId: 'cancelNotification',
+        summary: 'Cancel a queued notification',
+        description: 'Only while it is queued and not being sent; it becomes `failed` with `Canceled`.',
+        tags: TAGS,
+        security: SECURITY,
+        params: StatusParams,
+        response: { 200: StatusResponse, ...ERROR_RESPONSES },
+      },
+    },
+    async (request) => {
+      request.apiLog.requestId = request.params.request_id.slice(0, 100);
+      return deps.notifications.cancel((request.project as ProjectRow).id, request.params.request_id);
+    },
+  );
+
+  api.get(OPENAPI, { schema: { hide: true } }, async (_request, reply) => {
+    return reply.type('application/json; charset=utf-8').send(app.swagger());
+  });
+
+  for (const url of [COLLECTION, `${COLLECTION}/`, BATCH]) {
     api.route({
       method: ALL_METHODS.filter((m) => m !== 'POST'),
       url,
@@ -134,8 +248,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     });
   }
   api.route({
-    method: ALL_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
+    method: ALL_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD' && m !== 'DELETE'),
     url: ITEM,
-    handler: methodNotAllowed('GET, HEAD'),
+    handler: methodNotAllowed('GET, HEAD, DELETE'),
   });
 }

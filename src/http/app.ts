@@ -1,3 +1,5 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApiLogService } from '../services/api-log.js';
@@ -5,7 +7,7 @@ import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { Storage } from '../storage/storage.js';
 import { registerApiLog } from './api-log-hooks.js';
-import { apiRoutes } from './api-routes.js';
+import { OPENAPI, apiRoutes } from './api-routes.js';
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { healthRoutes } from './health.js';
 import { metricsRoutes, type MetricsRouteOptions } from './metrics-routes.js';
@@ -47,7 +49,39 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerApiLog(app, deps.apiLogs);
   if (deps.metricsRoute !== undefined) await metricsRoutes(app, deps.metricsRoute);
   await app.register(healthRoutes, { storage: deps.storage });
+  await registerApiDocs(app);
   await app.register(apiRoutes, { projects: deps.projects, notifications: deps.notifications });
   for (const plugin of deps.plugins ?? []) await plugin(app);
   return app;
+}
+
+/**
+ * The OpenAPI 3.1 document, generated from the API routes' own schemas (product.md §6), and the
+ * reference page at /docs/api, served from the installed swagger-ui files, never from a CDN.
+ */
+async function registerApiDocs(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Herald API',
+        version: '1',
+        description:
+          'Send email notifications from templates and follow their delivery. Every route but this ' +
+          "document takes the project's API key as `Authorization: Bearer <key>`.",
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: "The project's API key." },
+        },
+      },
+    },
+    hideUntagged: true,
+  });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs/api',
+    staticCSP: true,
+    // No validator badge: it would send the document to validator.swagger.io.
+    uiConfig: { url: OPENAPI, deepLinking: false, tryItOutEnabled: false, validatorUrl: null },
+  });
 }

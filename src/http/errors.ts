@@ -15,6 +15,7 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.ProjectNotFound]: 404,
   [ErrorCode.TemplateNotFound]: 404,
   [ErrorCode.IdempotencyInFlight]: 409,
+  [ErrorCode.NotCancelable]: 409,
   [ErrorCode.ProjectExists]: 409,
   [ErrorCode.TemplateExists]: 409,
   [ErrorCode.IdempotencyMismatch]: 422,
@@ -26,12 +27,15 @@ export function statusOf(error: HeraldError): number {
 }
 
 /** Fastify's own request errors, answered in the API's `{"error": …}` shape. */
-function frameworkError(error: FastifyError): { status: number; message: string } | null {
+function frameworkError(
+  error: FastifyError,
+  request: FastifyRequest,
+): { status: number; message: string } | null {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, message: 'Content-Type must be application/json' };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: 'Request body is larger than 256 KiB' };
+      return { status: 413, message: `Request body is larger than ${size(request.routeOptions.bodyLimit)}` };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -40,6 +44,11 @@ function frameworkError(error: FastifyError): { status: number; message: string 
   if (error instanceof SyntaxError || error.statusCode === 400)
     return { status: 400, message: Messages.invalidJson };
   return null;
+}
+
+/** A body limit in words: `256 KiB`, `5 MiB`. */
+function size(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
 }
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
@@ -61,10 +70,10 @@ export function errorHandler(
     if (error.code === ErrorCode.QueueFailed) request.log.error({ err: error.cause }, 'enqueue failed');
     return sendError(reply, statusOf(error), error.message);
   }
-  const known = frameworkError(error);
+  const known = frameworkError(error, request);
   if (known !== null) return sendError(reply, known.status, known.message);
   request.log.error({ err: error }, 'request failed');
-  const isSend = request.method === 'POST' && request.routeOptions.url === '/api/v1/notifications';
+  const isSend = request.method === 'POST' && request.routeOptions.url?.startsWith('/api/v1/notifications');
   return sendError(reply, 500, isSend ? Messages.queueFailed : 'Internal server error');
 }
 

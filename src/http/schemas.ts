@@ -1,34 +1,165 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import { MAX_INPUT_LENGTH } from '../domain/address.js';
+import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../services/notifications.js';
 
 /**
- * Response shapes of the public API (spec §4, product.md §3). Fastify compiles them into
- * serializers, so they are also the guarantee that no field beyond these ever leaks out.
+ * The public API's shapes (spec §4, product.md §2–§3 and §6), written once. Fastify compiles the
+ * response shapes into serializers, so they are also the guarantee that no field beyond these
+ * ever leaks out; the OpenAPI document at /api/v1/openapi.json is generated from all of them.
+ *
+ * Request bodies are checked by `parseSendRequest`, which must apply the spec's checks in its
+ * fixed order and with its exact error strings; the request shapes here describe what it accepts,
+ * and a property test holds the two to each other.
  */
 
-export const ErrorBody = Type.Object({ error: Type.String() });
+/** Spec §7.1 and product.md: every error is `{"error": "…"}`. */
+export const ErrorBody = Type.Object(
+  { error: Type.String({ description: 'What was wrong, in words fixed by the specification.' }) },
+  { description: 'An error.' },
+);
 
-export const SendResponse = Type.Object({
+/** `401`: the key is missing or wrong; the scheme to use is named (RFC 9110 §15.5.2). */
+export const UnauthorizedBody = {
+  ...Type.Object(ErrorBody.properties, { description: 'The API key is missing or invalid.' }),
+  headers: { 'WWW-Authenticate': { type: 'string', description: 'Bearer realm="herald"' } },
+};
+
+const QUOTA_HEADERS = {
+  'X-Quota-Limit': { type: 'integer', description: "The project's request quota per period." },
+  'X-Quota-Remaining': { type: 'integer', description: 'Sends left in the current period.' },
+  'X-Quota-Reset': { type: 'integer', description: 'When the period resets, in Unix seconds.' },
+};
+
+/** A response body that carries the project's quota headers (only when it has a quota). */
+function withQuotaHeaders<T extends TSchema>(schema: T, extra: Record<string, unknown> = {}): T {
+  return { ...schema, headers: { ...QUOTA_HEADERS, ...extra } };
+}
+
+/** `402`: the project's quota for this period is used up; nothing was queued. */
+export const QuotaExceededBody = withQuotaHeaders(
+  Type.Object(ErrorBody.properties, { description: 'Request quota exceeded; nothing was queued.' }),
+  { 'Retry-After': { type: 'integer', description: 'Seconds until the quota period resets.' } },
+);
+
+/** The error responses every authenticated route can give. */
+export const ERROR_RESPONSES = { 401: UnauthorizedBody, '4xx': ErrorBody, '5xx': ErrorBody } as const;
+
+const PlaceholderObject = Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+  description: `Placeholder values, nested at most 32 levels deep; no string may contain NUL.`,
+});
+
+export const SendBody = Type.Object(
+  {
+    template: Type.String({
+      minLength: 1,
+      maxLength: MAX_TEMPLATE_NAME_LENGTH,
+      pattern: '\\S',
+      description: "The template's name in the project.",
+    }),
+    type: Type.Optional(Type.Literal('email', { description: "Only 'email' is supported." })),
+    to: Type.Optional(
+      Type.Union([Type.String({ maxLength: MAX_INPUT_LENGTH }), Type.Null()], {
+        description:
+          "The recipient, `user@example.org` or `Name <user@example.org>`; left out, the project's contact email.",
+      }),
+    ),
+    variables: Type.Optional(PlaceholderObject),
+    data: Type.Optional(PlaceholderObject),
+    send_at: Type.Optional(
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+        description:
+          'Send at this time (RFC 3339 with an offset or Z), at most 30 days ahead; a time already past sends now.',
+      }),
+    ),
+  },
+  { description: 'One notification to send. `data` wins over `variables` on a shared key.' },
+);
+
+export const MAX_BATCH_SIZE = 500;
+
+export const BatchBody = Type.Array(SendBody, {
+  minItems: 1,
+  maxItems: MAX_BATCH_SIZE,
+  description: `1–${MAX_BATCH_SIZE} sends, queued all or none.`,
+});
+
+const REPLAYED_HEADER = {
+  'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'A stored response, replayed.' },
+};
+
+const Accepted = Type.Object({
   id: Type.Integer(),
-  request_id: Type.String(),
+  request_id: Type.String({ description: 'Poll GET /api/v1/notifications/{request_id}.' }),
   status: Type.Literal('queued'),
   message: Type.String(),
 });
 
-export const StatusResponse = Type.Object({
-  id: Type.Integer(),
-  request_id: Type.String(),
-  status: Type.Union([Type.Literal('queued'), Type.Literal('sent'), Type.Literal('failed')]),
-  template: Type.String(),
-  to: Type.String(),
-  type: Type.String(),
-  attempts: Type.Integer(),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-  sent_at: Type.Optional(Type.String()),
-  transport: Type.Optional(Type.String()),
-  error_message: Type.Optional(Type.String()),
-});
+export const SendResponse = withQuotaHeaders(
+  Type.Object(Accepted.properties, { description: 'Accepted and durably queued.' }),
+  REPLAYED_HEADER,
+);
+
+export const BatchResponse = withQuotaHeaders(
+  Type.Object(
+    { notifications: Type.Array(Accepted) },
+    { description: 'Every send accepted and durably queued, in input order.' },
+  ),
+  REPLAYED_HEADER,
+);
+
+export const BatchErrorBody = Type.Object(
+  {
+    error: Type.String({ description: 'The first problem, with its item: "… (item N)".' }),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          index: Type.Integer({ minimum: 0 }),
+          error: Type.String({ description: 'The error a single send of this item would get.' }),
+        }),
+      ),
+    ),
+  },
+  { description: 'The batch was refused whole; nothing was queued.' },
+);
+
+const Time = Type.String({ format: 'date-time' });
+
+export const StatusResponse = Type.Object(
+  {
+    id: Type.Integer(),
+    request_id: Type.String(),
+    status: Type.Union([Type.Literal('queued'), Type.Literal('sent'), Type.Literal('failed')]),
+    template: Type.String(),
+    to: Type.String(),
+    type: Type.String(),
+    attempts: Type.Integer({ minimum: 0 }),
+    created_at: Time,
+    updated_at: Time,
+    sent_at: Type.Optional(Time),
+    transport: Type.Optional(Type.String()),
+    error_message: Type.Optional(Type.String()),
+    send_at: Type.Optional({ ...Time, description: 'While a scheduled send waits: the time it asked for.' }),
+    last_error: Type.Optional(
+      Type.String({ description: 'While a message waits for a retry: why the last attempt failed.' }),
+    ),
+    next_attempt_at: Type.Optional({ ...Time, description: 'While a message waits for a retry: when.' }),
+  },
+  { description: "The notification's state." },
+);
 
 export const StatusParams = Type.Object({ request_id: Type.String() });
-
 export type StatusParams = Static<typeof StatusParams>;
+
+/** The request header every send route reads besides `Authorization` (product.md §2). */
+export const SendHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+      pattern: '^[\\x21-\\x7e]+$',
+      description:
+        'Replays the stored response of an earlier request with the same key and body for 24 hours.',
+    }),
+  ),
+});

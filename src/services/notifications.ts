@@ -13,6 +13,7 @@ import {
   releaseIdempotencyKey,
 } from '../storage/idempotency.js';
 import {
+  cancelQueued,
   countByState,
   findNotification,
   insertNotifications,
@@ -42,28 +43,47 @@ export interface SendResponseBody {
   readonly message: string;
 }
 
+/** The body of a `202` to a batch (product.md §6): one entry per send, in input order. */
+export interface BatchResponseBody {
+  readonly notifications: readonly SendResponseBody[];
+}
+
 export interface AcceptCommand {
   readonly project: ProjectRow;
   readonly request: SendRequest;
   readonly idempotency?: { readonly key: string; readonly body: unknown } | undefined;
 }
 
-export type AcceptOutcome =
-  | { readonly kind: 'accepted'; readonly body: SendResponseBody; readonly quota: QuotaState | null }
-  | {
-      readonly kind: 'replayed';
-      readonly body: SendResponseBody;
-      readonly quota: QuotaState | null;
-    }
+export interface BatchCommand {
+  readonly project: ProjectRow;
+  /** 1–MAX_BATCH_SIZE checked sends, each with a recipient (see `recipientOf`). */
+  readonly requests: readonly SendRequest[];
+  readonly idempotency?: { readonly key: string; readonly body: unknown } | undefined;
+}
+
+/** What an accept came to; `Body` is a send's or a batch's response body. */
+export type AcceptOutcome<Body = SendResponseBody> =
+  | { readonly kind: 'accepted'; readonly body: Body; readonly quota: QuotaState | null }
+  | { readonly kind: 'replayed'; readonly body: Body; readonly quota: QuotaState | null }
   | { readonly kind: 'quota_exceeded'; readonly quota: QuotaState }
   | { readonly kind: 'idempotency_mismatch' }
   | { readonly kind: 'idempotency_in_flight' };
 
-interface PreparedAccept {
-  readonly command: AcceptCommand;
+/** One send of a request, ready to be stored. */
+interface PreparedSend {
+  readonly request: SendRequest;
   readonly recipient: string;
   /** The placeholder values as stored: serialized before the batch, so a failure stays this request's. */
   readonly data: string;
+}
+
+/** One API request (a single send or a batch) waiting for the group commit. */
+interface PreparedAccept {
+  readonly project: ProjectRow;
+  readonly idempotency: AcceptCommand['idempotency'];
+  readonly sends: readonly PreparedSend[];
+  /** Builds the response body from the sends' bodies: the single body, or the batch body. */
+  readonly respond: (bodies: SendResponseBody[]) => unknown;
   readonly fingerprint: string | null;
   readonly now: number;
 }
@@ -95,6 +115,9 @@ export interface StatusBody {
   sent_at?: string;
   transport?: string;
   error_message?: string;
+  send_at?: string;
+  last_error?: string;
+  next_attempt_at?: string;
 }
 
 export function statusBody(row: NotificationRow): StatusBody {
@@ -115,6 +138,14 @@ export function statusBody(row: NotificationRow): StatusBody {
     if (row.transport !== null) body.transport = row.transport;
   }
   if (status === 'failed') body.error_message = row.error_message ?? 'Delivery failed';
+  if (status === 'queued') {
+    if (row.send_at !== null) body.send_at = new Date(row.send_at).toISOString();
+    // Back in the queue after a failed attempt: why, and when the next attempt is due.
+    if (row.state === 'queued' && row.attempts > 0 && row.error_message !== null) {
+      body.last_error = row.error_message;
+      body.next_attempt_at = new Date(row.run_at).toISOString();
+    }
+  }
   return body;
 }
 
@@ -124,7 +155,7 @@ export interface NotificationDetail {
 }
 
 export class NotificationService {
-  private readonly batcher: GroupCommit<PreparedAccept, AcceptOutcome>;
+  private readonly batcher: GroupCommit<PreparedAccept, AcceptOutcome<unknown>>;
   /** Idempotency keys of requests being accepted by this process right now. */
   private readonly inFlight = new Set<string>();
   private readonly acceptedListeners: (() => void)[] = [];
@@ -153,24 +184,54 @@ export class NotificationService {
    * the store cannot commit.
    */
   async accept(command: AcceptCommand): Promise<AcceptOutcome> {
-    const recipient = command.request.to?.address
-      ? formatRecipient(command.request.to)
-      : command.project.contact_email;
-    if (!recipient) throw errors.invalidRecipient();
+    const recipient = recipientOf(command.project, command.request);
+    if (recipient === null) throw errors.invalidRecipient();
+    const sends = [prepareSend(command.request, recipient)];
+    return this.submit(command.project, command.idempotency, sends, (bodies) => bodies[0]!) as Promise<
+      AcceptOutcome<SendResponseBody>
+    >;
+  }
 
-    const idemKey = command.idempotency ? `${command.project.id}\n${command.idempotency.key}` : null;
+  /**
+   * Accepts a batch in one transaction: every send is queued, or none (product.md §6). The caller
+   * has checked each send, including that it has a recipient.
+   */
+  async acceptBatch(command: BatchCommand): Promise<AcceptOutcome<BatchResponseBody>> {
+    const sends = command.requests.map((request) => {
+      const recipient = recipientOf(command.project, request);
+      if (recipient === null) throw errors.invalidRecipient();
+      return prepareSend(request, recipient);
+    });
+    return this.submit(command.project, command.idempotency, sends, (bodies) => ({
+      notifications: bodies,
+    })) as Promise<AcceptOutcome<BatchResponseBody>>;
+  }
+
+  private async submit(
+    project: ProjectRow,
+    idempotency: AcceptCommand['idempotency'],
+    sends: readonly PreparedSend[],
+    respond: PreparedAccept['respond'],
+  ): Promise<AcceptOutcome<unknown>> {
+    const idemKey = idempotency ? `${project.id}\n${idempotency.key}` : null;
     if (idemKey !== null) {
       if (this.inFlight.has(idemKey)) throw errors.idempotencyInFlight();
       this.inFlight.add(idemKey);
     }
     try {
-      const fingerprint = command.idempotency
+      const fingerprint = idempotency
         ? createHash('sha256')
-            .update(JSON.stringify(canonicalize(command.idempotency.body)))
+            .update(JSON.stringify(canonicalize(idempotency.body)))
             .digest('hex')
         : null;
-      const data = JSON.stringify(command.request.data);
-      return await this.batcher.submit({ command, recipient, data, fingerprint, now: this.now() });
+      return await this.batcher.submit({
+        project,
+        idempotency,
+        sends,
+        respond,
+        fingerprint,
+        now: this.now(),
+      });
     } catch (error) {
       // The batch transaction failed as a whole; nothing of this request was stored.
       throw errors.queueFailed(error);
@@ -179,7 +240,29 @@ export class NotificationService {
     }
   }
 
-  private async commitBatch(batch: readonly PreparedAccept[]): Promise<AcceptOutcome[]> {
+  /**
+   * Cancels a queued notification (product.md §6): `failed` with `Canceled`, returned as its
+   * status body. A message already being sent or finished cannot be canceled.
+   */
+  async cancel(projectId: number, requestId: string): Promise<StatusBody> {
+    if (requestId.length > 100) throw errors.notificationNotFound();
+    const now = this.now();
+    const canceled = await this.db.transaction().execute(async (tx) => {
+      const row = await cancelQueued(tx, requestId, projectId, now);
+      if (row === undefined) return undefined;
+      await addUsage(tx, [
+        { projectId, createdAt: row.created_at, state: 'queued', delta: -1 },
+        { projectId, createdAt: row.created_at, state: 'failed', delta: 1 },
+      ]);
+      return row;
+    });
+    if (canceled !== undefined) return statusBody(canceled);
+    const row = await findNotification(this.db, requestId, projectId);
+    if (row === undefined) throw errors.notificationNotFound();
+    throw errors.notCancelable();
+  }
+
+  private async commitBatch(batch: readonly PreparedAccept[]): Promise<AcceptOutcome<unknown>[]> {
     const outcomes = await this.db.transaction().execute(async (tx) => {
       const admissions: Admission[] = [];
       for (const item of batch) admissions.push(await admit(tx, item));
@@ -260,23 +343,23 @@ export class NotificationService {
   }
 }
 
-/** A request that passed its Idempotency-Key and quota checks and waits for its row. */
+/** A request that passed its Idempotency-Key and quota checks and waits for its rows. */
 interface Admitted {
   readonly kind: 'admitted';
   readonly item: PreparedAccept;
-  readonly row: NewNotificationRow;
+  readonly rows: readonly NewNotificationRow[];
   readonly quota: QuotaState | null;
 }
 
-type Admission = AcceptOutcome | Admitted;
+type Admission = AcceptOutcome<unknown> | Admitted;
 
 /**
- * One request inside the batch transaction: claim the Idempotency-Key (or replay the response it
- * holds), then take quota. A refusal undoes what this request did before it. Requests of an
- * unlimited project without an Idempotency-Key need no statement here at all.
+ * One request inside the group's transaction: claim the Idempotency-Key (or replay the response it
+ * holds), then take quota for all of its sends at once. A refusal undoes what this request did
+ * before it. Requests of an unlimited project without an Idempotency-Key need no statement here.
  */
 async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admission> {
-  const { project, request, idempotency } = item.command;
+  const { project, idempotency } = item;
   const window = quotaWindow(project.quota_period as QuotaPeriod, item.now);
 
   if (idempotency && item.fingerprint !== null) {
@@ -294,81 +377,82 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
         project.quota_limit === null
           ? null
           : quotaState(project.quota_limit, await quotaUsed(tx, project.id, window.start), window);
-      return {
-        kind: 'replayed',
-        body: JSON.parse(claim.existing.response) as SendResponseBody,
-        quota,
-      };
+      return { kind: 'replayed', body: JSON.parse(claim.existing.response) as unknown, quota };
     }
   }
 
   let quota: QuotaState | null = null;
   if (project.quota_limit !== null) {
-    const used = await takeQuota(tx, project.id, window.start, project.quota_limit);
+    const used = await takeQuota(tx, project.id, window.start, project.quota_limit, item.sends.length);
     if (used === null) {
       if (idempotency) await releaseIdempotencyKey(tx, project.id, idempotency.key);
-      return { kind: 'quota_exceeded', quota: quotaState(project.quota_limit, project.quota_limit, window) };
+      const left = await quotaUsed(tx, project.id, window.start);
+      return { kind: 'quota_exceeded', quota: quotaState(project.quota_limit, left, window) };
     }
     quota = quotaState(project.quota_limit, used, window);
   }
 
-  const row: NewNotificationRow = {
+  const rows = item.sends.map((send): NewNotificationRow => ({
     request_id: randomUUID(),
     project_id: project.id,
-    template: request.template,
-    recipient: item.recipient,
-    data: item.data,
-    type: request.type,
+    template: send.request.template,
+    recipient: send.recipient,
+    data: send.data,
+    type: send.request.type,
     state: 'queued',
     attempts: 0,
-    run_at: item.now,
+    // A time already past means now (product.md §6).
+    run_at: Math.max(item.now, send.request.sendAt ?? item.now),
+    send_at: send.request.sendAt,
     created_at: item.now,
     updated_at: item.now,
-  };
-  return { kind: 'admitted', item, row, quota };
+  }));
+  return { kind: 'admitted', item, rows, quota };
 }
 
 /**
- * Inserts every admitted request's row with one multi-row statement (one round trip on
- * PostgreSQL, one statement to build on both), then records the responses of those that carried
- * an Idempotency-Key.
+ * Inserts every admitted request's rows with multi-row statements (one round trip on PostgreSQL
+ * per few hundred rows), then records the responses of those that carried an Idempotency-Key.
  */
 async function insertAdmitted(
   tx: Kysely<Database>,
   admissions: readonly Admission[],
-): Promise<AcceptOutcome[]> {
+): Promise<AcceptOutcome<unknown>[]> {
   const admitted = admissions.filter((a): a is Admitted => a.kind === 'admitted');
-  const ids = await insertNotifications(
-    tx,
-    admitted.map((a) => a.row),
-  );
+  const rows = admitted.flatMap((a) => a.rows);
+  const ids = await insertNotifications(tx, rows);
   await addUsage(
     tx,
-    admitted.map((a) => ({
-      projectId: a.row.project_id,
-      createdAt: a.row.created_at,
-      state: 'queued',
-      delta: 1,
-    })),
+    rows.map((row) => ({ projectId: row.project_id, createdAt: row.created_at, state: 'queued', delta: 1 })),
   );
-  const outcomes: AcceptOutcome[] = [];
+  const outcomes: AcceptOutcome<unknown>[] = [];
   for (const admission of admissions) {
     if (admission.kind !== 'admitted') {
       outcomes.push(admission);
       continue;
     }
-    const requestId = admission.row.request_id;
-    const body: SendResponseBody = {
-      id: ids.get(requestId)!,
-      request_id: requestId,
+    const bodies = admission.rows.map((row): SendResponseBody => ({
+      id: ids.get(row.request_id)!,
+      request_id: row.request_id,
       status: 'queued',
       message: 'Notification queued for delivery',
-    };
-    const { project, idempotency } = admission.item.command;
+    }));
+    const body = admission.item.respond(bodies);
+    const { project, idempotency } = admission.item;
     if (idempotency) await completeIdempotencyKey(tx, project.id, idempotency.key, 202, JSON.stringify(body));
     outcomes.push({ kind: 'accepted', body, quota: admission.quota });
   }
   return outcomes;
+}
+
+/** Who a send goes to: its `to`, else the project's contact email; null when neither exists. */
+export function recipientOf(project: ProjectRow, request: SendRequest): string | null {
+  if (request.to?.address) return formatRecipient(request.to);
+  return project.contact_email || null;
+}
+
+function prepareSend(request: SendRequest, recipient: string): PreparedSend {
+  return { request, recipient, data: JSON.stringify(request.data) };
 }
 
 function formatRecipient(to: { name?: string; address: string }): string {

@@ -208,6 +208,10 @@ const MIGRATIONS: Record<string, Ddl> = {
     // The sample data last used in the editor, so it survives saving instead of being replaced.
     `ALTER TABLE templates ADD COLUMN sample_data TEXT`,
   ],
+  '006_scheduled_send': (t) => [
+    // The time a scheduled send asked for (product.md §6); run_at holds when it is next due.
+    `ALTER TABLE notifications ADD COLUMN send_at ${t.bigint}`,
+  ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

@@ -16,14 +16,39 @@ export async function insertNotifications(
   rows: readonly NewNotificationRow[],
 ): Promise<Map<string, number>> {
   const ids = new Map<string, number>();
-  if (rows.length === 0) return ids;
-  const inserted = await db
-    .insertInto('notifications')
-    .values([...rows])
-    .returning(['id', 'request_id'])
-    .execute();
-  for (const row of inserted) ids.set(row.request_id, row.id);
+  // A group of batches can hold thousands of rows; chunks keep each statement's parameters well
+  // under both backends' limits (SQLite 32,766, PostgreSQL 65,535).
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+    const inserted = await db
+      .insertInto('notifications')
+      .values(rows.slice(start, start + INSERT_CHUNK))
+      .returning(['id', 'request_id'])
+      .execute();
+    for (const row of inserted) ids.set(row.request_id, row.id);
+  }
   return ids;
+}
+
+const INSERT_CHUNK = 500;
+
+/**
+ * Cancels a notification that waits in the queue (product.md §6). One conditional UPDATE: a worker
+ * that claimed the row first has moved it to `sending`, so exactly one of the two wins.
+ */
+export async function cancelQueued(
+  db: Kysely<Database>,
+  requestId: string,
+  projectId: number,
+  now: number,
+): Promise<NotificationRow | undefined> {
+  return db
+    .updateTable('notifications')
+    .set({ state: 'failed', error_message: 'Canceled', updated_at: now })
+    .where('request_id', '=', requestId)
+    .where('project_id', '=', projectId)
+    .where('state', '=', 'queued')
+    .returningAll()
+    .executeTakeFirst();
 }
 
 export async function findNotification(

@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 /**
- * Takes one unit of quota atomically: the counter row is created at 1 or incremented only while it
- * is below the limit, in one statement. On PostgreSQL the ON CONFLICT update locks the row, so
+ * Takes `count` units of quota atomically, all or none: the counter row is created at `count` or
+ * incremented only while the result stays within the limit, in one statement. On PostgreSQL the ON CONFLICT update locks the row, so
  * concurrent transactions serialize on it; on SQLite the writer is single. Returns the new count,
  * or null when the window is used up.
  */
@@ -12,16 +12,17 @@ export async function takeQuota(
   projectId: number,
   windowStart: number,
   limit: number,
+  count = 1,
 ): Promise<number | null> {
-  if (limit <= 0) return null;
+  if (count > limit) return null;
   const row = await db
     .insertInto('quota_usage')
-    .values({ project_id: projectId, window_start: windowStart, used: 1 })
+    .values({ project_id: projectId, window_start: windowStart, used: count })
     .onConflict((oc) =>
       oc
         .columns(['project_id', 'window_start'])
-        .doUpdateSet((eb) => ({ used: eb('quota_usage.used', '+', 1) }))
-        .where('quota_usage.used', '<', limit),
+        .doUpdateSet((eb) => ({ used: eb('quota_usage.used', '+', count) }))
+        .where('quota_usage.used', '<=', limit - count),
     )
     .returning('used')
     .executeTakeFirst();

@@ -72,6 +72,8 @@ export interface NotificationsTable {
   created_at: number;
   updated_at: number;
   sent_at: number | null;
+  /** The time a scheduled send asked for; null for a send without `send_at`. */
+  send_at: number | null;
   /** When the placeholder values and rendered content were erased (content retention). */
   content_erased_at: number | null;
 }

@@ -66,6 +66,7 @@ async function seedHistory(projectName: string): Promise<void> {
             to: { name, address: `${name.toLowerCase()}@example.org` },
             data: { user_name: name, role: i % 3 === 0 ? 'admin' : 'member' },
             type: 'email',
+            sendAt: null,
           },
         }),
       );

@@ -1,4 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type {} from '@fastify/swagger';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { ContractChecker, injected } from './contract.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { closeServices, openServices, type Services } from '../../src/compose.js';
 import { buildApp } from '../../src/http/app.js';
@@ -35,6 +37,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const services = await openServices(config, createLogger(config.logLevel ?? 'info'));
   const app = await buildApp(services);
   await app.ready();
+  const contract = checkResponsesAgainstDocument(app);
   return {
     services,
     config,
@@ -42,10 +45,31 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     app,
     async close() {
       await app.close();
+      // Every response the suite received must follow the OpenAPI document (product.md §6).
+      if (contract.problems.length > 0)
+        throw new Error(`responses that do not match the OpenAPI document:\n${contract.problems.join('\n')}`);
       await closeServices(services);
       await database.drop();
     },
   };
+}
+
+/**
+ * Checks each response that `app.inject` returns against the app's own OpenAPI document, so the
+ * whole HTTP suite is also a contract test of the document.
+ */
+function checkResponsesAgainstDocument(app: FastifyInstance): ContractChecker {
+  const checker = new ContractChecker(app.swagger());
+  const inject = app.inject.bind(app) as (options: InjectOptions | string) => Promise<LightMyRequestResponse>;
+  const checked = async (options: InjectOptions | string) => {
+    const response = await inject(options);
+    const { method, url } = injected(options);
+    checker.check(method, url, response);
+    return response;
+  };
+  (app as { inject: unknown }).inject = (options?: InjectOptions | string) =>
+    options === undefined ? inject(options as never) : checked(options);
+  return checker;
 }
 
 /** Creates a project with a template, returning its API key. */

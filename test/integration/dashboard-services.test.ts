@@ -27,7 +27,7 @@ describe('UsageService', () => {
       const service = new NotificationService(ctx.services.storage.db, { now: () => ms });
       const outcome = await service.accept({
         project,
-        request: { template, to: { address: 'a@example.org' }, data: {}, type: 'email' },
+        request: { template, to: { address: 'a@example.org' }, data: {}, type: 'email', sendAt: null },
       });
       expect(outcome.kind).toBe('accepted');
     };

@@ -102,8 +102,9 @@ describe('405 with Allow for a wrong method on an API path', () => {
     },
   );
 
-  it.each(['POST', 'DELETE', 'PUT', 'PATCH'] as const)(
-    '%s /api/v1/notifications/{id} → Allow lists GET',
+  // product.md §6: DELETE on the item is the cancel route (tested in http-cancel.test.ts).
+  it.each(['POST', 'PUT', 'PATCH'] as const)(
+    '%s /api/v1/notifications/{id} → Allow lists GET and DELETE',
     async (method) => {
       const { request_id } = await sendOk(ctx.app, apiKey);
       const response = await ctx.app.inject({
@@ -116,15 +117,23 @@ describe('405 with Allow for a wrong method on an API path', () => {
       const allow = String(response.headers.allow)
         .split(',')
         .map((m) => m.trim());
-      expect(allow).toContain('GET');
-      expect(allow).not.toContain(method);
+      expect(allow).toEqual(['GET', 'HEAD', 'DELETE']);
+    },
+  );
+
+  it.each(['GET', 'PUT', 'DELETE', 'PATCH'] as const)(
+    '%s /api/v1/notifications/batch → Allow: POST',
+    async (method) => {
+      const response = await ctx.app.inject({ method, url: `${SEND_PATH}/batch`, headers: bearer(apiKey) });
+      expectError(response, 405);
+      expect(response.headers.allow).toBe('POST');
     },
   );
 
   it('a wrong method creates and deletes nothing', async () => {
     const { request_id } = await sendOk(ctx.app, apiKey);
     const before = await countNotifications(ctx.services, projectId);
-    await ctx.app.inject({ method: 'DELETE', url: `${SEND_PATH}/${request_id}`, headers: bearer(apiKey) });
+    await ctx.app.inject({ method: 'PATCH', url: `${SEND_PATH}/${request_id}`, headers: bearer(apiKey) });
     await ctx.app.inject({
       method: 'PUT',
       url: SEND_PATH,

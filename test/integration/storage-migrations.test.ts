@@ -26,6 +26,7 @@ const MIGRATIONS = [
   '003_worker_heartbeats',
   '004_usage_counters',
   '005_template_sample_data',
+  '006_scheduled_send',
 ];
 const TABLES = [
   'admins',
