@@ -213,4 +213,39 @@ describe('herald serve under failure', () => {
     second.child.kill('SIGTERM');
     await once(second.child, 'exit');
   });
+
+  it('keeps all of a batch or none of it when killed while accepting it', { timeout: 120_000 }, async () => {
+    const body = JSON.stringify(
+      Array.from({ length: 500 }, (_, i) => ({
+        template: 'welcome',
+        to: `u${i}@example.org`,
+        data: { n: `${i}` },
+      })),
+    );
+    const seen: string[] = [];
+    // From the moment the request leaves to well after: the kill lands before the body is read,
+    // while the transaction runs, or after the commit.
+    for (const delayMs of [0, 5, 10, 20, 25, 30, 35, 40, 80]) {
+      const project = await newProject(`batch-killed-${delayMs}`);
+      const herald = await startHerald();
+      const reply = fetch(`${herald.url}/api/v1/notifications/batch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${project.apiKey}`, 'content-type': 'application/json' },
+        body,
+      }).then(
+        (r) => r.status,
+        () => null,
+      );
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      herald.child.kill('SIGKILL');
+      await once(herald.child, 'exit');
+      const status = await reply;
+      const stored = Object.values(await counts(project)).reduce((a, b) => a + b, 0);
+      expect([0, 500], `killed after ${delayMs} ms`).toContain(stored);
+      // A 202 promises the whole batch is durable.
+      if (status === 202) expect(stored).toBe(500);
+      seen.push(`${delayMs} ms: ${status ?? 'no answer'}, ${stored} stored`);
+    }
+    console.info(`batch killed mid-request: ${seen.join('; ')}`);
+  });
 });

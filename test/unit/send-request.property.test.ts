@@ -1,0 +1,126 @@
+import fc from 'fast-check';
+import { Value } from 'typebox/value';
+import { describe, expect, it } from 'vitest';
+import { HeraldError } from '../../src/domain/errors.js';
+import { MAX_SCHEDULE_AHEAD_MS, parseDateTime, parseSendRequest } from '../../src/domain/send-request.js';
+import { SendBody } from '../../src/http/schemas.js';
+
+/**
+ * The send body's schema (what the OpenAPI document promises) and `parseSendRequest` (what the
+ * API enforces, in the specification's order and words) must not drift apart: every body the
+ * parser accepts fits the schema. The parser may be stricter (mailbox syntax, nesting depth), never
+ * looser.
+ */
+
+const NOW = Date.UTC(2026, 10, 23, 12);
+
+const anyValue = fc.oneof(
+  fc.constant(undefined),
+  fc.constant(null),
+  fc.string({ maxLength: 12 }),
+  fc.integer(),
+  fc.boolean(),
+  fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 }), { maxKeys: 2 }),
+  fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 }),
+);
+
+const bodies = fc.record(
+  {
+    template: fc.oneof(anyValue, fc.constantFrom('welcome', ' ', '', 'a'.repeat(201), 'a\u0000b')),
+    type: fc.oneof(anyValue, fc.constantFrom('email', 'sms')),
+    to: fc.oneof(
+      anyValue,
+      fc.constantFrom('jane@example.org', 'Jane <jane@example.org>', 'not an address', ''),
+    ),
+    data: anyValue,
+    variables: anyValue,
+    send_at: fc.oneof(
+      anyValue,
+      fc.constantFrom(
+        '2026-11-24T09:00:00Z',
+        '2026-11-24T09:00:00+01:00',
+        '2026-11-24T09:00:00',
+        '2026-02-30T00:00:00Z',
+      ),
+      fc
+        .date({ min: new Date(NOW - 86_400_000), max: new Date(NOW + 40 * 86_400_000), noInvalidDate: true })
+        .map((d) => d.toISOString()),
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+function accepts(body: unknown): boolean {
+  try {
+    parseSendRequest(body, NOW);
+    return true;
+  } catch (error) {
+    if (!(error instanceof HeraldError)) throw error;
+    return false;
+  }
+}
+
+describe('the send body schema and the parser', () => {
+  it('agree: whatever the parser accepts fits the schema', () => {
+    fc.assert(
+      fc.property(bodies, (body) => {
+        if (accepts(body)) expect(Value.Check(SendBody, body), JSON.stringify(body)).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('both accept the plain sends of the specification', () => {
+    for (const body of [
+      { template: 'welcome' },
+      { template: 'welcome', to: 'Jane <jane@example.org>', data: { a: 1 }, type: 'email' },
+      { template: 'welcome', variables: { a: 'b' }, send_at: '2026-11-24T09:00:00+01:00' },
+    ]) {
+      expect(accepts(body)).toBe(true);
+      expect(Value.Check(SendBody, body)).toBe(true);
+    }
+  });
+});
+
+describe('parseDateTime', () => {
+  it('reads RFC 3339 times with an offset', () => {
+    expect(parseDateTime('2026-12-01T09:00:00+01:00')).toBe(Date.UTC(2026, 11, 1, 8));
+    expect(parseDateTime('2026-12-01T09:00:00Z')).toBe(Date.UTC(2026, 11, 1, 9));
+    expect(parseDateTime('2026-12-01t09:00:00.5-02:30')).toBe(Date.UTC(2026, 11, 1, 11, 30, 0, 500));
+    expect(parseDateTime('2028-02-29T00:00:00Z')).toBe(Date.UTC(2028, 1, 29));
+  });
+
+  it('refuses what is not one', () => {
+    for (const text of [
+      '2026-12-01T09:00:00',
+      '2026-12-01',
+      '2027-02-29T00:00:00Z',
+      '2026-13-01T00:00:00Z',
+      '2026-12-01T24:00:00Z',
+      '2026-12-01T09:60:00Z',
+      '2026-12-01T09:00:00+24:00',
+      ' 2026-12-01T09:00:00Z',
+      '2026-12-01 09:00:00Z',
+    ])
+      expect(parseDateTime(text), text).toBeNull();
+  });
+
+  it('agrees with Date.parse on every valid time and never throws', () => {
+    fc.assert(
+      fc.property(
+        fc.date({ noInvalidDate: true, min: new Date(0), max: new Date(Date.UTC(9999, 0)) }),
+        (d) => {
+          expect(parseDateTime(d.toISOString())).toBe(d.getTime());
+        },
+      ),
+    );
+    fc.assert(fc.property(fc.string(), (s) => void parseDateTime(s)));
+  });
+
+  it('bounds send_at at 30 days ahead', () => {
+    const at = (ms: number) => ({ template: 't', send_at: new Date(NOW + ms).toISOString() });
+    expect(parseSendRequest(at(MAX_SCHEDULE_AHEAD_MS), NOW).sendAt).toBe(NOW + MAX_SCHEDULE_AHEAD_MS);
+    expect(() => parseSendRequest(at(MAX_SCHEDULE_AHEAD_MS + 1), NOW)).toThrow(HeraldError);
+    expect(parseSendRequest(at(-86_400_000), NOW).sendAt).toBe(NOW - 86_400_000);
+  });
+});
