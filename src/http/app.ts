@@ -55,6 +55,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
+const API_DOCS_CSP = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "frame-ancestors 'self'",
+  "object-src 'none'",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+].join('; ');
+
 /**
  * The OpenAPI 3.1 document, generated from the API routes' own schemas (product.md §6), and the
  * reference page at /docs/api, served from the installed swagger-ui files, never from a CDN.
@@ -81,6 +94,9 @@ async function registerApiDocs(app: FastifyInstance): Promise<void> {
   await app.register(swaggerUi, {
     routePrefix: '/docs/api',
     staticCSP: true,
+    // Scripts only from this server; swagger-ui sets inline styles as it renders. No
+    // upgrade-insecure-requests: behind plain HTTP it would break the page's own files.
+    transformStaticCSP: () => API_DOCS_CSP,
     // No validator badge: it would send the document to validator.swagger.io.
     uiConfig: { url: OPENAPI, deepLinking: false, tryItOutEnabled: false, validatorUrl: null },
   });
