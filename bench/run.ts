@@ -18,6 +18,7 @@ import type { BenchResults, Context, EndToEndResult } from './lib/results.js';
 import { USAGE, parseSettings, type Settings } from './lib/settings.js';
 import { INSTALL_HINT, hasPsql, missingTools } from './lib/tools.js';
 import { runAccept } from './scenarios/accept.js';
+import { runBatch } from './scenarios/batch.js';
 import { runDelivery } from './scenarios/delivery.js';
 import { runEndToEnd } from './scenarios/end-to-end.js';
 import { runGrowth } from './scenarios/growth.js';
@@ -162,6 +163,10 @@ async function main(): Promise<number> {
       if (ctx.herald === undefined) return;
       await runGrowth(ctx, (results.growth = { stored: settings.storedCount }));
     });
+  }
+  if (wants('batch')) {
+    const batch = { size: settings.batchSize, connections: settings.batchConnections };
+    await phase('batch', (problem) => runBatch(ctx, (results.batch = batch), problem));
   }
 
   // Interrupted: the signal handler is cleaning up and exits; a partial report would mislead.

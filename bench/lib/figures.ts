@@ -3,7 +3,7 @@
  * its baseline, the ratio, the goal and whether it was met; and the bars of the chart.
  */
 import type { ChartItem } from './chart.js';
-import { GOALS, type BenchResults } from './results.js';
+import { GOALS, type BatchRun, type BenchResults } from './results.js';
 import { formatMs, formatNumber } from './stats.js';
 import type { WrkResult } from './wrk.js';
 
@@ -22,6 +22,11 @@ export const NOT_MEASURED = 'not measured';
 function rate(result: WrkResult | undefined, unit = 'req/s'): string {
   if (result === undefined) return NOT_MEASURED;
   return `${formatNumber(result.rps)} ${unit} (p50 ${formatMs(result.p50Ms)}, p99 ${formatMs(result.p99Ms)})`;
+}
+
+function batchRate(run: BatchRun | undefined, unit: string): string {
+  if (run === undefined) return NOT_MEASURED;
+  return `${formatNumber(run.rate)} ${unit} (p50 ${formatMs(run.p50Ms)}, p99 ${formatMs(run.p99Ms)} per batch)`;
 }
 
 function ratioRow(
@@ -49,7 +54,7 @@ export function peakRssMb(results: BenchResults): number | undefined {
 }
 
 export function figureRows(results: BenchResults): Row[] {
-  const { accept, delivery, endToEnd, growth } = results;
+  const { accept, delivery, endToEnd, growth, batch } = results;
   const rows: Row[] = [];
   const bare = accept?.bare;
   rows.push(
@@ -69,6 +74,18 @@ export function figureRows(results: BenchResults): Row[] {
     GOALS.acceptPostgres,
   );
   rows.push(pgRow);
+  rows.push(
+    ratioRow(
+      `Batch accept, SQLite (${batch?.size ?? results.settings.batchSize} per batch)`,
+      batch?.herald?.rate,
+      batch?.baseline?.rate,
+      {
+        herald: batchRate(batch?.herald, 'notifications/s'),
+        baseline: `bare SQLite insert ${batchRate(batch?.baseline, 'rows/s')}`,
+      },
+      GOALS.batch,
+    ),
+  );
   const deliveredText =
     delivery?.heraldRate === undefined
       ? NOT_MEASURED
@@ -143,7 +160,7 @@ export function figureRows(results: BenchResults): Row[] {
 }
 
 export function chartItems(results: BenchResults): ChartItem[] {
-  const { accept, delivery, growth } = results;
+  const { accept, delivery, growth, batch } = results;
   const items: ChartItem[] = [];
   const bare = accept?.bare?.rps;
   const ratioGoal = (baseline: number, goal: number) => ({
@@ -167,6 +184,16 @@ export function chartItems(results: BenchResults): ChartItem[] {
       herald: { label: 'Herald (PostgreSQL)', value: accept.postgres.rps },
       baseline: { label: 'bare node:http', value: bare },
       goal: ratioGoal(bare, GOALS.acceptPostgres),
+      higherIsBetter: true,
+    });
+  }
+  if (batch?.herald !== undefined && batch.baseline !== undefined) {
+    items.push({
+      title: `Batch accept throughput, SQLite (${batch.size} per batch)`,
+      unit: 'notifications/s',
+      herald: { label: 'Herald (SQLite)', value: batch.herald.rate },
+      baseline: { label: 'bare SQLite insert', value: batch.baseline.rate },
+      goal: ratioGoal(batch.baseline.rate, GOALS.batch),
       higherIsBetter: true,
     });
   }

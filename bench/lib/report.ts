@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { renderChart } from './chart.js';
 import { chartItems, figureRows, type Row } from './figures.js';
 import { busyWarning, type Machine } from './machine.js';
-import type { BenchResults } from './results.js';
+import type { BatchRun, BenchResults } from './results.js';
 import { formatMs, formatNumber } from './stats.js';
 import type { WrkResult } from './wrk.js';
 
@@ -42,8 +42,22 @@ function wrkTable(entries: [string, WrkResult | undefined][]): string[] {
   return lines;
 }
 
+function batchTable(entries: [string, BatchRun | undefined, string][]): string[] {
+  const lines = [
+    '| Run | per second | batches | rows | seconds | p50 per batch | p99 per batch |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const [name, r, unit] of entries) {
+    if (r === undefined) continue;
+    lines.push(
+      `| ${name} | ${formatNumber(r.rate)} ${unit} | ${formatNumber(r.batches)} | ${formatNumber(r.notifications)} | ${formatNumber(r.seconds, 2)} | ${formatMs(r.p50Ms)} | ${formatMs(r.p99Ms)} |`,
+    );
+  }
+  return lines;
+}
+
 function details(results: BenchResults): string[] {
-  const { settings: s, accept, delivery, endToEnd, growth } = results;
+  const { settings: s, accept, delivery, endToEnd, growth, batch } = results;
   const out: string[] = ['## Details', ''];
   const wrkLine = `\`wrk -t${s.threads} -c${s.connections} -d${s.durationS}s --latency\` with a Lua script for the POST body and headers, after a ${s.warmupS} s warm-up run that is not counted`;
   if (accept !== undefined) {
@@ -140,6 +154,22 @@ function details(results: BenchResults): string[] {
     for (const [name, value] of rss)
       if (value !== undefined) out.push(`- ${name}: ${formatNumber(value, 1)} MB`);
     out.push('');
+  }
+  if (batch !== undefined) {
+    out.push('### 6. Batch accept (SQLite)', '');
+    out.push(
+      `\`POST /api/v1/notifications/batch\` with ${batch.size} sends per batch from ${batch.connections} keep-alive connections, each with one batch in flight, to \`serve --role api\` on SQLite (\`synchronous=FULL\`): a ${s.warmupS} s warm-up that is not counted, then ${s.durationS} s (at most ${formatNumber(s.batchMaxBatches)} batches each). Only 202 answers listing every send as queued count; any other answer stops the phase. Baseline: a bare better-sqlite3 file with the pragmas of Herald's server connection (WAL, \`synchronous=FULL\`, \`foreign_keys\`, \`secure_delete\`, \`wal_autocheckpoint=20000\`; Herald checkpoints from a background thread as well, the baseline only inline) and a \`notifications\` table shaped like Herald's (\`001_initial\`: the same columns and indexes), the same sends inserted as rows (random UUID \`request_id\`, template, recipient, JSON data, timestamps) with one prepared ${batch.size}-row INSERT and one transaction per batch${batch.baselineBasis === undefined ? '' : `; measured over ${batch.baselineBasis}`}.`,
+      '',
+      ...batchTable([
+        ['Herald, warm-up', batch.heraldWarmup, 'notifications/s'],
+        ['Herald', batch.herald, 'notifications/s'],
+        ['bare SQLite, warm-up', batch.baselineWarmup, 'rows/s'],
+        ['bare SQLite', batch.baseline, 'rows/s'],
+      ]),
+      '',
+    );
+    if (batch.rssMb !== undefined)
+      out.push(`Peak RSS of Herald (role api) in this phase: ${formatNumber(batch.rssMb, 1)} MB.`, '');
   }
   return out;
 }

@@ -8,6 +8,7 @@ export const GOALS = {
   acceptPostgres: 0.6,
   delivery: 0.3,
   growth: 0.9,
+  batch: 0.5,
   peakRssMb: 250,
 } as const;
 
@@ -83,6 +84,31 @@ export interface GrowthResult {
   storedLookup?: WrkResult;
 }
 
+/** One timed run of batches: Herald's client, or the bare SQLite inserts. */
+export interface BatchRun {
+  batches: number;
+  /** batches × batch size: notifications accepted (Herald) or rows inserted (baseline). */
+  notifications: number;
+  seconds: number;
+  /** notifications / seconds */
+  rate: number;
+  /** Per batch: request to 202 (Herald), or one INSERT with its commit (baseline). */
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface BatchResult {
+  size: number;
+  connections: number;
+  herald?: BatchRun;
+  heraldWarmup?: BatchRun;
+  baseline?: BatchRun;
+  baselineWarmup?: BatchRun;
+  /** How many batches the baseline inserted: the same as Herald accepted, or for the same time. */
+  baselineBasis?: string;
+  rssMb?: number;
+}
+
 export interface BenchResults {
   startedAt: Date;
   finishedAt?: Date;
@@ -98,5 +124,6 @@ export interface BenchResults {
   endToEnd?: EndToEndResult[];
   delivery?: DeliveryResult;
   growth?: GrowthResult;
+  batch?: BatchResult;
   problems: Problem[];
 }

@@ -1,7 +1,7 @@
 /** Command-line options of `npm run bench` and the sizes of a full and a --quick run. */
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['accept', 'e2e', 'delivery', 'growth'] as const;
+export const PHASES = ['accept', 'e2e', 'delivery', 'growth', 'batch'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Settings {
@@ -10,7 +10,7 @@ export interface Settings {
   build: boolean;
   postgres: boolean;
   keep: boolean;
-  /** wrk: warm-up (not recorded) and measured seconds of every run. */
+  /** wrk and the batch client: warm-up (not recorded) and measured seconds of every run. */
   warmupS: number;
   durationS: number;
   threads: number;
@@ -25,15 +25,20 @@ export interface Settings {
   drainTimeoutS: number;
   /** Growth: notifications stored before the second measurement. */
   storedCount: number;
+  /** Batch: sends per batch (the endpoint's maximum), client connections, and at most this many
+   * batches in each of the warm-up and the measured run, whatever their duration. */
+  batchSize: number;
+  batchConnections: number;
+  batchMaxBatches: number;
 }
 
 export const USAGE = `Usage: npm run bench -- [options]
 
-  --quick              short run (5 s wrk runs, 2,000 deliveries, 100,000 stored): about 2 minutes
+  --quick              short run (5 s wrk and batch runs, 2,000 deliveries, 100,000 stored): about 2 minutes
   --phases LIST        comma-separated subset of: ${PHASES.join(',')} (default: all)
   --no-build           use the existing dist/ instead of running npm run build first
   --no-pg              skip PostgreSQL even when it is reachable
-  --duration S         seconds of each measured wrk run (default 30, quick 5)
+  --duration S         seconds of each measured wrk or batch run (default 30, quick 5)
   --sessions N         smtp-source parallel sessions (default 8)
   --keep               keep the temporary data directories and logs
   -h, --help           this text
@@ -86,5 +91,8 @@ export function parseSettings(argv: string[]): Settings | 'help' {
     endToEndDrainS: quick ? 45 : 120,
     drainTimeoutS: quick ? 60 : 300,
     storedCount: quick ? 100_000 : 1_000_000,
+    batchSize: 500,
+    batchConnections: 4,
+    batchMaxBatches: quick ? 1_000 : 6_000,
   };
 }
