@@ -1,5 +1,6 @@
 import type { Mailbox } from './address.js';
 import { parseMailbox } from './address.js';
+import { canonicalJson } from './canonical-json.js';
 import { HeraldError, errors } from './errors.js';
 
 /**
@@ -60,7 +61,7 @@ function placeholderObject(value: unknown, field: string): Record<string, unknow
 
 /** RFC 3339 date-time: a date, a time and a mandatory offset (`Z` or ±hh:mm). */
 const DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 /**
  * The instant an RFC 3339 date-time names, or null for anything else: no offset, a day the month
@@ -77,17 +78,19 @@ export function parseDateTime(text: string): number | null {
     number,
     number,
   ];
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const daysInMonth = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0;
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return null;
-  if (hour > 23 || minute > 59 || second > 59) return null;
+  // RFC 3339 allows a leap second (:60); it is read as the minute's last instant.
+  if (hour > 23 || minute > 59 || second > 60) return null;
   const offsetHours = m[10] === undefined ? 0 : Number(m[10]);
   const offsetMinutes = m[11] === undefined ? 0 : Number(m[11]);
   if (offsetHours > 23 || offsetMinutes > 59) return null;
-  const millis = m[7] === undefined ? 0 : Math.floor(Number(`0.${m[7]}`) * 1000);
+  const millis = second === 60 ? 999 : m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
   const offset = (m[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
   const utc = new Date(0);
   utc.setUTCFullYear(year, month - 1, day);
-  utc.setUTCHours(hour, minute, second, millis);
+  utc.setUTCHours(hour, minute, Math.min(second, 59), millis);
   return utc.getTime() - offset;
 }
 
@@ -145,7 +148,14 @@ export type BatchRequest =
  */
 export function parseBatchRequest(
   body: unknown,
-  options: { readonly maxItems: number; readonly defaultRecipient: boolean; readonly now?: number },
+  options: {
+    readonly maxItems: number;
+    readonly defaultRecipient: boolean;
+    /** What one send may carry, as a single send's body limit would bound it. */
+    readonly maxItemBytes: number;
+    readonly tooLarge: string;
+    readonly now?: number;
+  },
 ): BatchRequest {
   if (!Array.isArray(body) || body.length === 0 || body.length > options.maxItems)
     throw errors.invalidField(`Body must be a JSON array of 1–${options.maxItems} notifications`);
@@ -156,6 +166,9 @@ export function parseBatchRequest(
     try {
       const send = parseSendRequest(item, now);
       if (send.to === null && !options.defaultRecipient) throw errors.invalidRecipient();
+      // A batch must not carry a message larger than a single send could.
+      if (Buffer.byteLength(canonicalJson(item)) > options.maxItemBytes)
+        throw errors.invalidField(options.tooLarge);
       sends.push(send);
     } catch (error) {
       if (!(error instanceof HeraldError)) throw error;

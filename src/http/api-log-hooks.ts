@@ -15,6 +15,8 @@ declare module 'fastify' {
     apiLog: ApiLogContext;
     /** The authenticated project of an API request. */
     project: ProjectRow | null;
+    /** How many notifications a send request carries: 1, or a batch's length once it is read. */
+    sends: number;
   }
 }
 
@@ -24,8 +26,10 @@ const MAX_PATH = 500;
 export function registerApiLog(app: FastifyInstance, apiLogs: ApiLogService): void {
   app.decorateRequest('apiLog', null as unknown as ApiLogContext);
   app.decorateRequest('project', null);
+  app.decorateRequest('sends', 1);
   app.addHook('onRequest', async (request) => {
     request.apiLog = { keyPrefix: null, projectId: null, requestId: null, error: null };
+    request.sends = 1;
   });
   app.addHook('onResponse', async (request, reply) => {
     const url = request.url;

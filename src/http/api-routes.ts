@@ -12,13 +12,15 @@ import {
 } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
-import { sendError } from './errors.js';
+import { bodyTooLarge, sendError } from './errors.js';
 import {
   BatchBody,
   BatchErrorBody,
   BatchResponse,
   ERROR_RESPONSES,
   MAX_BATCH_SIZE,
+  SEND_ERRORS,
+  errorMeaning,
   QuotaExceededBody,
   SendBody,
   SendHeaders,
@@ -36,6 +38,8 @@ const COLLECTION = '/api/v1/notifications';
 const ITEM = '/api/v1/notifications/:request_id';
 const BATCH = '/api/v1/notifications/batch';
 export const OPENAPI = '/api/v1/openapi.json';
+/** Product decision: request bodies are bounded at 256 KiB. */
+export const BODY_LIMIT = 256 * 1024;
 /** product.md §6: a batch of 500 sends may carry up to 5 MiB. */
 export const BATCH_BODY_LIMIT = 5 * 1024 * 1024;
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'] as const;
@@ -90,6 +94,7 @@ function idempotencyKey(request: FastifyRequest): string | undefined {
 /** Answers an accept's outcome: the 202 with its body, or the refusal (spec §4.1, product.md §2). */
 function replyToAccept<Body>(
   reply: FastifyReply,
+  sends: number,
   outcome: AcceptOutcome<Body>,
   firstRequestId: (body: Body) => string | undefined,
 ): FastifyReply {
@@ -102,8 +107,10 @@ function replyToAccept<Body>(
       return reply.code(202).send(outcome.body);
     case 'quota_exceeded':
       setQuotaHeaders(reply, outcome.quota);
-      // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3).
-      reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
+      // Seconds until the quota window resets: when a retry can succeed (RFC 9110 §10.2.3). A
+      // batch larger than the whole quota never can, so it gets no Retry-After.
+      if (sends <= outcome.quota.limit)
+        reply.header('Retry-After', Math.max(1, outcome.quota.reset - Math.floor(Date.now() / 1000)));
       return sendError(reply, 402, Messages.quotaExceeded);
     case 'idempotency_mismatch':
       return sendError(reply, 422, errors.idempotencyMismatch().message);
@@ -129,6 +136,15 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // Fastify parses text/plain by default; the API takes JSON only (anything else is a 415).
   // This plugin is encapsulated, so the dashboard's own parsers are not affected.
   app.removeContentTypeParser('text/plain');
+  // A GET or DELETE carries no body, but clients often send their usual JSON Content-Type with it;
+  // an empty body there is no body, not malformed JSON. Everything else goes to Fastify's parser
+  // (which also refuses __proto__ keys).
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '' && request.method !== 'POST') return done(null, undefined);
+    return json(request, body as string, done);
+  });
 
   // product.md §6: `POST /api/v1/notifications/` is the collection too, not an item with no id.
   for (const url of [COLLECTION, `${COLLECTION}/`])
@@ -144,7 +160,13 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           security: SECURITY,
           headers: SendHeaders,
           body: SendBody,
-          response: { 202: SendResponse, 402: QuotaExceededBody, ...ERROR_RESPONSES },
+          response: {
+            202: SendResponse,
+            400: errorMeaning('The request is invalid; nothing was queued.'),
+            402: QuotaExceededBody,
+            ...SEND_ERRORS,
+            ...ERROR_RESPONSES,
+          },
         },
       },
       async (request, reply) => {
@@ -156,46 +178,57 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           request: send,
           idempotency: key === undefined ? undefined : { key, body: request.body },
         });
-        return replyToAccept(reply, outcome, (body) => body.request_id);
+        return replyToAccept(reply, 1, outcome, (body) => body.request_id);
       },
     );
 
-  api.post(
-    BATCH,
-    {
-      onRequest,
-      bodyLimit: BATCH_BODY_LIMIT,
-      schema: {
-        operationId: 'sendNotificationBatch',
-        summary: `Send 1–${MAX_BATCH_SIZE} notifications, all or none`,
-        tags: TAGS,
-        security: SECURITY,
-        headers: SendHeaders,
-        body: BatchBody,
-        response: { 202: BatchResponse, 400: BatchErrorBody, 402: QuotaExceededBody, ...ERROR_RESPONSES },
+  for (const url of [BATCH, `${BATCH}/`])
+    api.post(
+      url,
+      {
+        onRequest,
+        bodyLimit: BATCH_BODY_LIMIT,
+        schema: {
+          operationId: url === BATCH ? 'sendNotificationBatch' : undefined,
+          hide: url !== BATCH,
+          summary: `Send 1–${MAX_BATCH_SIZE} notifications, all or none`,
+          tags: TAGS,
+          security: SECURITY,
+          headers: SendHeaders,
+          body: BatchBody,
+          response: {
+            202: BatchResponse,
+            400: BatchErrorBody,
+            402: QuotaExceededBody,
+            ...SEND_ERRORS,
+            ...ERROR_RESPONSES,
+          },
+        },
       },
-    },
-    async (request, reply) => {
-      const project = request.project as ProjectRow;
-      const batch = parseBatchRequest(request.body, {
-        maxItems: MAX_BATCH_SIZE,
-        defaultRecipient: Boolean(project.contact_email),
-      });
-      if (!batch.ok) {
-        const first = batch.problems[0]!;
-        const error = `${first.error} (item ${first.index})`;
-        request.apiLog.error = error;
-        return reply.code(400).send({ error, errors: [...batch.problems] });
-      }
-      const key = idempotencyKey(request);
-      const outcome = await deps.notifications.acceptBatch({
-        project,
-        requests: batch.sends,
-        idempotency: key === undefined ? undefined : { key, body: request.body },
-      });
-      return replyToAccept(reply, outcome, (body) => body.notifications[0]?.request_id);
-    },
-  );
+      async (request, reply) => {
+        const project = request.project as ProjectRow;
+        if (Array.isArray(request.body)) request.sends = request.body.length;
+        const batch = parseBatchRequest(request.body, {
+          maxItems: MAX_BATCH_SIZE,
+          defaultRecipient: Boolean(project.contact_email),
+          maxItemBytes: BODY_LIMIT,
+          tooLarge: bodyTooLarge(BODY_LIMIT),
+        });
+        if (!batch.ok) {
+          const first = batch.problems[0]!;
+          const error = `${first.error} (item ${first.index})`;
+          request.apiLog.error = error;
+          return reply.code(400).send({ error, errors: [...batch.problems] });
+        }
+        const key = idempotencyKey(request);
+        const outcome = await deps.notifications.acceptBatch({
+          project,
+          requests: batch.sends,
+          idempotency: key === undefined ? undefined : { key, body: request.body },
+        });
+        return replyToAccept(reply, batch.sends.length, outcome, (body) => body.notifications[0]?.request_id);
+      },
+    );
 
   api.get(
     ITEM,
@@ -207,7 +240,11 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         tags: TAGS,
         security: SECURITY,
         params: StatusParams,
-        response: { 200: StatusResponse, ...ERROR_RESPONSES },
+        response: {
+          200: StatusResponse,
+          404: errorMeaning('Notification not found (or another project’s).'),
+          ...ERROR_RESPONSES,
+        },
       },
     },
     async (request) => {
@@ -227,7 +264,12 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         tags: TAGS,
         security: SECURITY,
         params: StatusParams,
-        response: { 200: StatusResponse, ...ERROR_RESPONSES },
+        response: {
+          200: StatusResponse,
+          404: errorMeaning('Notification not found (or another project’s).'),
+          409: errorMeaning('Notification can no longer be canceled: it is being sent, sent or failed.'),
+          ...ERROR_RESPONSES,
+        },
       },
     },
     async (request) => {
@@ -240,7 +282,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     return reply.type('application/json; charset=utf-8').send(app.swagger());
   });
 
-  for (const url of [COLLECTION, `${COLLECTION}/`, BATCH]) {
+  for (const url of [COLLECTION, `${COLLECTION}/`, BATCH, `${BATCH}/`]) {
     api.route({
       method: ALL_METHODS.filter((m) => m !== 'POST'),
       url,

@@ -7,13 +7,12 @@ import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { Storage } from '../storage/storage.js';
 import { registerApiLog } from './api-log-hooks.js';
-import { OPENAPI, apiRoutes } from './api-routes.js';
+import { BODY_LIMIT, OPENAPI, apiRoutes } from './api-routes.js';
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { healthRoutes } from './health.js';
 import { metricsRoutes, type MetricsRouteOptions } from './metrics-routes.js';
 
-/** Product decision: request bodies are bounded at 256 KiB. */
-export const BODY_LIMIT = 256 * 1024;
+export { BODY_LIMIT };
 
 export interface AppDeps {
   readonly logger: Logger;

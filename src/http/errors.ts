@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 
@@ -35,7 +36,7 @@ function frameworkError(
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, message: 'Content-Type must be application/json' };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: `Request body is larger than ${size(request.routeOptions.bodyLimit)}` };
+      return { status: 413, message: bodyTooLarge(request.routeOptions.bodyLimit) };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -46,9 +47,10 @@ function frameworkError(
   return null;
 }
 
-/** A body limit in words: `256 KiB`, `5 MiB`. */
-function size(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
+/** The 413 message for a body limit: `Request body is larger than 256 KiB` (or `5 MiB`). */
+export function bodyTooLarge(bytes: number): string {
+  const size = bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
+  return `Request body is larger than ${size}`;
 }
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
@@ -72,6 +74,10 @@ export function errorHandler(
   }
   const known = frameworkError(error, request);
   if (known !== null) return sendError(reply, known.status, known.message);
+  // A client error raised by a plugin (the reference page's static files: a bad path, an
+  // unsatisfiable Range or precondition) is the client's, not a server failure.
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500)
+    return sendError(reply, error.statusCode, STATUS_CODES[error.statusCode] ?? 'Bad request');
   request.log.error({ err: error }, 'request failed');
   const isSend = request.method === 'POST' && request.routeOptions.url?.startsWith('/api/v1/notifications');
   return sendError(reply, 500, isSend ? Messages.queueFailed : 'Internal server error');

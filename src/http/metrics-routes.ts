@@ -10,7 +10,7 @@ export interface MetricsRouteOptions {
   readonly token: string | null;
 }
 
-const SEND_PATH = /^\/api\/v1\/notifications\/?$/;
+const SEND_PATH = /^\/api\/v1\/notifications(?:\/|\/batch\/?)?$/;
 
 function acceptOutcome(status: number, replayed: boolean): string {
   if (status === 202) return replayed ? 'replayed' : 'accepted';
@@ -38,10 +38,11 @@ export async function metricsRoutes(app: FastifyInstance, options: MetricsRouteO
     const project = request.project;
     if (request.method === 'POST' && project && SEND_PATH.test(request.url.split('?')[0]!)) {
       const replayed = reply.getHeader('idempotent-replayed') === 'true';
-      metrics.accepted.inc({
-        project_id: String(project.id),
-        outcome: acceptOutcome(reply.statusCode, replayed),
-      });
+      // Counted in notifications: a batch of 500 is 500 accepted (or refused) sends.
+      metrics.accepted.inc(
+        { project_id: String(project.id), outcome: acceptOutcome(reply.statusCode, replayed) },
+        request.sends,
+      );
     }
   });
   // In production an unset token means the operator has not opted in: the endpoint does not exist.

@@ -42,6 +42,19 @@ export const QuotaExceededBody = withQuotaHeaders(
   { 'Retry-After': { type: 'integer', description: 'Seconds until the quota period resets.' } },
 );
 
+/** An error response with what it means on its route, for the document. */
+export function errorMeaning(description: string) {
+  return Type.Object(ErrorBody.properties, { description });
+}
+
+/** The error responses of the send routes beyond 401 and 402 (spec §7.1, product.md §2). */
+export const SEND_ERRORS = {
+  409: errorMeaning('A request with this Idempotency-Key is still being processed.'),
+  413: errorMeaning('The body is larger than the limit.'),
+  415: errorMeaning('The body is not JSON.'),
+  422: errorMeaning('The Idempotency-Key was already used with a different body.'),
+} as const;
+
 /** The error responses every authenticated route can give. */
 export const ERROR_RESPONSES = { 401: UnauthorizedBody, '4xx': ErrorBody, '5xx': ErrorBody } as const;
 

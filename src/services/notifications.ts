@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { canonicalJson } from '../domain/canonical-json.js';
 import { errors } from '../domain/errors.js';
 import { publicStatus, type PublicStatus } from '../domain/notification-state.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
@@ -139,7 +140,9 @@ export function statusBody(row: NotificationRow): StatusBody {
   }
   if (status === 'failed') body.error_message = row.error_message ?? 'Delivery failed';
   if (status === 'queued') {
-    if (row.send_at !== null) body.send_at = new Date(row.send_at).toISOString();
+    // Only while it waits for its time: a send_at already past when accepted meant "now".
+    if (row.send_at !== null && row.attempts === 0 && row.send_at > row.created_at)
+      body.send_at = new Date(row.send_at).toISOString();
     // Back in the queue after a failed attempt: why, and when the next attempt is due.
     if (row.state === 'queued' && row.attempts > 0 && row.error_message !== null) {
       body.last_error = row.error_message;
@@ -220,9 +223,7 @@ export class NotificationService {
     }
     try {
       const fingerprint = idempotency
-        ? createHash('sha256')
-            .update(JSON.stringify(canonicalize(idempotency.body)))
-            .digest('hex')
+        ? createHash('sha256').update(canonicalJson(idempotency.body)).digest('hex')
         : null;
       return await this.batcher.submit({
         project,
@@ -245,7 +246,7 @@ export class NotificationService {
    * status body. A message already being sent or finished cannot be canceled.
    */
   async cancel(projectId: number, requestId: string): Promise<StatusBody> {
-    if (requestId.length > 100) throw errors.notificationNotFound();
+    if (!couldBeIssued(requestId)) throw errors.notificationNotFound();
     const now = this.now();
     const canceled = await this.db.transaction().execute(async (tx) => {
       const row = await cancelQueued(tx, requestId, projectId, now);
@@ -279,13 +280,14 @@ export class NotificationService {
   }
 
   async status(projectId: number, requestId: string): Promise<StatusBody> {
-    const row = requestId.length <= 100 ? await findNotification(this.db, requestId, projectId) : undefined;
+    const row = couldBeIssued(requestId) ? await findNotification(this.db, requestId, projectId) : undefined;
     if (row === undefined) throw errors.notificationNotFound();
     return statusBody(row);
   }
 
   /** Any project's notification with its attempts, for operators (CLI and dashboard). */
   async detail(requestId: string, projectId?: number): Promise<NotificationDetail> {
+    if (!couldBeIssued(requestId)) throw errors.notificationNotFound();
     const notification = await findNotification(this.db, requestId, projectId);
     if (notification === undefined) throw errors.notificationNotFound();
     return { notification, attempts: await listAttempts(this.db, notification.id) };
@@ -445,6 +447,14 @@ async function insertAdmitted(
   return outcomes;
 }
 
+/**
+ * Whether an id could be one Herald issued: others are not looked up at all, so a NUL character
+ * (which PostgreSQL text cannot hold) or a 16 KiB id is a 404 on every backend.
+ */
+function couldBeIssued(requestId: string): boolean {
+  return requestId.length <= 100 && !requestId.includes('\0');
+}
+
 /** Who a send goes to: its `to`, else the project's contact email; null when neither exists. */
 export function recipientOf(project: ProjectRow, request: SendRequest): string | null {
   if (request.to?.address) return formatRecipient(request.to);
@@ -458,16 +468,4 @@ function prepareSend(request: SendRequest, recipient: string): PreparedSend {
 function formatRecipient(to: { name?: string; address: string }): string {
   if (to.name === undefined) return to.address;
   return `"${to.name.replace(/[\\"]/g, (c) => `\\${c}`)}" <${to.address}>`;
-}
-
-/** Object keys sorted, so one body with its keys in another order is the same request. */
-function canonicalize(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonicalize);
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort())
-      out[key] = canonicalize((value as Record<string, unknown>)[key]);
-    return out;
-  }
-  return value;
 }

@@ -144,11 +144,37 @@ describe('a refused batch queues nothing', () => {
 
   it('takes bodies up to 5 MiB and refuses larger ones with 413', async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
+    // Items of about 200 KiB each: every one within a single send's limit.
     const padded = (bytes: number) =>
-      Array.from({ length: 10 }, (_, i) => ({ ...item(i), data: { pad: 'x'.repeat(bytes / 10) } }));
-    expect(accepted(await sendBatch(apiKey, padded(4.9 * 1024 * 1024)))).toHaveLength(10);
-    expectError(await sendBatch(apiKey, padded(5 * 1024 * 1024)), 413, 'Request body is larger than 5 MiB');
-    expect(await countNotifications(ctx.services, projectId)).toBe(10);
+      Array.from({ length: 25 }, (_, i) => ({
+        ...item(i),
+        data: { pad: 'x'.repeat(Math.floor(bytes / 25)) },
+      }));
+    expect(accepted(await sendBatch(apiKey, padded(4.9 * 1024 * 1024)))).toHaveLength(25);
+    expectError(await sendBatch(apiKey, padded(5.1 * 1024 * 1024)), 413, 'Request body is larger than 5 MiB');
+    expect(await countNotifications(ctx.services, projectId)).toBe(25);
+  });
+
+  it('refuses an item larger than a single send could be, even inside 5 MiB', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const big = { ...item(1), data: { pad: 'y'.repeat(300 * 1024) } };
+    const response = await sendBatch(apiKey, [item(0), big]);
+    expect(response.json()).toEqual({
+      error: 'Request body is larger than 256 KiB (item 1)',
+      errors: [{ index: 1, error: 'Request body is larger than 256 KiB' }],
+    });
+    expect(await countNotifications(ctx.services, projectId)).toBe(0);
+  });
+
+  it('fingerprints a body nested 100,000 levels deep in an ignored field without failing', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const deep = `[{"template":"user_created","to":"a@example.org","extra":${'['.repeat(100_000)}${']'.repeat(100_000)}}]`;
+    const response = await sendBatch(apiKey, deep, { 'idempotency-key': 'deep' });
+    expect(accepted(response)).toHaveLength(1);
+    expect(
+      (await sendBatch(apiKey, deep, { 'idempotency-key': 'deep' })).headers['idempotent-replayed'],
+    ).toBe('true');
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
   });
 
   it('needs the API key', async () => {
@@ -169,6 +195,11 @@ describe('quota, all or nothing', () => {
     const refused = await sendBatch(apiKey, items(7));
     expectError(refused, 402, Messages.quotaExceeded);
     expect(refused.headers['x-quota-remaining']).toBe('6');
+    expect(refused.headers['retry-after']).toBeDefined();
+    // Larger than the whole quota: waiting for the reset cannot help, so no Retry-After.
+    const never = await sendBatch(apiKey, items(11));
+    expectError(never, 402, Messages.quotaExceeded);
+    expect(never.headers['retry-after']).toBeUndefined();
     expect(await countNotifications(ctx.services, projectId)).toBe(4);
     const fits = await sendBatch(apiKey, items(6));
     expect(accepted(fits)).toHaveLength(6);

@@ -130,6 +130,16 @@ describe('the reference page', () => {
       const file = await ctx.app.inject({ url: new URL(asset, 'http://h/docs/api/').pathname });
       expect(file.statusCode, asset).toBe(200);
     }
+    // A client error on its files is the client's: never a 500.
+    for (const [url, headers] of [
+      ['/docs/api/static/%2e%2e/x', {}],
+      ['/docs/api/static/index.css', { range: 'bytes=99999999-' }],
+      ['/docs/api/static/index.css', { 'if-match': '"x"' }],
+    ] as const) {
+      const probe = await ctx.app.inject({ url, headers });
+      expect(probe.statusCode, url).toBeGreaterThanOrEqual(400);
+      expect(probe.statusCode, url).toBeLessThan(500);
+    }
     const initializer = await ctx.app.inject({ url: '/docs/api/static/swagger-initializer.js' });
     expect(initializer.body).toContain('/api/v1/openapi.json');
   });

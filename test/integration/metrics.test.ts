@@ -108,6 +108,31 @@ describe('GET /metrics', () => {
       }),
     ).toBe(3);
     expect(sink.messages).toHaveLength(2);
+
+    // A batch counts as the notifications it carries, accepted or refused.
+    const batch = (items: unknown[]) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/notifications/batch',
+        headers: { authorization: `Bearer ${apiKey}` },
+        payload: items,
+      });
+    expect(
+      (
+        await batch([
+          { template: 'user_created', to: 'c@example.org' },
+          { template: 'user_created', to: 'd@example.org' },
+        ])
+      ).statusCode,
+    ).toBe(202);
+    expect((await batch([{ template: '' }, { template: '' }, { template: '' }])).statusCode).toBe(400);
+    const batches = (await scrape(app)).body;
+    expect(
+      sample(batches, 'herald_notifications_accepted_total', { project_id: project, outcome: 'accepted' }),
+    ).toBe(5);
+    expect(
+      sample(batches, 'herald_notifications_accepted_total', { project_id: project, outcome: 'rejected' }),
+    ).toBe(3);
   });
 
   it('is open outside production', async () => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/domain/canonical-json.js';
 import { HeraldError } from '../../src/domain/errors.js';
 import { MAX_SCHEDULE_AHEAD_MS, parseDateTime, parseSendRequest } from '../../src/domain/send-request.js';
 import { SendBody } from '../../src/http/schemas.js';
@@ -88,6 +89,11 @@ describe('parseDateTime', () => {
     expect(parseDateTime('2026-12-01T09:00:00Z')).toBe(Date.UTC(2026, 11, 1, 9));
     expect(parseDateTime('2026-12-01t09:00:00.5-02:30')).toBe(Date.UTC(2026, 11, 1, 11, 30, 0, 500));
     expect(parseDateTime('2028-02-29T00:00:00Z')).toBe(Date.UTC(2028, 1, 29));
+    // What the date-time format allows: a leap second, any number of fraction digits, year 0.
+    expect(parseDateTime('2026-12-31T23:59:60Z')).toBe(Date.UTC(2026, 11, 31, 23, 59, 59, 999));
+    expect(parseDateTime('2026-12-01T09:00:00.1234567891Z')).toBe(Date.UTC(2026, 11, 1, 9, 0, 0, 123));
+    expect(parseDateTime('0000-02-29T00:00:00Z')).not.toBeNull();
+    expect(parseDateTime('1900-02-29T00:00:00Z')).toBeNull();
   });
 
   it('refuses what is not one', () => {
@@ -122,5 +128,32 @@ describe('parseDateTime', () => {
     expect(parseSendRequest(at(MAX_SCHEDULE_AHEAD_MS), NOW).sendAt).toBe(NOW + MAX_SCHEDULE_AHEAD_MS);
     expect(() => parseSendRequest(at(MAX_SCHEDULE_AHEAD_MS + 1), NOW)).toThrow(HeraldError);
     expect(parseSendRequest(at(-86_400_000), NOW).sendAt).toBe(NOW - 86_400_000);
+  });
+});
+
+describe('canonicalJson', () => {
+  const sorted = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(sorted)
+      : typeof value === 'object' && value !== null
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, sorted((value as Record<string, unknown>)[k])]),
+          )
+        : value;
+
+  it('writes what JSON.stringify writes for the body with its keys sorted (stored fingerprints stay valid)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(canonicalJson(value)).toBe(JSON.stringify(sorted(value)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('takes a body nested 200,000 levels deep', () => {
+    const deep = JSON.parse(`{"a":${'['.repeat(200_000)}${']'.repeat(200_000)}}`) as unknown;
+    expect(canonicalJson(deep)).toHaveLength(400_006);
   });
 });
