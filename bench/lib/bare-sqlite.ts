@@ -1,45 +1,20 @@
 /**
  * The baseline of the batch figure: a bare better-sqlite3 file, with the pragmas Herald's SQLite
- * connection sets (src/storage/sqlite/open.ts) and a `notifications` table shaped like Herald's
- * (src/storage/migrations.ts, 001_initial: the same columns, constraints and indexes), written with
+ * connection sets (src/storage/sqlite/open.ts) and Herald's own 001_initial schema (the same
+ * columns, constraints and indexes), written with
  * one prepared multi-row INSERT per batch and one transaction per batch. No HTTP, no validation,
  * no rendering, no bookkeeping beyond the row itself: what storing a batch costs at the least.
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { renderMigrations, SQLITE_TYPES } from '../../src/storage/migrations.js';
 import type { SendItem } from './herald-api.js';
 
-/** 001_initial's notifications table; `projects` is cut down to the key its foreign key needs. */
-const SCHEMA = [
-  `CREATE TABLE projects (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE)`,
-  `CREATE TABLE notifications (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    request_id TEXT NOT NULL UNIQUE,
-    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
-    template TEXT NOT NULL,
-    recipient TEXT NOT NULL,
-    data TEXT NOT NULL,
-    type TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    run_at INTEGER NOT NULL,
-    lease_until INTEGER,
-    lease_owner TEXT,
-    error_message TEXT,
-    transport TEXT,
-    message_id TEXT,
-    subject TEXT,
-    text_body TEXT,
-    html_body TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    sent_at INTEGER
-  )`,
-  `CREATE INDEX notifications_due ON notifications (run_at) WHERE state = 'queued'`,
-  `CREATE INDEX notifications_leased ON notifications (lease_until) WHERE state = 'sending'`,
-  `CREATE INDEX notifications_project_created ON notifications (project_id, created_at)`,
-  `CREATE INDEX notifications_created ON notifications (created_at)`,
-];
+/**
+ * Herald's first schema, from the migration itself rather than a copy of it: the notifications
+ * table with its constraints and indexes (and the other tables of 001_initial, which stay empty).
+ */
+const SCHEMA = renderMigrations(SQLITE_TYPES)['001_initial']!;
 
 /** The columns Herald fills when it accepts a send (src/services/notifications.ts, admit()). */
 const COLUMNS = [
@@ -82,7 +57,10 @@ export function openBareSqlite(file: string, batchSize: number): BareSqlite {
   db.pragma('busy_timeout = 10000');
   db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
   for (const statement of SCHEMA) db.exec(statement);
-  db.prepare('INSERT INTO projects (id, name) VALUES (?, ?)').run(PROJECT_ID, 'bench');
+  db.prepare(
+    `INSERT INTO projects (id, name, quota_period, api_key_hash, api_key_prefix, created_at, updated_at)
+     VALUES (?, 'bench', 'month', 'bench', 'bench', 0, 0)`,
+  ).run(PROJECT_ID);
 
   const row = `(${COLUMNS.map(() => '?').join(', ')})`;
   const insert = db.prepare(

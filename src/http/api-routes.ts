@@ -128,6 +128,9 @@ const CHECKED_IN_HANDLER = () => () => true;
 
 const TAGS = ['notifications'];
 const SECURITY = [{ apiKey: [] }];
+/** What the item routes (status and cancel) share in the document. */
+const ITEM_SCHEMA = { tags: TAGS, security: SECURITY, params: StatusParams } as const;
+const ITEM_NOT_FOUND = errorMeaning('Notification not found (or another project’s).');
 
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -237,14 +240,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       schema: {
         operationId: 'getNotification',
         summary: "A notification's status",
-        tags: TAGS,
-        security: SECURITY,
-        params: StatusParams,
-        response: {
-          200: StatusResponse,
-          404: errorMeaning('Notification not found (or another project’s).'),
-          ...ERROR_RESPONSES,
-        },
+        ...ITEM_SCHEMA,
+        response: { 200: StatusResponse, 404: ITEM_NOT_FOUND, ...ERROR_RESPONSES },
       },
     },
     async (request) => {
@@ -261,12 +258,10 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         operationId: 'cancelNotification',
         summary: 'Cancel a queued notification',
         description: 'Only while it is queued and not being sent; it becomes `failed` with `Canceled`.',
-        tags: TAGS,
-        security: SECURITY,
-        params: StatusParams,
+        ...ITEM_SCHEMA,
         response: {
           200: StatusResponse,
-          404: errorMeaning('Notification not found (or another project’s).'),
+          404: ITEM_NOT_FOUND,
           409: errorMeaning('Notification can no longer be canceled: it is being sent, sent or failed.'),
           ...ERROR_RESPONSES,
         },
