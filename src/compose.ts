@@ -14,6 +14,12 @@ import { ProjectService } from './services/projects.js';
 import { SmtpSettingsService } from './services/smtp-settings.js';
 import { TemplateService } from './services/templates.js';
 import { UsageService } from './services/usage.js';
+import { BounceIntake } from './services/bounces.js';
+import { SuppressionService } from './services/suppressions.js';
+import { WebhookService } from './services/webhooks.js';
+import { bounceKey, returnPath } from './bounces/token.js';
+import { BounceListener } from './bounces/listener.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { openStorage } from './storage/open.js';
 import { findProjectById } from './storage/projects.js';
 import { findTemplate } from './storage/templates.js';
@@ -39,6 +45,13 @@ export interface Services {
   /** Dashboard users, sessions and setup links. */
   readonly admins: AdminService;
   readonly usage: UsageService;
+  readonly webhooks: WebhookService;
+  readonly suppressions: SuppressionService;
+  readonly bounces: BounceIntake;
+  /** Decrypts a webhook endpoint's stored secret (the dispatcher signs with it). */
+  readonly openWebhookSecret: (sealed: string) => string;
+  /** The bounce token MAC key, derived from the instance secret. */
+  readonly bounceKey: Buffer;
   readonly mailer: SmtpMailer;
   readonly globalSmtp: SmtpTarget | null;
   /** HERALD_SMTP_FROM, parsed. */
@@ -92,6 +105,9 @@ export async function openServices(
   const db = storage.db;
   const projects = new ProjectService(db, config.defaultQuota, { externalChanges: storage.externalChanges });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
+  const webhookSecrets = new SecretBox(secretKey, 'herald:webhook-secret');
+  const tokenKey = bounceKey(secretKey);
+  const bounceDomain = config.bounces.domain;
   const mailer = new SmtpMailer({
     timeoutMs: config.delivery.smtpTimeoutMs,
     maxConnections: config.delivery.smtpMaxConnections,
@@ -108,6 +124,11 @@ export async function openServices(
     apiLogs: new ApiLogService(db, logger),
     admins: new AdminService(db),
     usage: new UsageService(db),
+    webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound),
+    suppressions: new SuppressionService(db, projects),
+    bounces: new BounceIntake(db),
+    openWebhookSecret: (sealed) => webhookSecrets.open(sealed),
+    bounceKey: tokenKey,
     mailer,
     globalSmtp,
     defaultFrom,
@@ -121,6 +142,7 @@ export async function openServices(
       globalSmtp,
       production: config.production,
       defaultFrom,
+      returnPath: bounceDomain === null ? null : (id) => returnPath(tokenKey, id, bounceDomain),
     }),
     metrics: new Metrics(async () => {
       const now = Date.now();
@@ -148,6 +170,45 @@ export function createWorker(services: Services): DeliveryWorker {
     if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
   };
   return worker;
+}
+
+/**
+ * The worker's webhook lanes. It shares the delivery worker's lease owner, so the worker's
+ * heartbeat vouches for its leases and a dead worker's calls are retried at once.
+ */
+export function createWebhookDispatcher(services: Services, worker: DeliveryWorker): WebhookDispatcher {
+  const { config, metrics } = services;
+  const dispatcher = new WebhookDispatcher(
+    {
+      storage: services.storage,
+      openSecret: services.openWebhookSecret,
+      outbound: config.outbound,
+      logger: services.logger.child({ role: 'webhooks' }),
+      owner: worker.owner,
+    },
+    { ...config.webhooks, pollMs: config.delivery.pollMs, stopTimeoutMs: config.delivery.stopTimeoutMs },
+  );
+  dispatcher.onAttempt = ({ projectId, outcome }) =>
+    metrics.webhookDeliveries.inc({ project_id: String(projectId), outcome });
+  return dispatcher;
+}
+
+/** The inbound SMTP listener for bounce reports and complaints (role `bounces`). */
+export function createBounceListener(services: Services): BounceListener {
+  const { bounces } = services.config;
+  if (bounces.domain === null || bounces.port === null)
+    throw new ConfigError('role bounces needs HERALD_BOUNCE_DOMAIN and HERALD_BOUNCE_SMTP_PORT');
+  return new BounceListener({
+    host: bounces.host,
+    port: bounces.port,
+    domain: bounces.domain,
+    key: services.bounceKey,
+    maxBytes: bounces.maxBytes,
+    perClientPerMinute: bounces.perClientPerMinute,
+    db: services.storage.db,
+    intake: services.bounces,
+    logger: services.logger.child({ role: 'bounces' }),
+  });
 }
 
 /** Housekeeping of the api role (retention of API logs and Idempotency-Keys). */

@@ -13,7 +13,7 @@ import {
  * reader of `process.env`; everything else receives a frozen Config.
  */
 
-export type Role = 'all' | 'api' | 'worker';
+export type Role = 'all' | 'api' | 'worker' | 'bounces';
 
 export type DatabaseConfig =
   | { readonly kind: 'sqlite'; readonly file: string }
@@ -60,6 +60,29 @@ export interface Config {
   readonly metricsToken: string | null;
   /** Where a project's relay may be: internal addresses only via HERALD_OUTBOUND_ALLOW in production. */
   readonly outbound: OutboundPolicy;
+  readonly webhooks: {
+    /** Attempts per delivery before it is marked failed; the default spans more than a day. */
+    readonly maxAttempts: number;
+    /** Delay before the second attempt; it doubles each time up to six hours. */
+    readonly retryBaseMs: number;
+    /** No answer within this time is a failed attempt (product.md §5: 10 s). */
+    readonly timeoutMs: number;
+    /** Webhook calls in flight per worker process, in lanes of their own (never mail's). */
+    readonly concurrency: number;
+    /** Calls in flight per endpoint and worker process. */
+    readonly perEndpoint: number;
+  };
+  readonly bounces: {
+    /** HERALD_BOUNCE_DOMAIN: messages go out with Return-Path `bounces+<token>@` this domain. */
+    readonly domain: string | null;
+    /** HERALD_BOUNCE_SMTP_PORT: the inbound listener's port; role `all` runs it when set. */
+    readonly port: number | null;
+    readonly host: string;
+    /** Largest report accepted, in bytes. */
+    readonly maxBytes: number;
+    /** Messages per minute accepted from one client address. */
+    readonly perClientPerMinute: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -109,6 +132,17 @@ function database(env: Env, dataDir: string): DatabaseConfig {
     throw new ConfigError('HERALD_DATABASE_URL must be postgres://…, sqlite:PATH or a file path');
   }
   return { kind: 'sqlite', file: path.resolve(raw) };
+}
+
+const DOMAIN = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i;
+
+function bounceDomain(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (!DOMAIN.test(raw))
+    throw new ConfigError(
+      `HERALD_BOUNCE_DOMAIN must be a domain name such as bounces.example.com, got ${JSON.stringify(raw)}`,
+    );
+  return raw.toLowerCase();
 }
 
 function outboundAllow(raw: string): OutboundPolicy['allow'] {
@@ -166,7 +200,25 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: env.HERALD_PUBLIC_URL || null,
     metricsToken: env.HERALD_METRICS_TOKEN || null,
     outbound: { enforce: production, allow: outboundAllow(env.HERALD_OUTBOUND_ALLOW ?? '') },
+    webhooks: {
+      maxAttempts: integer(env, 'HERALD_WEBHOOK_MAX_ATTEMPTS', 16, 1, 100),
+      retryBaseMs: integer(env, 'HERALD_WEBHOOK_RETRY_BASE_MS', 10_000, 1, 86_400_000),
+      timeoutMs: integer(env, 'HERALD_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+      concurrency: integer(env, 'HERALD_WEBHOOK_CONCURRENCY', 16, 1, 500),
+      perEndpoint: integer(env, 'HERALD_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
+    },
+    bounces: {
+      domain: bounceDomain(env.HERALD_BOUNCE_DOMAIN),
+      port: env.HERALD_BOUNCE_SMTP_PORT ? integer(env, 'HERALD_BOUNCE_SMTP_PORT', 0, 0, 65535) : null,
+      host: env.HERALD_BOUNCE_SMTP_HOST || env.HERALD_HOST || (production ? '0.0.0.0' : '127.0.0.1'),
+      maxBytes: integer(env, 'HERALD_BOUNCE_MAX_BYTES', 1024 * 1024, 1024, 50 * 1024 * 1024),
+      perClientPerMinute: integer(env, 'HERALD_BOUNCE_RATE_PER_MINUTE', 60, 1, 100_000),
+    },
   };
+  if (config.bounces.port !== null && config.bounces.domain === null)
+    throw new ConfigError(
+      'HERALD_BOUNCE_SMTP_PORT needs HERALD_BOUNCE_DOMAIN: the listener accepts mail only for that domain',
+    );
   return Object.freeze(config);
 }
 

@@ -1,7 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { ConfigError, StartupError, type Config, type Role } from './config.js';
-import { closeServices, createJanitor, createWorker, openServices, type Services } from './compose.js';
+import {
+  closeServices,
+  createBounceListener,
+  createJanitor,
+  createWebhookDispatcher,
+  createWorker,
+  openServices,
+  type Services,
+} from './compose.js';
+import type { BounceListener } from './bounces/listener.js';
+import type { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { chooseTransport } from './domain/delivery-plan.js';
 import { buildApp } from './http/app.js';
 import { urlHost } from './domain/url-host.js';
@@ -18,6 +28,8 @@ export interface RunningServer {
   readonly worker: DeliveryWorker | null;
   /** The bound address of the HTTP server, when the role serves HTTP. */
   readonly url: string | null;
+  /** The bound port of the bounce listener, when this process runs it. */
+  readonly bouncePort: number | null;
   stop(): Promise<void>;
 }
 
@@ -47,12 +59,16 @@ function checkDataDir(dir: string): void {
   }
 }
 
-function listenError(error: unknown, config: Config): Error {
+function listenError(
+  error: unknown,
+  config: Pick<Config, 'host' | 'port'>,
+  portVariable = 'HERALD_PORT',
+): Error {
   const code = (error as NodeJS.ErrnoException).code;
   const where = `${urlHost(config.host)}:${config.port}`;
   if (code === 'EADDRINUSE')
-    return new StartupError(`port ${config.port} is already in use on ${config.host}; set HERALD_PORT`);
-  if (code === 'EACCES') return new StartupError(`no permission to listen on ${where}; set HERALD_PORT`);
+    return new StartupError(`port ${config.port} is already in use on ${config.host}; set ${portVariable}`);
+  if (code === 'EACCES') return new StartupError(`no permission to listen on ${where}; set ${portVariable}`);
   if (code === 'EADDRNOTAVAIL')
     return new StartupError(`cannot listen on ${where}: no such address; set HERALD_HOST`);
   return error instanceof Error ? error : new Error(String(error));
@@ -88,13 +104,34 @@ export async function startServer(
   let app: FastifyInstance | null = null;
   let worker: DeliveryWorker | null = null;
   let janitor: Janitor | null = null;
+  let dispatcher: WebhookDispatcher | null = null;
+  let listener: BounceListener | null = null;
   let url: string | null = null;
+  let bouncePort: number | null = null;
   try {
     if (role === 'all' || role === 'worker') {
       worker = createWorker(services);
       const w = worker;
       services.notifications.onAccepted(() => w.wake());
+      const d = (dispatcher = createWebhookDispatcher(services, worker));
+      // Every stored outcome may have written events: the webhook lanes look at once.
+      const counted = worker.onOutcome;
+      worker.onOutcome = (outcome) => {
+        counted?.(outcome);
+        d.wake();
+      };
       worker.start();
+      dispatcher.start();
+    }
+    if (role === 'bounces' || (role === 'all' && config.bounces.port !== null)) {
+      listener = createBounceListener(services);
+      bouncePort = await listener.listen().catch((error: unknown) => {
+        throw listenError(
+          error,
+          { ...config, host: config.bounces.host, port: config.bounces.port ?? 0 },
+          'HERALD_BOUNCE_SMTP_PORT',
+        );
+      });
     }
     if (role === 'all' || role === 'api') {
       app = await buildApp({
@@ -116,15 +153,19 @@ export async function startServer(
       url = `http://${urlHost(config.host)}:${port}`;
     }
   } catch (error) {
+    await listener?.close();
+    await dispatcher?.stop();
     await worker?.stop();
     await app?.close();
     await closeServices(services);
     throw error;
   }
   const mailTransport = await describeTransport(services);
+  const bounceLine =
+    bouncePort === null ? '' : `; bounce reports on smtp://${urlHost(config.bounces.host)}:${bouncePort}`;
   logger.info(
-    { role, url, database: config.database.kind, mailTransport },
-    `Herald ${role} started${url ? ` on ${url}` : ''}; database ${config.database.kind}; mail transport: ${mailTransport}`,
+    { role, url, bouncePort, database: config.database.kind, mailTransport },
+    `Herald ${role} started${url ? ` on ${url}` : ''}; database ${config.database.kind}; mail transport: ${mailTransport}${bounceLine}`,
   );
 
   let stopping: Promise<void> | null = null;
@@ -133,14 +174,16 @@ export async function startServer(
     app,
     worker,
     url,
+    bouncePort,
     stop() {
       // Order matters: stop taking requests (in-flight ones finish and commit), then stop the
       // worker (SMTP transactions in flight finish, unstarted claims are released), then flush
       // the logs and close the database.
       stopping ??= (async () => {
         janitor?.stop();
+        await listener?.close();
         await app?.close();
-        await worker?.stop();
+        await Promise.all([worker?.stop(), dispatcher?.stop()]);
         await closeServices(services);
         logger.info({ role }, 'Herald stopped');
       })();

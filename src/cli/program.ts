@@ -7,6 +7,7 @@ import { projectCommands } from './project-commands.js';
 import { backupCommand, migrateCommand, serveCommand } from './serve-commands.js';
 import { smtpCommands } from './smtp-commands.js';
 import { templateCommands } from './template-commands.js';
+import { suppressionCommands, webhookCommands } from './webhook-commands.js';
 
 /** `herald`: the server and the operator's commands, over the same services as the API. */
 export function buildProgram(): Command {
@@ -23,6 +24,8 @@ export function buildProgram(): Command {
     projectCommands(),
     templateCommands(),
     smtpCommands(),
+    webhookCommands(),
+    suppressionCommands(),
     notificationCommands(),
     statsCommand(),
     adminCommands(),

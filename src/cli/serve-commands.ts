@@ -27,9 +27,13 @@ async function loadServer(): Promise<{
 
 export function serveCommand(): Command {
   return new Command('serve')
-    .description('run Herald: api (HTTP API and dashboard), worker (delivery), or all (both, the default)')
+    .description(
+      'run Herald: api (HTTP API and dashboard), worker (mail and webhook delivery), bounces (inbound SMTP for bounce reports), or all (api and worker, plus bounces when HERALD_BOUNCE_SMTP_PORT is set; the default)',
+    )
     .addOption(
-      new Option('--role <role>', 'what this process does').choices(['all', 'api', 'worker']).default('all'),
+      new Option('--role <role>', 'what this process does')
+        .choices(['all', 'api', 'worker', 'bounces'])
+        .default('all'),
     )
     .action(async (options: { role: Role }, command: Command) => {
       const config = cliConfig(command);

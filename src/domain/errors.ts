@@ -22,6 +22,8 @@ export const ErrorCode = {
   TemplateNotFound: 'TEMPLATE_NOT_FOUND',
   TemplateExists: 'TEMPLATE_EXISTS',
   InvalidInput: 'INVALID_INPUT',
+  WebhookNotFound: 'WEBHOOK_NOT_FOUND',
+  DeliveryNotFound: 'DELIVERY_NOT_FOUND',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -84,4 +86,7 @@ export const errors = {
   templateExists: (name: string) =>
     new HeraldError(ErrorCode.TemplateExists, `A template named ${JSON.stringify(name)} already exists`),
   invalidInput: (message: string) => new HeraldError(ErrorCode.InvalidInput, message),
+  webhookNotFound: (id: string | number) =>
+    new HeraldError(ErrorCode.WebhookNotFound, `Webhook endpoint not found: ${id}`),
+  deliveryNotFound: () => new HeraldError(ErrorCode.DeliveryNotFound, 'Webhook delivery not found'),
 };

@@ -15,6 +15,8 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.NotificationNotFound]: 404,
   [ErrorCode.ProjectNotFound]: 404,
   [ErrorCode.TemplateNotFound]: 404,
+  [ErrorCode.WebhookNotFound]: 404,
+  [ErrorCode.DeliveryNotFound]: 404,
   [ErrorCode.IdempotencyInFlight]: 409,
   [ErrorCode.NotCancelable]: 409,
   [ErrorCode.ProjectExists]: 409,

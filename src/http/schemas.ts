@@ -157,6 +157,10 @@ export const StatusResponse = Type.Object(
       Type.String({ description: 'While a message waits for a retry: why the last attempt failed.' }),
     ),
     next_attempt_at: Type.Optional({ ...Time, description: 'While a message waits for a retry: when.' }),
+    bounced_at: Type.Optional({
+      ...Time,
+      description: 'When a bounce report turned a sent message failed (`error_message` says `Bounced: …`).',
+    }),
   },
   { description: "The notification's state." },
 );

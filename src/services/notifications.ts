@@ -13,6 +13,7 @@ import {
   completeIdempotencyKey,
   releaseIdempotencyKey,
 } from '../storage/idempotency.js';
+import { recordEvents } from '../storage/webhook-events.js';
 import {
   cancelQueued,
   countByState,
@@ -119,6 +120,7 @@ export interface StatusBody {
   send_at?: string;
   last_error?: string;
   next_attempt_at?: string;
+  bounced_at?: string;
 }
 
 export function statusBody(row: NotificationRow): StatusBody {
@@ -138,7 +140,14 @@ export function statusBody(row: NotificationRow): StatusBody {
     if (row.sent_at !== null) body.sent_at = new Date(row.sent_at).toISOString();
     if (row.transport !== null) body.transport = row.transport;
   }
-  if (status === 'failed') body.error_message = row.error_message ?? 'Delivery failed';
+  if (status === 'failed') {
+    body.error_message = row.error_message ?? 'Delivery failed';
+    if (row.bounced_at !== null) {
+      // It was sent before the report came back: both times stay visible.
+      if (row.sent_at !== null) body.sent_at = new Date(row.sent_at).toISOString();
+      body.bounced_at = new Date(row.bounced_at).toISOString();
+    }
+  }
   if (status === 'queued') {
     // Only while it waits for its time: a send_at already past when accepted meant "now".
     if (row.send_at !== null && row.attempts === 0 && row.send_at > row.created_at)
@@ -254,6 +263,15 @@ export class NotificationService {
       await addUsage(tx, [
         { projectId, createdAt: row.created_at, state: 'queued', delta: -1 },
         { projectId, createdAt: row.created_at, state: 'failed', delta: 1 },
+      ]);
+      await recordEvents(tx, [
+        {
+          projectId,
+          notificationId: row.id,
+          type: 'notification.failed',
+          data: { ...statusBody(row) },
+          at: now,
+        },
       ]);
       return row;
     });

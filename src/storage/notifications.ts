@@ -108,7 +108,7 @@ export async function releaseClaims(
 }
 
 /**
- * Returns messages whose worker died (lease expired) to the queue. The attempt it counted stays
+ * Returns messages (and webhook deliveries) whose worker died (lease expired) to the queue. The attempt it counted stays
  * counted: the message may or may not have reached the relay.
  */
 export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): Promise<number> {
@@ -118,7 +118,13 @@ export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): P
     .where('state', '=', 'sending')
     .where('lease_until', '<', now)
     .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  const hooks = await db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'pending', lease_owner: null, lease_until: null, run_at: now, updated_at: now })
+    .where('state', '=', 'sending')
+    .where('lease_until', '<', now)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) + Number(hooks.numUpdatedRows);
 }
 
 /**
@@ -213,4 +219,30 @@ export async function newestNotificationId(db: Kysely<Database>): Promise<number
 
 function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+export async function findNotificationById(
+  db: Kysely<Database>,
+  id: number,
+): Promise<NotificationRow | undefined> {
+  return db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * A hard bounce reported after delivery: a `sent` message turns `failed`. Conditional on the
+ * state, so a second report of the same bounce changes nothing.
+ */
+export async function markBounced(
+  db: Kysely<Database>,
+  id: number,
+  errorMessage: string,
+  now: number,
+): Promise<NotificationRow | undefined> {
+  return db
+    .updateTable('notifications')
+    .set({ state: 'failed', error_message: errorMessage, bounced_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where('state', '=', 'sent')
+    .returningAll()
+    .executeTakeFirst();
 }

@@ -1,5 +1,6 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { NotificationState } from '../domain/notification-state.js';
+import type { SuppressionReason } from '../domain/suppression.js';
 
 /**
  * The tables, as Kysely sees them. Both backends store the same shapes: timestamps are epoch
@@ -76,6 +77,8 @@ export interface NotificationsTable {
   send_at: number | null;
   /** When the placeholder values and rendered content were erased (content retention). */
   content_erased_at: number | null;
+  /** When a bounce report turned this sent message failed. */
+  bounced_at: number | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -169,6 +172,75 @@ export interface WorkersTable {
   heartbeat_at: number;
 }
 
+export interface WebhookEndpointsTable {
+  id: Generated<number>;
+  project_id: number;
+  url: string;
+  /** JSON array of event types; null: every event. */
+  events: string | null;
+  /** AES-256-GCM ciphertext of the `whsec_…` secret (see security/cipher.ts). */
+  secret_enc: string;
+  /** 1 or 0: a disabled endpoint receives nothing new. */
+  enabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookEventsTable {
+  id: Generated<number>;
+  project_id: number;
+  notification_id: number | null;
+  /** The Standard Webhooks `webhook-id`: the same on every attempt and endpoint. */
+  webhook_id: string;
+  type: string;
+  /** The JSON body every endpoint receives. */
+  payload: string;
+  created_at: number;
+}
+
+export type WebhookDeliveryState = 'pending' | 'sending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  event_id: number;
+  endpoint_id: number;
+  project_id: number;
+  state: WebhookDeliveryState;
+  attempts: number;
+  run_at: number;
+  lease_until: number | null;
+  lease_owner: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: number;
+  attempt: number;
+  started_at: number;
+  latency_ms: number;
+  status_code: number | null;
+  /** The first bytes of the answer, sanitized. */
+  excerpt: string | null;
+  /** Why no answer came (timeout, refused, blocked). */
+  error: string | null;
+}
+
+export type { SuppressionReason } from '../domain/suppression.js';
+
+export interface SuppressionsTable {
+  project_id: number;
+  /** Lowercased. */
+  email: string;
+  reason: SuppressionReason;
+  created_at: number;
+  request_id: string | null;
+  detail: string | null;
+}
+
 export interface Database {
   projects: ProjectsTable;
   templates: TemplatesTable;
@@ -184,6 +256,11 @@ export interface Database {
   workers: WorkersTable;
   usage_counters: UsageCountersTable;
   usage_deltas: UsageDeltasTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  suppressions: SuppressionsTable;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;
@@ -198,3 +275,7 @@ export type ApiLogRow = Selectable<ApiLogsTable>;
 export type NewApiLogRow = Insertable<ApiLogsTable>;
 export type AdminRow = Selectable<AdminsTable>;
 export type SessionRow = Selectable<SessionsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type SuppressionRow = Selectable<SuppressionsTable>;

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, NotificationRow } from './schema.js';
+import type { Database, NotificationRow, WebhookDeliveryRow } from './schema.js';
 
 /**
  * What a storage backend provides beyond the shared Kysely queries: its connection, the one query
@@ -10,6 +10,8 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /** Marks up to `limit` due queued notifications as `sending` under a lease and returns them. */
   claimDue(claim: ClaimRequest): Promise<NotificationRow[]>;
+  /** Marks up to `limit` due deliveries of one webhook endpoint as `sending` under a lease. */
+  claimWebhooks(claim: WebhookClaim): Promise<WebhookDeliveryRow[]>;
   /** Extends the leases this worker holds on messages it is still sending. */
   renewLeases(renew: RenewRequest): Promise<void>;
   /** Write transactions worth running at once (group-commit batches in flight). */
@@ -40,4 +42,12 @@ export interface RenewRequest {
   readonly ids: readonly number[];
   readonly owner: string;
   readonly leaseUntil: number;
+}
+
+export interface WebhookClaim {
+  readonly endpointId: number;
+  readonly now: number;
+  readonly owner: string;
+  readonly leaseUntil: number;
+  readonly limit: number;
 }

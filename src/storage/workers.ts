@@ -20,7 +20,7 @@ export async function listHeartbeats(db: Kysely<Database>): Promise<WorkerBeat[]
  * Returns the messages that dead workers were sending to the queue, due now, and removes the dead
  * workers' rows. A worker counts as dead only if its row still holds the heartbeat it was judged
  * on: one that beat again in the meantime (a long pause, not a death) keeps its row and its
- * leases. Returns how many messages went back to the queue.
+ * leases. Returns how many messages and webhook deliveries went back to the queue.
  */
 export async function reclaimFromDeadWorkers(
   db: Kysely<Database>,
@@ -45,7 +45,15 @@ export async function reclaimFromDeadWorkers(
       .where('state', '=', 'sending')
       .where('lease_owner', 'in', gone)
       .executeTakeFirst();
-    return Number(result.numUpdatedRows);
+    // Webhook deliveries the dead worker was making go back too: at-least-once, so a call that
+    // may have reached the receiver is made again, with the same webhook-id.
+    const hooks = await tx
+      .updateTable('webhook_deliveries')
+      .set({ state: 'pending', lease_owner: null, lease_until: null, run_at: now, updated_at: now })
+      .where('state', '=', 'sending')
+      .where('lease_owner', 'in', gone)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) + Number(hooks.numUpdatedRows);
   });
 }
 

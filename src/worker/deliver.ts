@@ -36,6 +36,11 @@ export interface DeliveryDeps {
   readonly production: boolean;
   /** HERALD_SMTP_FROM: the sender when neither the project nor its SMTP settings name one. */
   readonly defaultFrom: Mailbox | null;
+  /**
+   * With HERALD_BOUNCE_DOMAIN: the envelope sender (Return-Path) `bounces+<token>@domain` of a
+   * notification, so reports come back to Herald's listener naming the message.
+   */
+  readonly returnPath?: ((notificationId: number) => string) | null;
 }
 
 const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', message, smtpCode: null });
@@ -109,7 +114,10 @@ export class Deliverer {
       headers: { 'X-Herald-Request-Id': row.request_id },
     });
     try {
-      const reply = await this.deps.mailer.send(plan.target, plan.envelope, raw);
+      const envelope = this.deps.returnPath
+        ? { ...plan.envelope, from: this.deps.returnPath(row.id) }
+        : plan.envelope;
+      const reply = await this.deps.mailer.send(plan.target, envelope, raw);
       return {
         ok: true,
         transport: 'smtp',

@@ -4,7 +4,12 @@ import { insertAttempt } from '../storage/delivery-attempts.js';
 import { GroupCommit } from '../services/group-commit.js';
 import { finishDelivery } from '../storage/notifications.js';
 import { addUsage } from '../storage/usage.js';
-import type { Database, NotificationRow } from '../storage/schema.js';
+import type { Database, NotificationRow, NotificationsTable } from '../storage/schema.js';
+import { addSuppressions, type NewSuppression } from '../storage/suppressions.js';
+import { recordEvents, type OutboxEvent } from '../storage/webhook-events.js';
+import { enhancedStatusIn, provesBadMailbox, suppressionKey } from '../domain/suppression.js';
+import { statusBody } from '../services/notifications.js';
+import type { Updateable } from 'kysely';
 import type { AttemptResult } from './deliver.js';
 
 /** One finished attempt, waiting for its outcome to be stored. */
@@ -72,11 +77,24 @@ export class OutcomeRecorder {
     const now = this.options.now();
     const stored = await this.db.transaction().execute(async (tx) => {
       const done: StoredOutcome[] = [];
+      const events: OutboxEvent[] = [];
+      const suppressions: NewSuppression[] = [];
       for (const item of items) {
         const outcome = await this.store(tx, item, now);
-        if (outcome !== null)
-          done.push({ row: item.row, result: item.result, outcome, durationMs: now - item.startedAt });
+        if (outcome === null) continue;
+        done.push({
+          row: item.row,
+          result: item.result,
+          outcome: outcome.outcome,
+          durationMs: now - item.startedAt,
+        });
+        events.push(outcome.event);
+        if (outcome.suppression !== null) suppressions.push(outcome.suppression);
       }
+      // The events and suppressions commit with the state changes they follow from (an outbox):
+      // a crash loses all of them or none.
+      await recordEvents(tx, events);
+      await addSuppressions(tx, suppressions);
       // A finished message moves from queued to its final state in the usage counters, in the
       // transaction that records it.
       await addUsage(
@@ -108,7 +126,11 @@ export class OutcomeRecorder {
     tx: Kysely<Database>,
     { row, startedAt, result }: Finished,
     now: number,
-  ): Promise<DeliveryOutcome['outcome'] | null> {
+  ): Promise<{
+    outcome: DeliveryOutcome['outcome'];
+    event: OutboxEvent;
+    suppression: NewSuppression | null;
+  } | null> {
     const { owner, maxAttempts, retryBaseMs } = this.options;
     const rendered = result.rendered
       ? { subject: result.rendered.subject, text_body: result.rendered.text, html_body: result.rendered.html }
@@ -120,25 +142,21 @@ export class OutcomeRecorder {
       message_id: result.messageId,
     };
     let outcome: 'sent' | 'retry' | 'failed';
-    let stored: boolean;
+    let changes: Updateable<NotificationsTable>;
     if (result.ok) {
       outcome = 'sent';
-      stored = await finishDelivery(tx, row.id, owner, {
-        ...common,
-        state: 'sent',
-        sent_at: now,
-        error_message: null,
-      });
+      changes = { ...common, state: 'sent', sent_at: now, error_message: null };
     } else {
       const retry = result.failure.kind === 'transient' && row.attempts < maxAttempts;
       outcome = retry ? 'retry' : 'failed';
-      stored = await finishDelivery(tx, row.id, owner, {
+      changes = {
         ...common,
         state: retry ? 'queued' : 'failed',
         run_at: retry ? now + retryDelay(row.attempts, retryBaseMs) : row.run_at,
         error_message: result.failure.message,
-      });
+      };
     }
+    const stored = await finishDelivery(tx, row.id, owner, changes);
     if (!stored) {
       this.options.onLeaseLost(row);
       return null;
@@ -153,6 +171,39 @@ export class OutcomeRecorder {
       response: result.ok ? result.response : result.failure.message,
       transport: result.transport,
     });
-    return outcome;
+    const after = { ...row, ...changes, lease_owner: null, lease_until: null } as NotificationRow;
+    const event: OutboxEvent = {
+      projectId: row.project_id,
+      notificationId: row.id,
+      type: EVENT_OF[outcome],
+      data: { ...statusBody(after) },
+      at: now,
+    };
+    return { outcome, event, suppression: suppressionFor(row, result, now) };
   }
+}
+
+const EVENT_OF = {
+  sent: 'notification.sent',
+  retry: 'notification.deferred',
+  failed: 'notification.failed',
+} as const;
+
+/**
+ * A relay's permanent refusal that proves the mailbox is bad (5.1.1, 5.1.10, 5.2.1) puts the
+ * address on the project's suppression list; a policy refusal (5.7.x) or any other failure does not.
+ */
+function suppressionFor(row: NotificationRow, result: AttemptResult, now: number): NewSuppression | null {
+  if (result.ok || result.failure.kind !== 'permanent' || (result.failure.smtpCode ?? 0) < 500) return null;
+  if (!provesBadMailbox(enhancedStatusIn(result.failure.message))) return null;
+  const email = suppressionKey(row.recipient);
+  if (email === null) return null;
+  return {
+    projectId: row.project_id,
+    email,
+    reason: 'hard_bounce',
+    requestId: row.request_id,
+    detail: result.failure.message.slice(0, 500),
+    now,
+  };
 }

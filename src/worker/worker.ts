@@ -8,6 +8,8 @@ import type { Storage } from '../storage/storage.js';
 import { lanePolicy, mayUseLane, type LanePolicy } from '../domain/lanes.js';
 import type { AttemptResult, Deliverer } from './deliver.js';
 import { Heartbeat } from './heartbeat.js';
+import { suppressedMessage, suppressionKey, type SuppressionReason } from '../domain/suppression.js';
+import { suppressedAmong } from '../storage/suppressions.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import { OutcomeRecorder, type DeliveryOutcome, type StoredOutcome } from './outcomes.js';
 
@@ -27,6 +29,8 @@ export type WorkerOptions = Pick<
 interface Job {
   readonly row: NotificationRow;
   readonly batch: BatchLoader;
+  /** Why the recipient is on the project's suppression list; null when it is not. */
+  readonly suppressed: SuppressionReason | null;
 }
 
 export class DeliveryWorker {
@@ -144,11 +148,30 @@ export class DeliveryWorker {
       excludeProjects: this.saturatedProjects(),
     });
     if (rows.length === 0) return 0;
+    for (const row of rows) this.held.add(row.id);
     const batch = this.loader.batch();
-    for (const row of rows) {
-      this.held.add(row.id);
-      this.backlog.push({ row, batch });
+    // One query for the whole batch. If it fails the claim is given back, not left leased.
+    const keys = rows.map((row) => suppressionKey(row.recipient));
+    let suppressed: Map<string, SuppressionReason>;
+    try {
+      suppressed = await suppressedAmong(
+        this.storage.db,
+        rows.flatMap((row, i) => (keys[i] === null ? [] : [{ projectId: row.project_id, email: keys[i]! }])),
+      );
+    } catch (error) {
+      for (const row of rows) this.held.delete(row.id);
+      await releaseClaims(
+        this.storage.db,
+        rows.map((row) => row.id),
+        this.owner,
+        this.now(),
+      ).catch(() => {});
+      throw error;
     }
+    rows.forEach((row, i) => {
+      const reason = keys[i] === null ? undefined : suppressed.get(`${row.project_id}\n${keys[i]}`);
+      this.backlog.push({ row, batch, suppressed: reason ?? null });
+    });
     return rows.length;
   }
 
@@ -169,6 +192,18 @@ export class DeliveryWorker {
   /** Takes a lane for a claimed job: loads its context, then sends, or parks it behind its relay. */
   private dispatch(job: Job): void {
     this.active++;
+    if (job.suppressed !== null) {
+      // Fails without rendering or any SMTP transaction (product.md §5).
+      const failure = {
+        kind: 'permanent' as const,
+        message: suppressedMessage(job.suppressed),
+        smtpCode: null,
+      };
+      this.attempt(job, null, () =>
+        Promise.resolve({ ok: false, failure, transport: null, rendered: null, messageId: null }),
+      );
+      return;
+    }
     const loaded = (context: DeliveryContext | null) => {
       if (this.stopping) {
         // Loaded after the stop began: released with the backlog, never started.

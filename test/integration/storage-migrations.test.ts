@@ -27,6 +27,7 @@ const MIGRATIONS = [
   '004_usage_counters',
   '005_template_sample_data',
   '006_scheduled_send',
+  '007_webhooks_suppressions',
 ];
 const TABLES = [
   'admins',
@@ -41,9 +42,14 @@ const TABLES = [
   'sessions',
   'settings',
   'smtp_settings',
+  'suppressions',
   'templates',
   'usage_counters',
   'usage_deltas',
+  'webhook_attempts',
+  'webhook_deliveries',
+  'webhook_endpoints',
+  'webhook_events',
   'workers',
 ];
 
@@ -153,6 +159,55 @@ describe(`migrations (${backend})`, () => {
         [hour, 'queued', 2],
         [hour + 3_600_000, 'failed', 1],
       ]);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the previous release (006) forward to webhooks and suppressions', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const before = Object.fromEntries(MIGRATIONS.slice(0, 6).map((name) => [name, all[name]!]));
+      await migrateToLatest(storage.db, before, { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi' });
+      const queued = await addNotification(storage.db, projectId, { state: 'queued' });
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await notification(storage.db, sent)).toMatchObject({
+        state: 'sent',
+        subject: 'Hi',
+        bounced_at: null,
+      });
+      expect(await notification(storage.db, queued)).toMatchObject({ state: 'queued', bounced_at: null });
+      // The new tables take rows and keep their constraints.
+      const endpoint = await storage.db
+        .insertInto('webhook_endpoints')
+        .values({
+          project_id: projectId,
+          url: 'https://x.example/h',
+          events: null,
+          secret_enc: 'v1:x',
+          enabled: 1,
+          created_at: 1,
+          updated_at: 1,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      expect(endpoint.id).toBeGreaterThan(0);
+      const row = {
+        project_id: projectId,
+        email: 'a@example.org',
+        reason: 'manual' as const,
+        created_at: 1,
+        request_id: null,
+        detail: null,
+      };
+      await storage.db.insertInto('suppressions').values(row).execute();
+      await expect(storage.db.insertInto('suppressions').values(row).execute()).rejects.toThrow();
     } finally {
       await storage.close();
       await database.drop();

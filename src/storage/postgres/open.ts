@@ -4,6 +4,7 @@ import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimDuePostgres } from './claim.js';
+import { claimWebhooksPostgres } from './claim-webhooks.js';
 import { renewLeasesPostgres } from './renew.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 
@@ -38,6 +39,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     kind: 'postgres',
     db,
     claimDue: (claim) => claimDuePostgres(db, claim),
+    claimWebhooks: (claim) => claimWebhooksPostgres(db, claim),
     renewLeases: (renew) => renewLeasesPostgres(db, renew),
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.

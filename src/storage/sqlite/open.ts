@@ -6,6 +6,7 @@ import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
 import { claimDueSqlite } from './claim.js';
+import { claimWebhooksSqlite } from './claim-webhooks.js';
 import { renewLeasesSqlite } from './renew.js';
 import { migrateSqlite } from './migrate.js';
 import { withStatementCache } from './statement-cache.js';
@@ -75,6 +76,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     kind: 'sqlite',
     db,
     claimDue: (claim) => claimDueSqlite(db, claim),
+    claimWebhooks: (claim) => claimWebhooksSqlite(db, claim),
     renewLeases: (renew) => renewLeasesSqlite(db, renew),
     externalChanges: () => dataVersion.get() as number,
     // One writer at a time: a second transaction would only wait for the file lock.

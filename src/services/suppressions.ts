@@ -1,0 +1,73 @@
+import type { Kysely } from 'kysely';
+import { errors } from '../domain/errors.js';
+import { suppressionKey } from '../domain/suppression.js';
+import type { Database, SuppressionRow } from '../storage/schema.js';
+import {
+  addSuppressions,
+  findSuppression,
+  listSuppressions,
+  removeSuppression,
+} from '../storage/suppressions.js';
+import type { ProjectService } from './projects.js';
+
+/** A suppression list entry as the CLI prints it (product.md §5). */
+export interface SuppressionView {
+  readonly email: string;
+  readonly reason: SuppressionRow['reason'];
+  readonly created_at: string;
+  readonly request_id: string | null;
+  readonly detail: string | null;
+}
+
+export function suppressionView(row: SuppressionRow): SuppressionView {
+  return {
+    email: row.email,
+    reason: row.reason,
+    created_at: new Date(row.created_at).toISOString(),
+    request_id: row.request_id,
+    detail: row.detail,
+  };
+}
+
+/** Entries shown per page of the list. */
+export const SUPPRESSION_PAGE = 100;
+
+/** A project's suppression list, managed by people (bounces and complaints add to it on their own). */
+export class SuppressionService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly projects: ProjectService,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async list(
+    projectRef: string | number,
+    page: { readonly limit?: number; readonly offset?: number } = {},
+  ): Promise<SuppressionRow[]> {
+    const project = await this.projects.resolve(projectRef);
+    return listSuppressions(this.db, project.id, {
+      limit: Math.min(Math.max(page.limit ?? 10_000, 1), 10_000),
+      offset: Math.max(page.offset ?? 0, 0),
+    });
+  }
+
+  /** Adds an address by hand (`manual`); one already on the list keeps its entry. */
+  async add(projectRef: string | number, email: string): Promise<SuppressionRow> {
+    const project = await this.projects.resolve(projectRef);
+    const key = suppressionKey(email);
+    if (key === null)
+      throw errors.invalidInput(`Not an email address: ${JSON.stringify(email.slice(0, 100))}`);
+    await addSuppressions(this.db, [
+      { projectId: project.id, email: key, reason: 'manual', requestId: null, detail: null, now: this.now() },
+    ]);
+    return (await findSuppression(this.db, project.id, key))!;
+  }
+
+  /** Takes an address off the list; mail to it is sent again. */
+  async remove(projectRef: string | number, email: string): Promise<void> {
+    const project = await this.projects.resolve(projectRef);
+    const key = suppressionKey(email);
+    if (key === null || !(await removeSuppression(this.db, project.id, key)))
+      throw errors.invalidInput(`Not on the suppression list: ${JSON.stringify(email.slice(0, 100))}`);
+  }
+}

@@ -1,0 +1,281 @@
+import type { Insertable, Kysely } from 'kysely';
+import type {
+  Database,
+  WebhookAttemptRow,
+  WebhookAttemptsTable,
+  WebhookDeliveryRow,
+  WebhookDeliveryState,
+  WebhookEndpointRow,
+} from './schema.js';
+
+export async function insertEndpoint(
+  db: Kysely<Database>,
+  row: { project_id: number; url: string; events: string | null; secret_enc: string; now: number },
+): Promise<WebhookEndpointRow> {
+  return db
+    .insertInto('webhook_endpoints')
+    .values({
+      project_id: row.project_id,
+      url: row.url,
+      events: row.events,
+      secret_enc: row.secret_enc,
+      enabled: 1,
+      created_at: row.now,
+      updated_at: row.now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listEndpoints(db: Kysely<Database>, projectId: number): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .orderBy('id')
+    .execute();
+}
+
+/** One endpoint, only if it belongs to the project: ids from a URL or the CLI never cross tenants. */
+export async function findEndpoint(
+  db: Kysely<Database>,
+  projectId: number,
+  id: number,
+): Promise<WebhookEndpointRow | undefined> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', id)
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+}
+
+/** Endpoints by id for the dispatcher (any project: it serves them all). */
+export async function endpointsById(
+  db: Kysely<Database>,
+  ids: readonly number[],
+): Promise<WebhookEndpointRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', ids).execute();
+}
+
+export async function setEndpointEnabled(
+  db: Kysely<Database>,
+  projectId: number,
+  id: number,
+  enabled: boolean,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_endpoints')
+    .set({ enabled: enabled ? 1 : 0, updated_at: now })
+    .where('id', '=', id)
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Deletes an endpoint with its deliveries and their attempts (ON DELETE CASCADE). */
+export async function deleteEndpoint(db: Kysely<Database>, projectId: number, id: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('webhook_endpoints')
+    .where('id', '=', id)
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/**
+ * Enabled endpoints with deliveries due, the longest-waiting first: the dispatcher claims per
+ * endpoint, so one endpoint's backlog cannot fill every lane.
+ */
+export async function dueEndpoints(
+  db: Kysely<Database>,
+  now: number,
+  exclude: readonly number[],
+  limit: number,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select(['d.endpoint_id', (eb) => eb.fn.min('d.run_at').as('due')])
+    .where('d.state', '=', 'pending')
+    .where('d.run_at', '<=', now)
+    .where('e.enabled', '=', 1)
+    .$if(exclude.length > 0, (qb) => qb.where('d.endpoint_id', 'not in', exclude))
+    .groupBy('d.endpoint_id')
+    .orderBy('due')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.endpoint_id);
+}
+
+/** The earliest time a delivery of an enabled endpoint is due, or null when none waits. */
+export async function nextWebhookDueAt(db: Kysely<Database>): Promise<number | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select((eb) => eb.fn.min('d.run_at').as('due'))
+    .where('d.state', '=', 'pending')
+    .where('e.enabled', '=', 1)
+    .executeTakeFirst();
+  return row?.due === null || row?.due === undefined ? null : Number(row.due);
+}
+
+/** The body of each event, by event id. */
+export async function eventsById(
+  db: Kysely<Database>,
+  ids: readonly number[],
+): Promise<Map<number, { webhook_id: string; type: string; payload: string }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhook_events')
+    .select(['id', 'webhook_id', 'type', 'payload'])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+export interface DeliveryOutcome {
+  readonly state: Exclude<WebhookDeliveryState, 'sending'>;
+  readonly runAt: number;
+  readonly statusCode: number | null;
+  readonly error: string | null;
+  readonly now: number;
+}
+
+/**
+ * Stores an attempt's outcome, only while this worker still holds the delivery's lease (a
+ * reclaimed delivery belongs to whoever claimed it next). Returns false when the lease was lost.
+ */
+export async function finishWebhookDelivery(
+  db: Kysely<Database>,
+  id: number,
+  owner: string,
+  outcome: DeliveryOutcome,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({
+      state: outcome.state,
+      run_at: outcome.runAt,
+      last_status_code: outcome.statusCode,
+      last_error: outcome.error,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: outcome.now,
+    })
+    .where('id', '=', id)
+    .where('state', '=', 'sending')
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function insertWebhookAttempt(
+  db: Kysely<Database>,
+  row: Insertable<WebhookAttemptsTable>,
+): Promise<void> {
+  await db.insertInto('webhook_attempts').values(row).execute();
+}
+
+/** Puts deliveries a stopping worker claimed but did not start back, without counting an attempt. */
+export async function releaseWebhookClaims(
+  db: Kysely<Database>,
+  ids: readonly number[],
+  owner: string,
+  now: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      state: 'pending',
+      lease_owner: null,
+      lease_until: null,
+      attempts: eb('attempts', '-', 1),
+      updated_at: now,
+    }))
+    .where('id', 'in', ids)
+    .where('state', '=', 'sending')
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/** A new pending delivery of an event already delivered (or not) to an endpoint: same webhook-id. */
+export async function insertReplay(
+  db: Kysely<Database>,
+  from: WebhookDeliveryRow,
+  now: number,
+): Promise<WebhookDeliveryRow> {
+  return db
+    .insertInto('webhook_deliveries')
+    .values({
+      event_id: from.event_id,
+      endpoint_id: from.endpoint_id,
+      project_id: from.project_id,
+      state: 'pending',
+      attempts: 0,
+      run_at: now,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export interface DeliveryListRow extends WebhookDeliveryRow {
+  readonly type: string;
+  readonly webhook_id: string;
+  readonly notification_id: number | null;
+  readonly request_id: string | null;
+}
+
+/** An endpoint's deliveries, newest first, `before` an id for the next page. */
+export async function listDeliveries(
+  db: Kysely<Database>,
+  endpointId: number,
+  options: { readonly limit: number; readonly before?: number },
+): Promise<DeliveryListRow[]> {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
+    .leftJoin('notifications as n', 'n.id', 'ev.notification_id')
+    .selectAll('d')
+    .select(['ev.type', 'ev.webhook_id', 'ev.notification_id', 'n.request_id'])
+    .where('d.endpoint_id', '=', endpointId)
+    .$if(options.before !== undefined, (qb) => qb.where('d.id', '<', options.before!))
+    .orderBy('d.id', 'desc')
+    .limit(options.limit)
+    .execute();
+}
+
+export async function findDelivery(
+  db: Kysely<Database>,
+  endpointId: number,
+  id: number,
+): Promise<(DeliveryListRow & { readonly payload: string }) | undefined> {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
+    .leftJoin('notifications as n', 'n.id', 'ev.notification_id')
+    .selectAll('d')
+    .select(['ev.type', 'ev.webhook_id', 'ev.notification_id', 'ev.payload', 'n.request_id'])
+    .where('d.endpoint_id', '=', endpointId)
+    .where('d.id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function listWebhookAttempts(
+  db: Kysely<Database>,
+  deliveryIds: readonly number[],
+): Promise<WebhookAttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('delivery_id')
+    .orderBy('attempt')
+    .execute();
+}
