@@ -71,6 +71,8 @@ export interface Config {
     readonly concurrency: number;
     /** Calls in flight per endpoint and worker process. */
     readonly perEndpoint: number;
+    /** Days finished events, their deliveries and attempts are kept (shown in the dashboard). */
+    readonly retentionDays: number;
   };
   readonly bounces: {
     /** HERALD_BOUNCE_DOMAIN: messages go out with Return-Path `bounces+<token>@` this domain. */
@@ -206,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: integer(env, 'HERALD_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
       concurrency: integer(env, 'HERALD_WEBHOOK_CONCURRENCY', 16, 1, 500),
       perEndpoint: integer(env, 'HERALD_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
+      retentionDays: integer(env, 'HERALD_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
     },
     bounces: {
       domain: bounceDomain(env.HERALD_BOUNCE_DOMAIN),

@@ -4,6 +4,7 @@ import { pruneIdempotencyKeys } from '../storage/idempotency.js';
 import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
 import { foldUsage } from '../storage/usage.js';
+import { pruneWebhookHistory } from '../storage/webhooks.js';
 import type { ApiLogService } from './api-log.js';
 
 /** Notifications erased per statement: keeps each transaction short on a busy store. */
@@ -20,13 +21,15 @@ const FOLD_BATCH = 50_000;
 export interface JanitorRetention {
   readonly apiLog: { readonly retentionDays: number; readonly maxRows: number };
   readonly contentRetentionDays: number;
+  readonly webhooks: { readonly retentionDays: number };
 }
 
 /**
  * Periodic housekeeping of the api role: API logs past their retention (age and row count) and
  * expired Idempotency-Keys are deleted, so neither table grows without bound; the placeholder
  * values and rendered content of notifications finished longer ago than the content retention
- * are erased (product.md §8). More often, the usage changes appended by accepts and outcomes are
+ * are erased (product.md §8); finished webhook events past their retention are deleted with their
+ * deliveries and attempts. More often, the usage changes appended by accepts and outcomes are
  * folded into the per-hour usage counters.
  */
 export class Janitor {
@@ -65,7 +68,9 @@ export class Janitor {
     }
   }
 
-  async runOnce(now = Date.now()): Promise<{ apiLogs: number; idempotencyKeys: number; contents: number }> {
+  async runOnce(
+    now = Date.now(),
+  ): Promise<{ apiLogs: number; idempotencyKeys: number; contents: number; webhookEvents: number }> {
     const { apiLog, contentRetentionDays } = this.retention;
     const apiLogs = await this.apiLogs.prune(now - apiLog.retentionDays * 86_400_000, apiLog.maxRows);
     const idempotencyKeys = await pruneIdempotencyKeys(this.db, now);
@@ -77,9 +82,19 @@ export class Janitor {
       contents += erased;
       if (erased < ERASE_BATCH) break;
     }
-    if (apiLogs + idempotencyKeys + contents > 0)
-      this.logger.info({ apiLogs, idempotencyKeys, contents }, 'housekeeping deleted or erased expired data');
-    return { apiLogs, idempotencyKeys, contents };
+    let webhookEvents = 0;
+    const eventsBefore = now - this.retention.webhooks.retentionDays * 86_400_000;
+    for (let i = 0; i < ERASE_BATCHES_PER_PASS; i++) {
+      const pruned = await pruneWebhookHistory(this.db, eventsBefore, ERASE_BATCH);
+      webhookEvents += pruned;
+      if (pruned < ERASE_BATCH) break;
+    }
+    if (apiLogs + idempotencyKeys + contents + webhookEvents > 0)
+      this.logger.info(
+        { apiLogs, idempotencyKeys, contents, webhookEvents },
+        'housekeeping deleted or erased expired data',
+      );
+    return { apiLogs, idempotencyKeys, contents, webhookEvents };
   }
 
   stop(): void {

@@ -238,6 +238,7 @@ const MIGRATIONS: Record<string, Ddl> = {
       created_at ${t.bigint} NOT NULL
     )`,
     `CREATE INDEX webhook_events_notification ON webhook_events (notification_id)`,
+    `CREATE INDEX webhook_events_created ON webhook_events (created_at)`,
     // One event to one endpoint: claimed under a lease like a notification, retried until it
     // succeeds or runs out of attempts.
     `CREATE TABLE webhook_deliveries (

@@ -279,3 +279,36 @@ export async function listWebhookAttempts(
     .orderBy('attempt')
     .execute();
 }
+
+/**
+ * Deletes up to `limit` events older than `before` whose deliveries have all finished, with their
+ * deliveries and attempts (ON DELETE CASCADE). Returns how many events were deleted.
+ */
+export async function pruneWebhookHistory(
+  db: Kysely<Database>,
+  before: number,
+  limit: number,
+): Promise<number> {
+  const result = await db
+    .deleteFrom('webhook_events')
+    .where('id', 'in', (qb) =>
+      qb
+        .selectFrom('webhook_events as ev')
+        .select('ev.id')
+        .where('ev.created_at', '<', before)
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('webhook_deliveries as d')
+                .select('d.id')
+                .whereRef('d.event_id', '=', 'ev.id')
+                .where('d.state', 'in', ['pending', 'sending']),
+            ),
+          ),
+        )
+        .orderBy('ev.id')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -65,6 +65,11 @@ export class WebhookDispatcher {
   private readonly db: Kysely<Database>;
   private readonly now: () => number;
   private readonly inFlight = new Map<number, number>();
+  /**
+   * Endpoints whose last attempt failed: they get one lane until an attempt succeeds, so a dead
+   * or timing-out endpoint probes instead of holding a whole share of lanes for its backlog.
+   */
+  private readonly failing = new Set<number>();
   private active = 0;
   private readonly running = new Set<Promise<void>>();
   private readonly recorder: GroupCommit<Finished, void>;
@@ -112,7 +117,7 @@ export class WebhookDispatcher {
 
   private async claim(): Promise<number> {
     const now = this.now();
-    const saturated = [...this.inFlight].filter(([, n]) => n >= this.options.perEndpoint).map(([id]) => id);
+    const saturated = [...this.inFlight].filter(([id, n]) => n >= this.limitOf(id)).map(([id]) => id);
     const free = this.options.concurrency - this.active;
     const endpointIds = await dueEndpoints(this.db, now, saturated, free);
     if (endpointIds.length === 0) return 0;
@@ -120,7 +125,7 @@ export class WebhookDispatcher {
     let claimed = 0;
     for (const endpointId of endpointIds) {
       const room = Math.min(
-        this.options.perEndpoint - (this.inFlight.get(endpointId) ?? 0),
+        this.limitOf(endpointId) - (this.inFlight.get(endpointId) ?? 0),
         this.options.concurrency - this.active,
       );
       const endpoint = endpoints.get(endpointId);
@@ -157,6 +162,8 @@ export class WebhookDispatcher {
     const startedAt = this.now();
     const work = this.call(endpoint, event)
       .then((result) => {
+        if (result.ok) this.failing.delete(endpoint.id);
+        else this.failing.add(endpoint.id);
         this.release(endpoint.id);
         this.onAttempt?.({ projectId: delivery.project_id, outcome: outcomeOf(result) });
         return this.recorder.submit({ delivery, startedAt, result });
@@ -188,6 +195,10 @@ export class WebhookDispatcher {
       },
       { timeoutMs: this.options.timeoutMs, outbound: this.deps.outbound },
     );
+  }
+
+  private limitOf(endpointId: number): number {
+    return this.failing.has(endpointId) ? 1 : this.options.perEndpoint;
   }
 
   private release(endpointId: number): void {

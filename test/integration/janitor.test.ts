@@ -48,17 +48,31 @@ describe(`janitor (${backend})`, () => {
     const janitor = new Janitor(
       fx.db,
       new ApiLogService(fx.db, logger),
-      { apiLog: { retentionDays: 30, maxRows: 10 }, contentRetentionDays: 30 },
+      {
+        apiLog: { retentionDays: 30, maxRows: 10 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
       logger,
     );
 
-    expect(await janitor.runOnce(NOW)).toEqual({ apiLogs: 2, idempotencyKeys: 1, contents: 0 });
+    expect(await janitor.runOnce(NOW)).toEqual({
+      apiLogs: 2,
+      idempotencyKeys: 1,
+      contents: 0,
+      webhookEvents: 0,
+    });
     const kept = await fx.db.selectFrom('api_logs').select('created_at').orderBy('created_at').execute();
     expect(kept.map((row) => row.created_at)).toEqual([NOW - 29 * DAY, NOW - 1]);
     const keys = await fx.db.selectFrom('idempotency_keys').select('key').execute();
     expect(keys.map((row) => row.key)).toEqual(['live']);
     // A second pass finds nothing more to do.
-    expect(await janitor.runOnce(NOW)).toEqual({ apiLogs: 0, idempotencyKeys: 0, contents: 0 });
+    expect(await janitor.runOnce(NOW)).toEqual({
+      apiLogs: 0,
+      idempotencyKeys: 0,
+      contents: 0,
+      webhookEvents: 0,
+    });
   });
 
   it('keeps at most maxRows API log entries, the last written', async () => {
@@ -80,7 +94,11 @@ describe(`janitor (${backend})`, () => {
     const janitor = new Janitor(
       fx.db,
       new ApiLogService(fx.db, logger),
-      { apiLog: { retentionDays: 30, maxRows: 3 }, contentRetentionDays: 30 },
+      {
+        apiLog: { retentionDays: 30, maxRows: 3 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
       logger,
     );
     expect((await janitor.runOnce(NOW)).apiLogs).toBe(4);
@@ -115,7 +133,11 @@ describe(`janitor (${backend})`, () => {
     const janitor = new Janitor(
       fx.db,
       new ApiLogService(fx.db, logger),
-      { apiLog: { retentionDays: 30, maxRows: 1000 }, contentRetentionDays: 30 },
+      {
+        apiLog: { retentionDays: 30, maxRows: 1000 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
       logger,
     );
     expect((await janitor.runOnce(NOW)).contents).toBe(2);
@@ -131,5 +153,102 @@ describe(`janitor (${backend})`, () => {
     for (const id of [ids.oldQueued, ids.recentSent])
       expect(await notification(fx.db, id)).toMatchObject({ ...content, content_erased_at: null });
     expect((await janitor.runOnce(NOW)).contents).toBe(0);
+  });
+
+  it('deletes webhook events past their retention once every delivery has finished, with their attempts', async () => {
+    const projectId = await addProject(fx.db);
+    const endpoint = await fx.db
+      .insertInto('webhook_endpoints')
+      .values({
+        project_id: projectId,
+        url: 'https://x.example/h',
+        events: null,
+        secret_enc: 'v1:x',
+        enabled: 1,
+        created_at: 0,
+        updated_at: 0,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const old = NOW - 31 * DAY;
+    const event = async (createdAt: number, state: 'pending' | 'succeeded' | 'failed') => {
+      const row = await fx.db
+        .insertInto('webhook_events')
+        .values({
+          project_id: projectId,
+          notification_id: null,
+          webhook_id: `msg_${createdAt}_${state}`,
+          type: 'notification.sent',
+          payload: '{}',
+          created_at: createdAt,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      const delivery = await fx.db
+        .insertInto('webhook_deliveries')
+        .values({
+          event_id: row.id,
+          endpoint_id: endpoint.id,
+          project_id: projectId,
+          state,
+          attempts: 1,
+          run_at: createdAt,
+          created_at: createdAt,
+          updated_at: createdAt,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await fx.db
+        .insertInto('webhook_attempts')
+        .values({
+          delivery_id: delivery.id,
+          attempt: 1,
+          started_at: createdAt,
+          latency_ms: 1,
+          status_code: 200,
+          excerpt: 'ok',
+          error: null,
+        })
+        .execute();
+      return row.id;
+    };
+    const ids = {
+      oldSucceeded: await event(old, 'succeeded'),
+      oldFailed: await event(old + 1, 'failed'),
+      oldPending: await event(old + 2, 'pending'),
+      recent: await event(NOW - DAY, 'succeeded'),
+    };
+    const logger = pino({ level: 'silent' });
+    const janitor = new Janitor(
+      fx.db,
+      new ApiLogService(fx.db, logger),
+      {
+        apiLog: { retentionDays: 30, maxRows: 1000 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
+      logger,
+    );
+    expect((await janitor.runOnce(NOW)).webhookEvents).toBe(2);
+    const left = await fx.db
+      .selectFrom('webhook_events')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .orderBy('id')
+      .execute();
+    expect(left.map((row) => row.id)).toEqual([ids.oldPending, ids.recent]);
+    const deliveries = await fx.db
+      .selectFrom('webhook_deliveries')
+      .select('event_id')
+      .where('project_id', '=', projectId)
+      .execute();
+    expect(deliveries.map((row) => row.event_id).sort()).toEqual([ids.oldPending, ids.recent].sort());
+    const attempts = await fx.db
+      .selectFrom('webhook_attempts as a')
+      .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+      .select('d.event_id')
+      .where('d.project_id', '=', projectId)
+      .execute();
+    expect(attempts).toHaveLength(2);
   });
 });

@@ -63,7 +63,11 @@ describe('SQLite files', () => {
     const janitor = new Janitor(
       storage.db,
       new ApiLogService(storage.db, logger),
-      { apiLog: { retentionDays: 30, maxRows: 1000 }, contentRetentionDays: 30 },
+      {
+        apiLog: { retentionDays: 30, maxRows: 1000 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
       logger,
     );
     expect((await janitor.runOnce(Date.now())).contents).toBe(20);
