@@ -16,8 +16,10 @@ import { authRoutes, publicAuthRoutes } from './routes-auth.js';
 import { logRoutes } from './routes-logs.js';
 import { projectRoutes } from './routes-projects.js';
 import { smtpRoutes } from './routes-smtp.js';
+import { suppressionRoutes } from './routes-suppressions.js';
 import { templateRoutes } from './routes-templates.js';
 import { usageRoutes } from './routes-usage.js';
+import { webhookRoutes } from './routes-webhooks.js';
 import { secretsMatch } from '../security/token.js';
 import {
   isCrossSite,
@@ -139,6 +141,8 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
         await smtpRoutes(admin, deps);
         await logRoutes(admin, deps);
         await usageRoutes(admin, deps);
+        await webhookRoutes(admin, deps);
+        await suppressionRoutes(admin, deps);
       });
     });
 
