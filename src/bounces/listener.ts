@@ -25,6 +25,8 @@ export interface BounceListenerOptions {
 /** Recipients per report: a bounce is for one message; a handful covers MTAs that batch them. */
 const MAX_RECIPIENTS = 10;
 const MAX_CLIENTS = 50;
+/** Connections at once from one client address: an MTA needs one or two, and one client must not hold them all. */
+const MAX_CLIENTS_PER_ADDRESS = 5;
 
 /** An SMTP reply with a chosen code, as smtp-server expects errors to carry it. */
 function reply(code: number, message: string): Error & { responseCode: number } {
@@ -64,6 +66,9 @@ class ClientRate {
 export class BounceListener {
   private readonly server: SMTPServer;
   private readonly rate: ClientRate;
+  /** Open connections per client address, and the sessions counted in it. */
+  private readonly open = new Map<string, number>();
+  private readonly counted = new Set<string>();
 
   constructor(private readonly options: BounceListenerOptions) {
     this.rate = new ClientRate(options.perClientPerMinute);
@@ -77,6 +82,20 @@ export class BounceListener {
       socketTimeout: 60_000,
       closeTimeout: 5_000,
       logger: false,
+      onConnect: (session, callback) => {
+        const open = this.open.get(session.remoteAddress) ?? 0;
+        if (open >= MAX_CLIENTS_PER_ADDRESS)
+          return callback(reply(421, 'Too many connections from your address; try again later'));
+        this.open.set(session.remoteAddress, open + 1);
+        this.counted.add(session.id);
+        callback();
+      },
+      onClose: (session) => {
+        if (!this.counted.delete(session.id)) return;
+        const left = (this.open.get(session.remoteAddress) ?? 1) - 1;
+        if (left <= 0) this.open.delete(session.remoteAddress);
+        else this.open.set(session.remoteAddress, left);
+      },
       onMailFrom: (_address, session, callback) => {
         if (!this.rate.take(session.remoteAddress, Date.now()))
           return callback(reply(421, 'Too many reports from your address; try again later'));
@@ -115,12 +134,18 @@ export class BounceListener {
 
   private async checkRecipient(address: string, session: SMTPServerSession): Promise<void> {
     if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) throw reply(452, '4.5.3 Too many recipients');
+    if (this.isPostmaster(address)) return;
     const target = classifyBounceAddress(this.options.key, address, this.options.domain);
     if (target.kind === 'foreign')
       throw reply(550, '5.7.1 Relaying denied: this server takes bounce reports only');
     if (target.kind === 'forged') throw reply(550, '5.1.1 Unknown bounce address');
     if (target.kind === 'token' && (await findNotificationById(this.options.db, target.id)) === undefined)
       throw reply(550, '5.1.1 Unknown bounce address');
+  }
+
+  /** RFC 5321 §4.5.1: postmaster@ the domain must be accepted; it is read as a report without a token. */
+  private isPostmaster(address: string): boolean {
+    return address.trim().toLowerCase() === `postmaster@${this.options.domain}`;
   }
 
   private async receive(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
@@ -137,7 +162,8 @@ export class BounceListener {
     for (const rcpt of session.envelope.rcptTo) {
       const target = classifyBounceAddress(this.options.key, rcpt.address, this.options.domain);
       if (target.kind === 'token') targets.set(`token:${target.id}`, target);
-      else if (target.kind === 'plain') targets.set('plain', target);
+      else if (target.kind === 'plain' || this.isPostmaster(rcpt.address))
+        targets.set('plain', { kind: 'plain' });
     }
     try {
       for (const target of targets.values()) {

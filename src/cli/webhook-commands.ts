@@ -116,8 +116,8 @@ export function suppressionCommands(): Command {
     .requiredOption('--email <email>', 'the address')
     .action(async (options: { project: string; email: string }, command: Command) =>
       withServices(command, async ({ suppressions }, out) => {
-        await suppressions.remove(options.project, options.email);
-        out.print({ removed: true, email: options.email.trim().toLowerCase() }, `${options.email} removed.`);
+        const email = await suppressions.remove(options.project, options.email);
+        out.print({ removed: true, email }, `${email} removed.`);
       }),
     );
 

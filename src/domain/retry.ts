@@ -11,6 +11,8 @@ export interface DeliveryFailure {
   /** Stored as the notification's error_message, e.g. `SMTP 550 5.1.1 <x@y>: Recipient address rejected`. */
   readonly message: string;
   readonly smtpCode: number | null;
+  /** The SMTP command the reply answered (`MAIL FROM`, `RCPT TO`, `DATA`, …), where known. */
+  readonly command?: string | null;
 }
 
 /**

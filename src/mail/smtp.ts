@@ -79,6 +79,7 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
       kind: code >= 500 ? 'permanent' : 'transient',
       message: bounded(`SMTP ${text}`),
       smtpCode: code,
+      command: err.command ?? null,
     };
   }
   const message = (err.message ?? String(error)).replace(/\s+/g, ' ').trim();

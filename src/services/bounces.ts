@@ -85,11 +85,13 @@ export class BounceIntake {
     return this.db.transaction().execute(async (tx) => {
       let current = row;
       if (severity === 'hard') {
+        // The conditional update decides, not the row read before: of two copies of a report
+        // applied at once, the second finds the message already failed and changes nothing.
         const failed = await markBounced(tx, row.id, `Bounced: ${diagnostic}`, now);
-        if (failed === undefined && row.bounced_at !== null)
+        current = failed ?? (await findNotificationById(tx, row.id)) ?? row;
+        if (failed === undefined && current.bounced_at !== null)
           return { outcome: 'ignored' as const, requestId: row.request_id, why: 'already bounced' };
         if (failed !== undefined) {
-          current = failed;
           await addUsage(tx, [
             { projectId: row.project_id, createdAt: row.created_at, state: 'sent', delta: -1 },
             { projectId: row.project_id, createdAt: row.created_at, state: 'failed', delta: 1 },

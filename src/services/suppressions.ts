@@ -63,11 +63,12 @@ export class SuppressionService {
     return (await findSuppression(this.db, project.id, key))!;
   }
 
-  /** Takes an address off the list; mail to it is sent again. */
-  async remove(projectRef: string | number, email: string): Promise<void> {
+  /** Takes an address off the list (mail to it is sent again); returns the address as it was kept. */
+  async remove(projectRef: string | number, email: string): Promise<string> {
     const project = await this.projects.resolve(projectRef);
     const key = suppressionKey(email);
     if (key === null || !(await removeSuppression(this.db, project.id, key)))
       throw errors.invalidInput(`Not on the suppression list: ${JSON.stringify(email.slice(0, 100))}`);
+    return key;
   }
 }

@@ -92,7 +92,7 @@ export async function deleteEndpoint(db: Kysely<Database>, projectId: number, id
 export async function dueEndpoints(
   db: Kysely<Database>,
   now: number,
-  exclude: readonly number[],
+  exclude: { readonly endpoints: readonly number[]; readonly projects: readonly number[] },
   limit: number,
 ): Promise<number[]> {
   const rows = await db
@@ -102,7 +102,8 @@ export async function dueEndpoints(
     .where('d.state', '=', 'pending')
     .where('d.run_at', '<=', now)
     .where('e.enabled', '=', 1)
-    .$if(exclude.length > 0, (qb) => qb.where('d.endpoint_id', 'not in', exclude))
+    .$if(exclude.endpoints.length > 0, (qb) => qb.where('d.endpoint_id', 'not in', exclude.endpoints))
+    .$if(exclude.projects.length > 0, (qb) => qb.where('d.project_id', 'not in', exclude.projects))
     .groupBy('d.endpoint_id')
     .orderBy('due')
     .limit(limit)

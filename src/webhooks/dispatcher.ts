@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { webhookRetryDelay } from '../domain/events.js';
+import { mayUseLane, type LanePolicy } from '../domain/lanes.js';
 import type { OutboundPolicy } from '../domain/outbound.js';
 import { GroupCommit } from '../services/group-commit.js';
 import type { Database, WebhookDeliveryRow, WebhookEndpointRow } from '../storage/schema.js';
@@ -70,6 +71,9 @@ export class WebhookDispatcher {
    * or timing-out endpoint probes instead of holding a whole share of lanes for its backlog.
    */
   private readonly failing = new Set<number>();
+  /** Calls in flight per project: a project holds at most its share of the lanes. */
+  private readonly projectBusy = new Map<number, number>();
+  private readonly lanes: LanePolicy;
   private active = 0;
   private readonly running = new Set<Promise<void>>();
   private readonly recorder: GroupCommit<Finished, void>;
@@ -85,6 +89,15 @@ export class WebhookDispatcher {
   ) {
     this.db = deps.storage.db;
     this.now = deps.now ?? Date.now;
+    // As with mail's relays (domain/lanes.ts): a project holds at most half the lanes and never
+    // the reserved quarter, which goes only to projects with no call in flight, so one project's
+    // many dead endpoints cannot keep another project's events waiting.
+    const reserved = Math.ceil(options.concurrency / 4);
+    this.lanes = {
+      concurrency: options.concurrency,
+      perRelay: Math.max(1, Math.min(Math.ceil(options.concurrency / 2), options.concurrency - reserved)),
+      reserved,
+    };
     // Attempts finish one by one; a few milliseconds of gathering saves a durable commit each.
     this.recorder = new GroupCommit((items) => this.commit(items), { maxDelayMs: 10, maxBatch: 200 });
   }
@@ -118,18 +131,25 @@ export class WebhookDispatcher {
   private async claim(): Promise<number> {
     const now = this.now();
     const saturated = [...this.inFlight].filter(([id, n]) => n >= this.limitOf(id)).map(([id]) => id);
+    const fullProjects = [...this.projectBusy.keys()].filter((id) => this.projectRoom(id) === 0);
     const free = this.options.concurrency - this.active;
-    const endpointIds = await dueEndpoints(this.db, now, saturated, free);
+    const endpointIds = await dueEndpoints(
+      this.db,
+      now,
+      { endpoints: saturated, projects: fullProjects },
+      free,
+    );
     if (endpointIds.length === 0) return 0;
     const endpoints = new Map((await endpointsById(this.db, endpointIds)).map((e) => [e.id, e]));
     let claimed = 0;
     for (const endpointId of endpointIds) {
+      const endpoint = endpoints.get(endpointId);
+      if (endpoint === undefined || this.stopping) continue;
       const room = Math.min(
         this.limitOf(endpointId) - (this.inFlight.get(endpointId) ?? 0),
-        this.options.concurrency - this.active,
+        this.projectRoom(endpoint.project_id),
       );
-      const endpoint = endpoints.get(endpointId);
-      if (room <= 0 || endpoint === undefined || this.stopping) continue;
+      if (room <= 0) continue;
       const rows = await this.deps.storage.claimWebhooks({
         endpointId,
         now,
@@ -159,12 +179,13 @@ export class WebhookDispatcher {
   ): void {
     this.active++;
     this.inFlight.set(endpoint.id, (this.inFlight.get(endpoint.id) ?? 0) + 1);
+    this.projectBusy.set(endpoint.project_id, (this.projectBusy.get(endpoint.project_id) ?? 0) + 1);
     const startedAt = this.now();
     const work = this.call(endpoint, event)
       .then((result) => {
         if (result.ok) this.failing.delete(endpoint.id);
         else this.failing.add(endpoint.id);
-        this.release(endpoint.id);
+        this.release(endpoint);
         this.onAttempt?.({ projectId: delivery.project_id, outcome: outcomeOf(result) });
         return this.recorder.submit({ delivery, startedAt, result });
       })
@@ -201,11 +222,22 @@ export class WebhookDispatcher {
     return this.failing.has(endpointId) ? 1 : this.options.perEndpoint;
   }
 
-  private release(endpointId: number): void {
+  /** How many more lanes a project may take now (lanes.ts: its share, never the reserve once it has one). */
+  private projectRoom(projectId: number): number {
+    const busy = this.projectBusy.get(projectId) ?? 0;
+    let room = 0;
+    while (
+      this.active + room < this.lanes.concurrency &&
+      mayUseLane(this.lanes, busy + room, this.active + room + 1)
+    )
+      room++;
+    return room;
+  }
+
+  private release(endpoint: WebhookEndpointRow): void {
     this.active--;
-    const left = (this.inFlight.get(endpointId) ?? 1) - 1;
-    if (left === 0) this.inFlight.delete(endpointId);
-    else this.inFlight.set(endpointId, left);
+    decrement(this.inFlight, endpoint.id);
+    decrement(this.projectBusy, endpoint.project_id);
     this.wake();
   }
 
@@ -282,4 +314,10 @@ export class WebhookDispatcher {
 function outcomeOf(result: PostResult): WebhookAttemptOutcome['outcome'] {
   if (result.ok) return 'success';
   return result.statusCode === null && /^Timed out/.test(result.error ?? '') ? 'timeout' : 'failure';
+}
+
+function decrement(counts: Map<number, number>, key: number): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left <= 0) counts.delete(key);
+  else counts.set(key, left);
 }

@@ -190,11 +190,15 @@ const EVENT_OF = {
 } as const;
 
 /**
- * A relay's permanent refusal that proves the mailbox is bad (5.1.1, 5.1.10, 5.2.1) puts the
- * address on the project's suppression list; a policy refusal (5.7.x) or any other failure does not.
+ * A relay's permanent refusal of the recipient that proves the mailbox is bad (5.1.1, 5.1.10,
+ * 5.2.1) puts the address on the project's suppression list; a policy refusal (5.7.x) or any other
+ * failure does not. Only a reply to RCPT TO (or DATA) is about the recipient: a relay that checks
+ * the sender answers MAIL FROM with 5.1.1 when the Return-Path is in trouble, which says nothing
+ * about the mailbox being mailed.
  */
 function suppressionFor(row: NotificationRow, result: AttemptResult, now: number): NewSuppression | null {
   if (result.ok || result.failure.kind !== 'permanent' || (result.failure.smtpCode ?? 0) < 500) return null;
+  if (result.failure.command !== 'RCPT TO' && result.failure.command !== 'DATA') return null;
   if (!provesBadMailbox(enhancedStatusIn(result.failure.message))) return null;
   const email = suppressionKey(row.recipient);
   if (email === null) return null;

@@ -69,12 +69,19 @@ describe('retry delay', () => {
 describe('SMTP failure classification', () => {
   it('treats 5xx as permanent and 4xx and network errors as transient', () => {
     expect(
-      classifySmtpError({ responseCode: 550, response: '550 5.1.1 <x@y>: Recipient address rejected' }),
+      classifySmtpError({
+        responseCode: 550,
+        response: '550 5.1.1 <x@y>: Recipient address rejected',
+        command: 'RCPT TO',
+      }),
     ).toEqual({
       kind: 'permanent',
       message: 'SMTP 550 5.1.1 <x@y>: Recipient address rejected',
       smtpCode: 550,
+      // Which command the reply answered decides whether it is about the recipient.
+      command: 'RCPT TO',
     });
+    expect(classifySmtpError({ responseCode: 550, response: '550 5.1.1 sender' }).command).toBeNull();
     expect(classifySmtpError({ responseCode: 421, response: '421 4.7.0 Try later' }).kind).toBe('transient');
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ESOCKET' });
     expect(classifySmtpError(refused)).toMatchObject({ kind: 'transient', smtpCode: null });
