@@ -120,6 +120,7 @@ export async function startServer(
         counted?.(outcome);
         d.wake();
       };
+      services.webhooks.onQueued(() => d.wake());
       worker.start();
       dispatcher.start();
     }

@@ -174,18 +174,25 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
     return reply.redirect(`${base(project)}?notice=deleted`, 303);
   });
 
+  /** A disabled endpoint is not called: a test or replay would wait, pending, until it is enabled. */
+  const refuseDisabled = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    project: Project,
+    endpoint: WebhookEndpoint,
+  ) =>
+    endpointPage(
+      request,
+      reply,
+      project,
+      endpoint.id,
+      { error: 'This endpoint is disabled. Enable it first: a disabled endpoint is not called.' },
+      400,
+    );
+
   app.post<EndpointParams>('/projects/:id/webhooks/:endpointId/test', async (request, reply) => {
     const { project, endpoint } = await scoped(request.params);
-    // A disabled endpoint is not called: the test would wait, pending, until it is enabled.
-    if (!endpoint.enabled)
-      return endpointPage(
-        request,
-        reply,
-        project,
-        endpoint.id,
-        { error: 'This endpoint is disabled. Enable it first: a disabled endpoint is not called.' },
-        400,
-      );
+    if (!endpoint.enabled) return refuseDisabled(request, reply, project, endpoint);
     await webhooks.sendTest(project.id, endpoint.id);
     return reply.redirect(`${base(project)}/${endpoint.id}?notice=test`, 303);
   });
@@ -194,6 +201,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
     '/projects/:id/webhooks/:endpointId/deliveries/:deliveryId/replay',
     async (request, reply) => {
       const { project, endpoint } = await scoped(request.params);
+      if (!endpoint.enabled) return refuseDisabled(request, reply, project, endpoint);
       await webhooks.replay(project.id, endpoint.id, idParam(request.params.deliveryId));
       return reply.redirect(`${base(project)}/${endpoint.id}?notice=replayed`, 303);
     },

@@ -52,6 +52,14 @@ function toEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
   };
 }
 
+/** Deliveries per page of an endpoint's log. */
+export const MAX_DELIVERIES_PAGE = 100;
+
+/** A disabled endpoint is sent nothing, so a test or replay for it would only wait unseen. */
+function refuseDisabled(endpoint: WebhookEndpointRow): void {
+  if (endpoint.enabled !== 1) throw errors.invalidInput('The endpoint is disabled; enable it first');
+}
+
 /** Ids from a command line or a URL: positive safe integers, nothing else. */
 function parseId(raw: string | number): number | null {
   const text = String(raw).trim();
@@ -73,6 +81,17 @@ export class WebhookService {
     private readonly outbound: OutboundPolicy,
     private readonly now: () => number = Date.now,
   ) {}
+
+  private readonly queuedListeners: (() => void)[] = [];
+
+  /** Called when a test event or a replay was queued (the in-process webhook lanes look at once). */
+  onQueued(listener: () => void): void {
+    this.queuedListeners.push(listener);
+  }
+
+  private queued(): void {
+    for (const listener of this.queuedListeners) listener();
+  }
 
   async create(
     projectRef: string | number,
@@ -131,7 +150,10 @@ export class WebhookService {
     page: { readonly limit: number; readonly before?: number },
   ): Promise<WebhookDelivery[]> {
     const endpoint = await this.endpointRow(projectRef, id);
-    const rows = await listDeliveries(this.db, endpoint.id, page);
+    const rows = await listDeliveries(this.db, endpoint.id, {
+      limit: Math.min(Math.max(Math.trunc(page.limit), 1), MAX_DELIVERIES_PAGE),
+      ...(page.before !== undefined && { before: page.before }),
+    });
     const attempts = await listWebhookAttempts(
       this.db,
       rows.map((row) => row.id),
@@ -149,12 +171,16 @@ export class WebhookService {
     const delivery = parseId(deliveryId);
     const row = delivery === null ? undefined : await findDelivery(this.db, endpoint.id, delivery);
     if (row === undefined) throw errors.deliveryNotFound();
-    return (await insertReplay(this.db, row, this.now())).id;
+    refuseDisabled(endpoint);
+    const replay = await insertReplay(this.db, row, this.now());
+    this.queued();
+    return replay.id;
   }
 
   /** Queues a `webhook.test` event for this endpoint alone, whatever its filter. */
   async sendTest(projectRef: string | number, id: string | number): Promise<void> {
     const endpoint = await this.endpointRow(projectRef, id);
+    refuseDisabled(endpoint);
     const project = await this.projects.resolve(endpoint.project_id);
     await this.db.transaction().execute((tx) =>
       recordEvents(tx, [
@@ -168,6 +194,7 @@ export class WebhookService {
         },
       ]),
     );
+    this.queued();
   }
 
   private async endpointRow(projectRef: string | number, id: string | number): Promise<WebhookEndpointRow> {

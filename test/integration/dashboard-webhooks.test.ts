@@ -266,6 +266,17 @@ describe(`webhook pages (${backend})`, () => {
     const malformed = await post(`/projects/${projectA}/webhooks/${id}/deliveries/1x/replay`);
     expect(malformed.statusCode).toBe(400);
     expect(await deliveriesOf(id)).toHaveLength(2);
+
+    // A disabled endpoint is not called: a replay for it is refused, not left waiting unseen.
+    await post(`/projects/${projectA}/webhooks/${id}/disable`);
+    const refused = await post(`/projects/${projectA}/webhooks/${id}/deliveries/${first!.id}/replay`);
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('This endpoint is disabled. Enable it first');
+    await expect(ctx.services.webhooks.replay(projectA, id, first!.id)).rejects.toThrow(
+      'The endpoint is disabled; enable it first',
+    );
+    await expect(ctx.services.webhooks.sendTest(projectA, id)).rejects.toThrow('The endpoint is disabled');
+    expect(await deliveriesOf(id)).toHaveLength(2);
   });
 
   it('pages deliveries newest first with a before cursor', async () => {
