@@ -2,7 +2,12 @@ import type { Kysely } from 'kysely';
 import { bounceSeverity, type BounceRecipient, type FeedbackReport } from '../bounces/report.js';
 import { provesBadMailbox, suppressionKey } from '../domain/suppression.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
-import { findNotification, findNotificationById, markBounced } from '../storage/notifications.js';
+import {
+  findNotification,
+  findNotificationById,
+  markBounced,
+  markComplained,
+} from '../storage/notifications.js';
 import { addSuppressions } from '../storage/suppressions.js';
 import { addUsage } from '../storage/usage.js';
 import { recordEvents } from '../storage/webhook-events.js';
@@ -128,7 +133,11 @@ export class BounceIntake {
   private async complaint(row: NotificationRow, feedbackType: string): Promise<IntakeResult> {
     const address = suppressionKey(row.recipient);
     const now = this.now();
-    await this.db.transaction().execute(async (tx) => {
+    return this.db.transaction().execute(async (tx) => {
+      // A reporter resends a report it got no 250 for: the first copy counts, later ones change
+      // nothing and emit no second event (the conditional update decides, as for bounces).
+      if (!(await markComplained(tx, row.id, now)))
+        return { outcome: 'ignored' as const, requestId: row.request_id, why: 'already complained' };
       if (address !== null)
         await addSuppressions(tx, [
           {
@@ -149,7 +158,7 @@ export class BounceIntake {
           at: now,
         },
       ]);
+      return { outcome: 'complained' as const, requestId: row.request_id };
     });
-    return { outcome: 'complained', requestId: row.request_id };
   }
 }

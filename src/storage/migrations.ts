@@ -282,6 +282,11 @@ const MIGRATIONS: Record<string, Ddl> = {
       PRIMARY KEY (project_id, email)
     )`,
   ],
+  '008_complaints_once': (t) => [
+    // When the first complaint about a message arrived: a reporter that resends a report it got
+    // no 250 for changes nothing the second time.
+    `ALTER TABLE notifications ADD COLUMN complained_at ${t.bigint}`,
+  ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

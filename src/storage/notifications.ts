@@ -246,3 +246,14 @@ export async function markBounced(
     .returningAll()
     .executeTakeFirst();
 }
+
+/** Records that a complaint arrived; false when one had already been recorded. */
+export async function markComplained(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('notifications')
+    .set({ complained_at: now })
+    .where('id', '=', id)
+    .where('complained_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

@@ -79,6 +79,8 @@ export interface NotificationsTable {
   content_erased_at: number | null;
   /** When a bounce report turned this sent message failed. */
   bounced_at: number | null;
+  /** When the first spam complaint about this message arrived. */
+  complained_at: number | null;
 }
 
 export interface DeliveryAttemptsTable {

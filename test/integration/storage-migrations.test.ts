@@ -28,6 +28,7 @@ const MIGRATIONS = [
   '005_template_sample_data',
   '006_scheduled_send',
   '007_webhooks_suppressions',
+  '008_complaints_once',
 ];
 const TABLES = [
   'admins',
@@ -208,6 +209,55 @@ describe(`migrations (${backend})`, () => {
       };
       await storage.db.insertInto('suppressions').values(row).execute();
       await expect(storage.db.insertInto('suppressions').values(row).execute()).rejects.toThrow();
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the webhooks release (007) forward, keeping its events and list', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const before = Object.fromEntries(MIGRATIONS.slice(0, 7).map((name) => [name, all[name]!]));
+      await migrateToLatest(storage.db, before, { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi' });
+      const event = await storage.db
+        .insertInto('webhook_events')
+        .values({
+          project_id: projectId,
+          notification_id: sent,
+          webhook_id: 'msg_kept',
+          type: 'notification.sent',
+          payload: '{"type":"notification.sent"}',
+          created_at: 5,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await storage.db
+        .insertInto('suppressions')
+        .values({
+          project_id: projectId,
+          email: 'gone@example.org',
+          reason: 'hard_bounce',
+          created_at: 6,
+          request_id: null,
+          detail: '550 5.1.1',
+        })
+        .execute();
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await notification(storage.db, sent)).toMatchObject({
+        state: 'sent',
+        subject: 'Hi',
+        complained_at: null,
+      });
+      const events = await storage.db.selectFrom('webhook_events').selectAll().execute();
+      expect(events).toEqual([expect.objectContaining({ id: event.id, webhook_id: 'msg_kept' })]);
+      const list = await storage.db.selectFrom('suppressions').select(['email', 'reason']).execute();
+      expect(list).toEqual([{ email: 'gone@example.org', reason: 'hard_bounce' }]);
     } finally {
       await storage.close();
       await database.drop();
