@@ -110,7 +110,6 @@ export async function openServices(
   const bounceDomain = config.bounces.domain;
   const mailer = new SmtpMailer({
     timeoutMs: config.delivery.smtpTimeoutMs,
-    maxConnections: config.delivery.smtpMaxConnections,
     outbound: config.outbound,
   });
   return {
@@ -169,6 +168,7 @@ export function createWorker(services: Services): DeliveryWorker {
     metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
     if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
   };
+  metrics.relayWindows = () => worker.relayWindows();
   return worker;
 }
 

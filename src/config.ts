@@ -44,7 +44,11 @@ export interface Config {
     readonly pollMs: number;
     /** Concurrent SMTP transactions per worker process. */
     readonly concurrency: number;
-    /** Pooled connections per SMTP relay and worker process. */
+    /**
+     * Most connections (transactions in flight) per SMTP relay and worker process; the number in
+     * use adapts below it to the relay's answers (domain/relay-window.ts). 20 is Postfix's
+     * default_destination_concurrency_limit.
+     */
     readonly smtpMaxConnections: number;
     readonly smtpTimeoutMs: number;
     /** Longest a graceful stop waits for SMTP transactions in flight. */
@@ -185,8 +189,9 @@ export function loadConfig(env: Env = process.env): Config {
       leaseMs: integer(env, 'HERALD_DELIVERY_LEASE_MS', 120_000, 500, 3_600_000),
       batchSize: integer(env, 'HERALD_DELIVERY_BATCH_SIZE', 100, 1, 1000),
       pollMs: integer(env, 'HERALD_DELIVERY_POLL_MS', 500, 10, 60_000),
-      concurrency: integer(env, 'HERALD_DELIVERY_CONCURRENCY', 20, 1, 500),
-      smtpMaxConnections: integer(env, 'HERALD_SMTP_MAX_CONNECTIONS', 5, 1, 100),
+      // Room for one relay's whole window (20) beside the reserved quarter (13) of the lanes.
+      concurrency: integer(env, 'HERALD_DELIVERY_CONCURRENCY', 50, 1, 500),
+      smtpMaxConnections: integer(env, 'HERALD_SMTP_MAX_CONNECTIONS', 20, 1, 100),
       smtpTimeoutMs: integer(env, 'HERALD_SMTP_TIMEOUT_MS', 30_000, 100, 600_000),
       stopTimeoutMs: integer(env, 'HERALD_STOP_TIMEOUT_MS', 20_000, 0, 600_000),
     },

@@ -1,11 +1,10 @@
 /**
  * How a worker's lanes (concurrent SMTP transactions) are shared between relays (product.md §8:
- * one relay's trouble never stalls another project's mail). A relay holds at most `perRelay`
- * lanes: twice its pooled connections (each connection has the next message waiting in the pool
- * when it finishes one, so none idles between messages; more would only queue) and never the
+ * one relay's trouble never stalls another project's mail). A relay holds at most its window
+ * (relay-window.ts), never more than `perRelay` lanes (its connection ceiling) and never the
  * `reserved` quarter. The reserved lanes go only to relays that hold none, one each: an idle
  * relay's mail finds a lane unless, besides the relays filling the rest, more relays stall at once
- * than there are reserved lanes (5 of the default 20); even then it waits at most one
+ * than there are reserved lanes (13 of the default 50); even then it waits at most one
  * transaction deadline (HERALD_SMTP_TIMEOUT_MS).
  */
 export interface LanePolicy {
@@ -18,16 +17,21 @@ export function lanePolicy(options: { concurrency: number; smtpMaxConnections: n
   const reserved = Math.ceil(options.concurrency / 4);
   return {
     concurrency: options.concurrency,
-    perRelay: Math.max(1, Math.min(2 * options.smtpMaxConnections, options.concurrency - reserved)),
+    perRelay: Math.max(1, Math.min(options.smtpMaxConnections, options.concurrency - reserved)),
     reserved,
   };
 }
 
 /**
- * Whether a message for a relay that holds `busy` lanes may go on in the lane it has, with
- * `active` lanes in use in all (its own included).
+ * Whether a message for a relay that holds `busy` lanes and may have `window` transactions in
+ * flight may go on in the lane it has, with `active` lanes in use in all (its own included).
  */
-export function mayUseLane(policy: LanePolicy, busy: number, active: number): boolean {
-  if (busy >= policy.perRelay) return false;
+export function mayUseLane(
+  policy: LanePolicy,
+  busy: number,
+  active: number,
+  window: number = policy.perRelay,
+): boolean {
+  if (busy >= Math.min(policy.perRelay, window)) return false;
   return busy === 0 || policy.concurrency - active >= policy.reserved;
 }

@@ -1,19 +1,18 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import nodemailer, { type Transporter } from 'nodemailer';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/retry.js';
+import { RelayPool } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 
 /**
- * Sends pre-built messages over SMTP with one pooled nodemailer transport per relay. This is the
- * only module that imports nodemailer's transport; messages arrive already composed (mime.ts),
- * which avoids nodemailer building each message again on the hot path.
+ * Sends pre-built messages over SMTP: a pool of open connections per relay and login
+ * (relay-pool.ts), one deadline per transaction, outbound address rules, and the classification
+ * of failures. Messages arrive already composed (mime.ts) and go out as they are.
  */
 
 export interface SmtpOptions {
   readonly timeoutMs: number;
-  readonly maxConnections: number;
   /** Outbound address rules for project relays; open when omitted. */
   readonly outbound?: OutboundPolicy;
 }
@@ -86,7 +85,12 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
   // Envelope and message errors without a reply code are Herald's own input problems.
   const permanent = err.code === 'EENVELOPE' || err.code === 'EMESSAGE';
   const label = bounded(err.code ? `${message} (${err.code})` : message);
-  return { kind: permanent ? 'permanent' : 'transient', message: label, smtpCode: null };
+  return {
+    kind: permanent ? 'permanent' : 'transient',
+    message: label,
+    smtpCode: null,
+    command: err.command ?? null,
+  };
 }
 
 function replyCode(response: string): number {
@@ -98,14 +102,12 @@ function replyCode(response: string): number {
 const PINNED_ADDRESS_MS = 5 * 60_000;
 
 interface Pool {
-  readonly transport: Transporter;
+  readonly relay: RelayPool;
   readonly createdAt: number;
   /** Messages handed to this pool and not answered yet. */
   pending: number;
   /** Replaced by a newer pool: closed once its last message is answered. */
   retired: boolean;
-  /** Closed because one of its transactions passed the deadline: the others fail for that reason. */
-  timedOut: boolean;
 }
 
 export class SmtpMailer {
@@ -121,7 +123,7 @@ export class SmtpMailer {
    * Where to connect. A project's relay under enforced outbound rules is resolved here, each
    * address checked, and the connection pinned to the first allowed one (with the name kept for
    * TLS), so a name cannot pass the check and then resolve elsewhere at connect time. Otherwise
-   * nodemailer resolves the name itself.
+   * the SMTP client resolves the name itself.
    */
   private async endpoint(target: SmtpTarget): Promise<{ host: string; servername?: string }> {
     if (!this.outbound.enforce || target.trusted === true) return { host: target.host };
@@ -141,22 +143,30 @@ export class SmtpMailer {
     });
   }
 
-  private async createPool(target: SmtpTarget): Promise<Pool> {
-    const transport = nodemailer.createTransport({
-      ...this.connectionOptions(target),
+  private async relayPool(target: SmtpTarget): Promise<RelayPool> {
+    return new RelayPool({
       ...(await this.endpoint(target)),
-      pool: true,
-      maxConnections: this.options.maxConnections,
-      maxMessages: Infinity,
+      port: target.port,
+      secure: target.security === 'tls',
+      // Credentials never travel in clear unless `none` was chosen explicitly: with a login, `auto`
+      // requires STARTTLS.
+      requireTLS: target.security === 'starttls' || (target.security === 'auto' && target.username !== null),
+      ignoreTLS: target.security === 'none',
+      auth: target.username === null ? null : { user: target.username, pass: target.password ?? '' },
+      // Every phase is bounded, so a relay that stops answering cannot hold a worker's lane forever.
+      timeoutMs: this.options.timeoutMs,
     });
-    return { transport, createdAt: Date.now(), pending: 0, retired: false, timedOut: false };
+  }
+
+  private async createPool(target: SmtpTarget): Promise<Pool> {
+    return { relay: await this.relayPool(target), createdAt: Date.now(), pending: 0, retired: false };
   }
 
   /**
    * The pool for a relay, with one more message counted as pending on it before it is returned,
    * so nothing can retire and close it between the look-up and the send.
    */
-  private async pool(target: SmtpTarget): Promise<{ key: string; entry: Promise<Pool>; pool: Pool }> {
+  private async pool(target: SmtpTarget): Promise<Pool> {
     const key = smtpTargetKey(target);
     for (;;) {
       if (this.closed) throw new Error('SMTP transport is closed');
@@ -170,7 +180,7 @@ export class SmtpMailer {
         });
         const pool = await created;
         pool.pending++;
-        return { key, entry: created, pool };
+        return pool;
       }
       const pool = await entry.catch(() => null);
       // Another message replaced or dropped the pool meanwhile: look again.
@@ -181,127 +191,74 @@ export class SmtpMailer {
       }
       // A pinned address is looked up again now and then; the old pool drains, then closes.
       if (this.outbound.enforce && Date.now() - pool.createdAt > PINNED_ADDRESS_MS) {
-        this.retire(key, entry, pool);
+        this.pools.delete(key);
+        pool.retired = true;
+        if (pool.pending === 0) pool.relay.close();
         continue;
       }
       pool.pending++;
-      return { key, entry, pool };
+      return pool;
     }
-  }
-
-  private retire(key: string, entry: Promise<Pool>, pool: Pool): void {
-    if (this.pools.get(key) === entry) this.pools.delete(key);
-    pool.retired = true;
-    if (pool.pending === 0) pool.transport.close();
-  }
-
-  private connectionOptions(target: SmtpTarget) {
-    return {
-      host: target.host,
-      port: target.port,
-      secure: target.security === 'tls',
-      // Credentials never travel in clear unless `none` was chosen explicitly: with a login, `auto`
-      // requires STARTTLS.
-      requireTLS: target.security === 'starttls' || (target.security === 'auto' && target.username !== null),
-      ignoreTLS: target.security === 'none',
-      auth: target.username === null ? undefined : { user: target.username, pass: target.password ?? '' },
-      // Every phase is bounded, so a relay that stops answering cannot hold a worker's lane forever.
-      connectionTimeout: this.options.timeoutMs,
-      greetingTimeout: this.options.timeoutMs,
-      socketTimeout: this.options.timeoutMs,
-      dnsTimeout: this.options.timeoutMs,
-      disableFileAccess: true,
-      disableUrlAccess: true,
-    };
   }
 
   /**
    * Bounds a whole transaction, not only each idle wait: a relay that drips one line every few
-   * seconds never trips the socket timeout. At the deadline the relay's connections are closed.
+   * seconds never trips the socket timeout. At the deadline the transaction's connection is closed.
    */
-  private async withDeadline<T>(work: Promise<T>, abort: () => void): Promise<T> {
+  private async withDeadline<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
-        abort();
+        controller.abort();
         reject(Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }));
       }, this.options.timeoutMs);
     });
+    const running = work(controller.signal);
     try {
-      return await Promise.race([work, deadline]);
+      return await Promise.race([running, deadline]);
+    } catch (error) {
+      if (error instanceof SmtpDeliveryError) throw error;
+      // An attempt cut off at the deadline reports the deadline, whatever its connection said.
+      throw new SmtpDeliveryError(
+        classifySmtpError(
+          controller.signal.aborted
+            ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' })
+            : error,
+        ),
+      );
     } finally {
       clearTimeout(timer);
-      work.catch(() => undefined);
+      running.catch(() => undefined);
     }
   }
 
   /** Sends one composed message; resolves with the relay's final reply, or throws SmtpDeliveryError. */
   async send(target: SmtpTarget, envelope: Envelope, raw: Buffer): Promise<SmtpReply> {
-    // One deadline covers the look-up, waiting for a pooled connection and the transaction.
-    let held: { key: string; entry: Promise<Pool>; pool: Pool } | null = null;
-    let abandoned = false;
-    const work = this.pool(target).then(async (acquired) => {
-      held = acquired;
-      const { pool } = acquired;
+    // One deadline covers the look-up, connecting and the transaction.
+    const reply = await this.withDeadline(async (signal) => {
+      const pool = await this.pool(target);
       try {
         // The deadline passed while the pool was being made (a slow look-up): the attempt has
         // been reported as failed and will be retried, so this one must not send after all.
-        if (abandoned) throw new Error(DEADLINE_EXCEEDED);
-        return (await pool.transport.sendMail({
-          envelope: { from: envelope.from, to: [envelope.to] },
-          raw,
-        })) as { response?: string };
+        if (signal.aborted) throw new Error(DEADLINE_EXCEEDED);
+        return await pool.relay.send(envelope, raw, signal);
       } finally {
         pool.pending--;
-        if (pool.retired && pool.pending === 0) pool.transport.close();
+        if (pool.retired && pool.pending === 0) pool.relay.close();
       }
     });
-    try {
-      const info = await this.withDeadline(work, () => {
-        abandoned = true;
-        const late = held as { key: string; entry: Promise<Pool>; pool: Pool } | null;
-        if (late === null) return;
-        late.pool.timedOut = true;
-        this.retire(late.key, late.entry, late.pool);
-        late.pool.transport.close();
-      });
-      const response = bounded(String(info.response ?? '250 OK'));
-      return { code: replyCode(response), response };
-    } catch (error) {
-      if (error instanceof SmtpDeliveryError) throw error;
-      // Transactions that shared a pool with one that passed the deadline are cut off with it
-      // ("Connection pool was closed"); they failed for the same reason, and say so.
-      const cutOff = (held as { pool: Pool } | null)?.pool.timedOut === true;
-      throw new SmtpDeliveryError(
-        classifySmtpError(
-          cutOff ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
-        ),
-      );
-    }
+    const response = bounded(reply);
+    return { code: replyCode(response), response };
   }
 
   /** Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". */
   async verify(target: SmtpTarget): Promise<void> {
-    let transport: Transporter | null = null;
-    let abandoned = false;
-    try {
-      await this.withDeadline(
-        this.endpoint(target).then((endpoint) => {
-          if (abandoned) throw new Error(DEADLINE_EXCEEDED);
-          transport = nodemailer.createTransport({ ...this.connectionOptions(target), ...endpoint });
-          return transport.verify();
-        }),
-        () => {
-          abandoned = true;
-          (transport as Transporter | null)?.close();
-        },
-      );
-    } catch (error) {
-      if (error instanceof SmtpDeliveryError) throw error;
-      throw new SmtpDeliveryError(classifySmtpError(error));
-    } finally {
-      (transport as Transporter | null)?.close();
-    }
+    await this.withDeadline(async (signal) => {
+      const relay = await this.relayPool(target);
+      if (signal.aborted) throw new Error(DEADLINE_EXCEEDED);
+      await relay.verify(signal);
+    });
   }
 
   /** Closes every pool; sends after this fail instead of opening new connections. */
@@ -309,7 +266,7 @@ export class SmtpMailer {
     this.closed = true;
     for (const entry of this.pools.values())
       void entry.then(
-        (pool) => pool.transport.close(),
+        (pool) => pool.relay.close(),
         () => undefined,
       );
     this.pools.clear();

@@ -22,6 +22,8 @@ export class Metrics {
   readonly webhookDeliveries: Counter<'project_id' | 'outcome'>;
   readonly smtpDuration: Histogram<'outcome'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */
+  relayWindows: (() => ReadonlyMap<string, number>) | null = null;
 
   constructor(snapshot: () => Promise<QueueSnapshot>) {
     const registers = [this.registry];
@@ -77,6 +79,17 @@ export class Metrics {
       registers,
       async collect() {
         this.set((await read()).oldestDueAgeSeconds);
+      },
+    });
+    const windows = () => this.relayWindows?.() ?? [];
+    new Gauge({
+      name: 'herald_smtp_relay_window',
+      help: 'SMTP transactions the worker in this process may have in flight to each relay, learned from its answers',
+      labelNames: ['relay'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [relay, size] of windows()) this.set({ relay }, size);
       },
     });
   }

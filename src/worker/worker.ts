@@ -6,6 +6,15 @@ import { nextDueAt, releaseClaims } from '../storage/notifications.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { lanePolicy, mayUseLane, type LanePolicy } from '../domain/lanes.js';
+import {
+  nextWindow,
+  openWindow,
+  relaySignal,
+  windowPolicy,
+  windowSize,
+  type RelayWindow,
+  type WindowPolicy,
+} from '../domain/relay-window.js';
 import type { AttemptResult, Deliverer } from './deliver.js';
 import { Heartbeat } from './heartbeat.js';
 import { suppressedMessage, suppressionKey, type SuppressionReason } from '../domain/suppression.js';
@@ -24,6 +33,7 @@ export type WorkerOptions = Pick<
   | 'concurrency'
   | 'stopTimeoutMs'
   | 'smtpMaxConnections'
+  | 'smtpTimeoutMs'
 >;
 
 interface Job {
@@ -43,6 +53,9 @@ export class DeliveryWorker {
   /** Jobs loaded after a stop began (or whose dispatch failed): released with the backlog. */
   private readonly releasedAtStop: Job[] = [];
   private readonly lanes: LanePolicy;
+  private readonly windowPolicy: WindowPolicy;
+  /** Per relay: how many transactions it may have in flight, learned from its answers. */
+  private readonly windows = new Map<string, RelayWindow>();
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
   private active = 0;
@@ -66,6 +79,7 @@ export class DeliveryWorker {
     private readonly now: () => number = Date.now,
   ) {
     this.lanes = lanePolicy(options);
+    this.windowPolicy = windowPolicy(options);
     this.heartbeat = new Heartbeat(
       storage,
       this.owner,
@@ -182,8 +196,8 @@ export class DeliveryWorker {
    */
   private saturatedProjects(): number[] {
     const projects = new Set<number>();
-    for (const waiting of this.parked.values()) {
-      if (waiting.length < this.lanes.perRelay) continue;
+    for (const [relay, waiting] of this.parked) {
+      if (waiting.length < this.relayLimit(relay)) continue;
       for (const { job } of waiting) projects.add(job.row.project_id);
     }
     return [...projects];
@@ -215,15 +229,17 @@ export class DeliveryWorker {
       if (
         context !== null &&
         relay !== null &&
-        !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active)
+        !mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active, this.relayLimit(relay))
       ) {
-        // The relay holds its share, or only the reserved lanes are left: give the lane back.
+        // The relay holds its window, or only the reserved lanes are left: give the lane back.
         this.active--;
-        this.park(relay, job, context);
+        this.park(relay, { job, context });
         this.wake();
         return;
       }
-      this.attempt(job, relay, () => this.deliverer.attempt(job.row, context));
+      this.attempt(job, relay === null || context === null ? null : { relay, context }, () =>
+        this.deliverer.attempt(job.row, context),
+      );
     };
     const loading = job.batch
       .load(job.row.project_id, job.row.template)
@@ -237,10 +253,11 @@ export class DeliveryWorker {
     this.track(loading);
   }
 
-  private park(relay: string, job: Job, context: DeliveryContext): void {
+  private park(relay: string, entry: { job: Job; context: DeliveryContext }, first = false): void {
     let waiting = this.parked.get(relay);
     if (waiting === undefined) this.parked.set(relay, (waiting = []));
-    waiting.push({ job, context });
+    if (first) waiting.unshift(entry);
+    else waiting.push(entry);
   }
 
   private unpark(relay: string): { job: Job; context: DeliveryContext } | undefined {
@@ -250,10 +267,81 @@ export class DeliveryWorker {
     return next;
   }
 
-  /** One attempt in a lane (already counted in `active`); the outcome is recorded after it. */
-  private attempt(job: Job, relay: string | null, send: () => Promise<AttemptResult>): void {
+  /** Transactions the relay may have in flight now: its window, within its share of the lanes. */
+  private relayLimit(relay: string): number {
+    return Math.min(this.lanes.perRelay, windowSize(this.window(relay)));
+  }
+
+  private window(relay: string): RelayWindow {
+    let window = this.windows.get(relay);
+    if (window === undefined) this.windows.set(relay, (window = openWindow(this.windowPolicy)));
+    return window;
+  }
+
+  /** The window each relay this worker has sent to has now (metrics, tests). */
+  relayWindows(): Map<string, number> {
+    return new Map([...this.windows].map(([relay, window]) => [relay, windowSize(window)]));
+  }
+
+  /** Feeds the relay's answer to its window (domain/relay-window.ts). */
+  private learn(relay: string, round: number, durationMs: number, result: AttemptResult): void {
+    if (result.transport !== 'smtp') return;
+    const signal = relaySignal(
+      result.ok
+        ? { ok: true, smtpCode: result.smtpCode, reply: result.response, transient: false, durationMs }
+        : {
+            ok: false,
+            smtpCode: result.failure.smtpCode,
+            reply: result.failure.message,
+            transient: result.failure.kind === 'transient',
+            durationMs,
+          },
+      this.windowPolicy,
+    );
+    const before = this.window(relay);
+    const after = nextWindow(
+      before,
+      { signal, round, inFlight: this.relayBusy.get(relay) ?? 1 },
+      this.windowPolicy,
+    );
+    if (after === before) return;
+    this.windows.set(relay, after);
+    if (after.round !== before.round)
+      this.logger.info(
+        { relay, window: windowSize(after), reply: result.ok ? null : result.failure.message },
+        'relay congested; fewer transactions in flight to it',
+      );
+  }
+
+  /**
+   * A relay that refused a connection while it was serving others' of ours has no room for more
+   * just now: its window has shrunk, and the message waits for a lane of that relay instead of
+   * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
+   */
+  private refusedForRoom(relay: string, result: AttemptResult): boolean {
+    return (
+      !result.ok &&
+      result.transport === 'smtp' &&
+      result.failure.kind === 'transient' &&
+      result.failure.command === 'CONN' &&
+      (this.relayBusy.get(relay) ?? 0) > 1
+    );
+  }
+
+  /**
+   * One attempt in a lane (already counted in `active`); the outcome is recorded after it. `lane`
+   * names the relay the attempt goes to and what it needs to wait for a lane there again.
+   */
+  private attempt(
+    job: Job,
+    lane: { relay: string; context: DeliveryContext } | null,
+    send: () => Promise<AttemptResult>,
+  ): void {
+    const relay = lane?.relay ?? null;
     if (relay !== null) this.relayBusy.set(relay, (this.relayBusy.get(relay) ?? 0) + 1);
     const startedAt = this.now();
+    const round = relay === null ? 0 : this.window(relay).round;
+    let waitsAgain = false;
     const recorded = send()
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
@@ -271,29 +359,47 @@ export class DeliveryWorker {
         // next group, so SMTP concurrency does not wait on the database's sync. The lease is
         // held (and renewed) until the outcome is stored.
         this.active--;
-        if (relay !== null) this.releaseRelay(relay);
+        if (lane !== null) {
+          this.learn(lane.relay, round, this.now() - startedAt, result);
+          // Still leased and held: it goes first when the relay has room again.
+          waitsAgain = this.refusedForRoom(lane.relay, result);
+          if (waitsAgain) this.park(lane.relay, { job, context: lane.context }, true);
+          this.releaseRelay(lane.relay);
+        }
         this.wake();
+        if (waitsAgain) return;
         return this.outcomes.record({ row: job.row, startedAt, result });
       })
       .catch((err: unknown) => {
         // The outcome could not be stored; the lease will expire and the message be retried.
         this.logger.error({ err, requestId: job.row.request_id }, 'recording a delivery outcome failed');
       })
-      .finally(() => this.held.delete(job.row.id));
+      .finally(() => {
+        if (!waitsAgain) this.held.delete(job.row.id);
+      });
     this.track(recorded);
   }
 
-  /** A relay's lane came free: the next job parked behind that relay takes it at once. */
+  /**
+   * A relay's lane came free: the jobs parked behind that relay take it at once, and as many more
+   * lanes as its window has grown by.
+   */
   private releaseRelay(relay: string): void {
     const busy = (this.relayBusy.get(relay) ?? 1) - 1;
     if (busy === 0) this.relayBusy.delete(relay);
     else this.relayBusy.set(relay, busy);
-    if (this.stopping || this.active >= this.options.concurrency) return;
-    if (!mayUseLane(this.lanes, busy, this.active + 1)) return;
-    const next = this.unpark(relay);
-    if (next === undefined) return;
-    this.active++;
-    this.attempt(next.job, relay, () => this.deliverer.attempt(next.job.row, next.context));
+    while (
+      !this.stopping &&
+      this.active < this.options.concurrency &&
+      mayUseLane(this.lanes, this.relayBusy.get(relay) ?? 0, this.active + 1, this.relayLimit(relay))
+    ) {
+      const next = this.unpark(relay);
+      if (next === undefined) return;
+      this.active++;
+      this.attempt(next.job, { relay, context: next.context }, () =>
+        this.deliverer.attempt(next.job.row, next.context),
+      );
+    }
   }
 
   private track(work: Promise<void>): void {

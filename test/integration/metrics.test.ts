@@ -99,6 +99,8 @@ describe('GET /metrics', () => {
     expect(sample(after, 'herald_queue_depth', { state: 'queued' })).toBe(0);
     expect(sample(after, 'herald_queue_oldest_due_age_seconds')).toBe(0);
     expect(sample(after, 'herald_smtp_transaction_duration_seconds_count', { outcome: 'sent' })).toBe(2);
+    // The relay's window: it starts at 5 and three answers from one relay at a time grow nothing.
+    expect(sample(after, 'herald_smtp_relay_window', { relay: `127.0.0.1:${sink.port}` })).toBe(5);
     expect(after).toContain('herald_webhook_deliveries_total');
     expect(
       sample(after, 'herald_http_request_duration_seconds_count', {

@@ -137,6 +137,9 @@ beforeAll(async () => {
     HERALD_SMTP_TIMEOUT_MS: String(TIMEOUT_MS),
     HERALD_DELIVERY_MAX_ATTEMPTS: '1',
     HERALD_DELIVERY_POLL_MS: '20',
+    // 20 lanes with 5 reserved, and 5 per relay: five stalled relays could fill the other 15.
+    HERALD_DELIVERY_CONCURRENCY: '20',
+    HERALD_SMTP_MAX_CONNECTIONS: '5',
   });
   worker = createWorker(ctx.services);
   ctx.services.notifications.onAccepted(() => worker.wake());

@@ -48,7 +48,7 @@ const target = (host: string, port: number, extra: Partial<SmtpTarget> = {}): Sm
 
 function mailerWith(allow: string, enforce = true): SmtpMailer {
   const outbound: OutboundPolicy = { enforce, allow: parseOutboundAllow(allow) };
-  return new SmtpMailer({ timeoutMs: 3000, maxConnections: 2, outbound });
+  return new SmtpMailer({ timeoutMs: 3000, outbound });
 }
 
 async function refusal(work: Promise<unknown>): Promise<SmtpDeliveryError> {

@@ -10,7 +10,7 @@ import type { SmtpTarget } from '../../src/mail/smtp-target.js';
  */
 
 const TIMEOUT_MS = 1500;
-const mailer = new SmtpMailer({ timeoutMs: TIMEOUT_MS, maxConnections: 2 });
+const mailer = new SmtpMailer({ timeoutMs: TIMEOUT_MS });
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();

@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { lanePolicy, mayUseLane } from '../../src/domain/lanes.js';
 
 describe('lanes shared between relays', () => {
-  it('gives a relay at most twice its pooled connections and never the reserved quarter', () => {
-    expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 5 })).toEqual({
-      concurrency: 20,
-      perRelay: 10,
-      reserved: 5,
+  it('gives a relay at most its connection ceiling and never the reserved quarter', () => {
+    expect(lanePolicy({ concurrency: 50, smtpMaxConnections: 20 })).toEqual({
+      concurrency: 50,
+      perRelay: 20,
+      reserved: 13,
     });
-    expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 2 }).perRelay).toBe(4);
+    expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 4 }).perRelay).toBe(4);
     expect(lanePolicy({ concurrency: 20, smtpMaxConnections: 50 }).perRelay).toBe(15);
     expect(lanePolicy({ concurrency: 1, smtpMaxConnections: 5 })).toEqual({
       concurrency: 1,
@@ -17,7 +17,7 @@ describe('lanes shared between relays', () => {
     });
   });
 
-  const policy = lanePolicy({ concurrency: 20, smtpMaxConnections: 2 });
+  const policy = lanePolicy({ concurrency: 20, smtpMaxConnections: 4 });
   it.each([
     // busy lanes of this relay, lanes in use in all (this message's included), may use its lane
     [0, 1, true],
@@ -30,6 +30,13 @@ describe('lanes shared between relays', () => {
     [0, 20, true],
   ])('busy %i, active %i → %s', (busy, active, allowed) => {
     expect(mayUseLane(policy, busy, active)).toBe(allowed);
+  });
+
+  it('holds a relay to its window when that is below its share', () => {
+    expect(mayUseLane(policy, 1, 5, 2)).toBe(true);
+    expect(mayUseLane(policy, 2, 5, 2)).toBe(false);
+    // The window never lifts a relay past its share.
+    expect(mayUseLane(policy, 4, 5, 10)).toBe(false);
   });
 
   it('leaves a lane for an idle relay however many relays stall', () => {

@@ -1,0 +1,203 @@
+import { Readable } from 'node:stream';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+
+/**
+ * Connections to one relay with one login, kept open between messages: the only user of
+ * nodemailer's SMTP client. Each transaction has a connection of its own for its whole length, so
+ * the relay's answer to it, a refused connection included, is the answer to that message and to
+ * nothing else; the worker's window per relay (domain/relay-window.ts) learns from exactly that.
+ * How many connections are open at once is the caller's to bound: the worker's lanes never hold
+ * more transactions to a relay than its window.
+ */
+
+export interface RelayConnectionOptions {
+  /** The address to connect to; a name, or the address a name was pinned to. */
+  readonly host: string;
+  readonly port: number;
+  /** The name for TLS when `host` is a pinned address. */
+  readonly servername?: string;
+  /** TLS from the first byte (`smtps://`). */
+  readonly secure: boolean;
+  readonly requireTLS: boolean;
+  readonly ignoreTLS: boolean;
+  readonly auth: { readonly user: string; readonly pass: string } | null;
+  /** Bounds each wait: connect, greeting, and every reply; an idle connection closes after it. */
+  readonly timeoutMs: number;
+}
+
+export interface SmtpEnvelope {
+  readonly from: string;
+  readonly to: string;
+}
+
+interface SmtpClientError extends Error {
+  code?: string;
+  responseCode?: number;
+}
+
+/** Failures of the connection itself rather than replies about the message. */
+function connectionLost(error: SmtpClientError): boolean {
+  return (
+    error.responseCode === 421 ||
+    error.code === 'ECONNECTION' ||
+    error.code === 'ESOCKET' ||
+    error.code === 'ETIMEDOUT'
+  );
+}
+
+const aborted = () => Object.assign(new Error('SMTP transaction aborted'), { code: 'ETIMEDOUT' });
+
+export class RelayPool {
+  private readonly idle: SMTPConnection[] = [];
+  private readonly open = new Set<SMTPConnection>();
+  private closed = false;
+
+  constructor(private readonly options: RelayConnectionOptions) {}
+
+  /**
+   * Sends one message and resolves with the relay's final reply. An aborted send closes its
+   * connection at once (the caller has already given up on it).
+   */
+  async send(envelope: SmtpEnvelope, raw: Buffer, signal: AbortSignal): Promise<string> {
+    // A connection the relay dropped while it was idle fails before a byte of the message is
+    // sent: the message goes on the next idle connection, or a new one.
+    for (let connection = this.idle.pop(); connection !== undefined; connection = this.idle.pop()) {
+      const outcome = await this.transmit(connection, envelope, raw, signal);
+      if (outcome.kind !== 'stale') return this.settle(connection, outcome);
+      this.discard(connection);
+    }
+    const connection = await this.connect(signal);
+    const outcome = await this.transmit(connection, envelope, raw, signal);
+    return this.settle(
+      connection,
+      outcome.kind === 'stale' ? { kind: 'failed', error: outcome.error } : outcome,
+    );
+  }
+
+  /** Connects (and logs in) once, then says goodbye: the dashboard's "verify connection". */
+  async verify(signal: AbortSignal): Promise<void> {
+    const connection = await this.connect(signal);
+    this.open.delete(connection);
+    connection.quit();
+  }
+
+  /** Closes idle connections now and busy ones when their transaction ends. */
+  close(): void {
+    this.closed = true;
+    for (const connection of this.idle.splice(0)) connection.quit();
+  }
+
+  private connect(signal: AbortSignal): Promise<SMTPConnection> {
+    if (this.closed) return Promise.reject(new Error('SMTP transport is closed'));
+    const { auth, timeoutMs } = this.options;
+    const connection = new SMTPConnection({
+      host: this.options.host,
+      port: this.options.port,
+      servername: this.options.servername,
+      secure: this.options.secure,
+      requireTLS: this.options.requireTLS,
+      ignoreTLS: this.options.ignoreTLS,
+      connectionTimeout: timeoutMs,
+      greetingTimeout: timeoutMs,
+      socketTimeout: timeoutMs,
+      dnsTimeout: timeoutMs,
+    });
+    this.open.add(connection);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (error: Error) => {
+        this.forget(connection);
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', abort);
+        connection.close();
+        reject(error);
+      };
+      const abort = () => fail(aborted());
+      const ready = () => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', abort);
+        resolve(connection);
+      };
+      // For the connection's whole life: an unheard 'error' would end the process. A connection
+      // that fails or ends while idle leaves the pool.
+      connection.on('error', fail);
+      connection.once('end', () =>
+        fail(Object.assign(new Error('Connection closed'), { code: 'ECONNECTION' })),
+      );
+      if (signal.aborted) return abort();
+      signal.addEventListener('abort', abort, { once: true });
+      connection.connect((error) => {
+        if (error) return fail(error);
+        // As nodemailer's own transports do: a relay that offers no AUTH is not sent the login.
+        if (auth === null || !connection.allowsAuth) return ready();
+        connection.login({ credentials: { user: auth.user, pass: auth.pass } }, (failure) =>
+          failure ? fail(failure) : ready(),
+        );
+      });
+    });
+  }
+
+  private transmit(
+    connection: SMTPConnection,
+    envelope: SmtpEnvelope,
+    raw: Buffer,
+    signal: AbortSignal,
+  ): Promise<
+    | { kind: 'sent'; response: string }
+    | { kind: 'failed'; error: SmtpClientError }
+    | { kind: 'stale'; error: SmtpClientError }
+  > {
+    const message = Readable.from([raw], { objectMode: false });
+    return new Promise((resolve) => {
+      const abort = () => {
+        connection.close();
+        resolve({ kind: 'failed', error: aborted() });
+      };
+      if (signal.aborted) return abort();
+      signal.addEventListener('abort', abort, { once: true });
+      connection.send({ from: envelope.from, to: [envelope.to] }, message, (error, info) => {
+        signal.removeEventListener('abort', abort);
+        if (!error) return resolve({ kind: 'sent', response: String(info?.response ?? '250 OK') });
+        const stale = !message.readableDidRead && connectionLost(error);
+        resolve({ kind: stale ? 'stale' : 'failed', error });
+      });
+    });
+  }
+
+  /** Puts the connection back for the next message, or closes it; returns the reply or throws. */
+  private settle(
+    connection: SMTPConnection,
+    outcome: { kind: 'sent'; response: string } | { kind: 'failed' | 'stale'; error: SmtpClientError },
+  ): string {
+    if (outcome.kind === 'sent') {
+      this.release(connection);
+      return outcome.response;
+    }
+    const { error } = outcome;
+    if ((error.code === 'EENVELOPE' || error.code === 'EMESSAGE') && error.responseCode !== 421) {
+      // The relay refused this message; the connection is fine once the session is reset.
+      connection.reset((failure) => (failure ? this.discard(connection) : this.release(connection)));
+    } else {
+      this.discard(connection);
+    }
+    throw error;
+  }
+
+  private release(connection: SMTPConnection): void {
+    if (this.closed || !this.open.has(connection)) this.discard(connection);
+    else this.idle.push(connection);
+  }
+
+  private discard(connection: SMTPConnection): void {
+    this.forget(connection);
+    connection.close();
+  }
+
+  private forget(connection: SMTPConnection): void {
+    this.open.delete(connection);
+    const at = this.idle.indexOf(connection);
+    if (at >= 0) this.idle.splice(at, 1);
+  }
+}
