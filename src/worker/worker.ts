@@ -64,6 +64,15 @@ export class DeliveryWorker {
   private stopping = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
+  /**
+   * Whether a claim may find rows now. A claim that found fewer than it asked for has emptied the
+   * queue of what this worker may take: the next one waits for new work, a poll interval, or a
+   * project no longer left out. Each claim reads past every row of the projects it leaves out, so
+   * claiming again at each freed lane cost a query over the whole backlog per message.
+   */
+  private mayFindMore = true;
+  private nextClaimAt = 0;
+  private leftOut = new Set<number>();
   private renewTimer: NodeJS.Timeout | null = null;
   private readonly heartbeat: Heartbeat;
   private readonly outcomes: OutcomeRecorder;
@@ -111,8 +120,14 @@ export class DeliveryWorker {
     );
   }
 
-  /** New work may be due now (the in-process API just accepted something). */
+  /** New work may be due now (the in-process API just accepted something, leases came back). */
   wake(): void {
+    this.mayFindMore = true;
+    this.wakeUp?.();
+  }
+
+  /** A lane came free or a job was parked: dispatch more, without a claim unless one may help. */
+  private resume(): void {
     this.wakeUp?.();
   }
 
@@ -133,10 +148,16 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     while (!this.stopping) {
       let claimed = 0;
+      const leaveOut = this.saturatedProjects();
       // Refill before the backlog runs dry, so the lanes never wait for a claim.
-      if (this.backlog.length < Math.max(this.options.concurrency, this.options.batchSize / 2)) {
+      if (
+        this.backlog.length < Math.max(this.options.concurrency, this.options.batchSize / 2) &&
+        (this.mayFindMore ||
+          this.now() >= this.nextClaimAt ||
+          [...this.leftOut].some((project) => !leaveOut.includes(project)))
+      ) {
         try {
-          claimed = await this.claim();
+          claimed = await this.claim(leaveOut);
         } catch (err) {
           this.logger.error({ err }, 'claiming due notifications failed; retrying');
           await this.sleep(this.options.pollMs);
@@ -152,15 +173,18 @@ export class DeliveryWorker {
     }
   }
 
-  private async claim(): Promise<number> {
+  private async claim(leaveOut: number[]): Promise<number> {
     const now = this.now();
     const rows = await this.storage.claimDue({
       now,
       owner: this.owner,
       leaseUntil: now + this.options.leaseMs,
       limit: this.options.batchSize,
-      excludeProjects: this.saturatedProjects(),
+      excludeProjects: leaveOut,
     });
+    this.mayFindMore = rows.length >= this.options.batchSize;
+    this.nextClaimAt = now + this.options.pollMs;
+    this.leftOut = new Set(leaveOut);
     if (rows.length === 0) return 0;
     for (const row of rows) this.held.add(row.id);
     const batch = this.loader.batch();
@@ -234,7 +258,7 @@ export class DeliveryWorker {
         // The relay holds its window, or only the reserved lanes are left: give the lane back.
         this.active--;
         this.park(relay, { job, context });
-        this.wake();
+        this.resume();
         return;
       }
       this.attempt(job, relay === null || context === null ? null : { relay, context }, () =>
@@ -366,7 +390,7 @@ export class DeliveryWorker {
           if (waitsAgain) this.park(lane.relay, { job, context: lane.context }, true);
           this.releaseRelay(lane.relay);
         }
-        this.wake();
+        this.resume();
         if (waitsAgain) return;
         return this.outcomes.record({ row: job.row, startedAt, result });
       })
