@@ -64,6 +64,7 @@ export class DeliveryWorker {
   private stopping = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
+  private wokenMeanwhile = false;
   /**
    * Whether a claim may find rows now. A claim that found fewer than it asked for has emptied the
    * queue of what this worker may take: the next one waits for new work, a poll interval, or a
@@ -71,6 +72,8 @@ export class DeliveryWorker {
    * claiming again at each freed lane cost a query over the whole backlog per message.
    */
   private mayFindMore = true;
+  /** Counts wake() calls, so a wake that lands while a claim runs is not lost when it ends. */
+  private wakes = 0;
   private nextClaimAt = 0;
   private leftOut = new Set<number>();
   private renewTimer: NodeJS.Timeout | null = null;
@@ -123,12 +126,14 @@ export class DeliveryWorker {
   /** New work may be due now (the in-process API just accepted something, leases came back). */
   wake(): void {
     this.mayFindMore = true;
-    this.wakeUp?.();
+    this.wakes++;
+    this.resume();
   }
 
   /** A lane came free or a job was parked: dispatch more, without a claim unless one may help. */
   private resume(): void {
-    this.wakeUp?.();
+    if (this.wakeUp === null) this.wokenMeanwhile = true;
+    else this.wakeUp();
   }
 
   /** The first heartbeat is written before the first claim: a worker is never unknown to its peers. */
@@ -175,6 +180,7 @@ export class DeliveryWorker {
 
   private async claim(leaveOut: number[]): Promise<number> {
     const now = this.now();
+    const wakes = this.wakes;
     const rows = await this.storage.claimDue({
       now,
       owner: this.owner,
@@ -182,7 +188,8 @@ export class DeliveryWorker {
       limit: this.options.batchSize,
       excludeProjects: leaveOut,
     });
-    this.mayFindMore = rows.length >= this.options.batchSize;
+    // Work accepted while the claim ran may have committed after the claim's snapshot.
+    this.mayFindMore = rows.length >= this.options.batchSize || this.wakes !== wakes;
     this.nextClaimAt = now + this.options.pollMs;
     this.leftOut = new Set(leaveOut);
     if (rows.length === 0) return 0;
@@ -471,6 +478,11 @@ export class DeliveryWorker {
   }
 
   private sleep(ms: number): Promise<void> {
+    // Woken while the loop was busy (a claim, the idle look-up): there may be work already.
+    if (this.wokenMeanwhile) {
+      this.wokenMeanwhile = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker } from '../../src/compose.js';
+import type { ClaimRequest } from '../../src/storage/storage.js';
+import type { DeliveryWorker } from '../../src/worker/worker.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * The in-process API wakes the worker for each accepted send, and no wake is lost, not even one
+ * that lands while a claim is running (its snapshot was taken before the new row committed). The
+ * poll interval is a minute here, so a lost wake leaves its message waiting far past the waits
+ * below.
+ */
+
+let sink: SmtpSink;
+let ctx: TestContext;
+let worker: DeliveryWorker;
+let apiKey: string;
+/** Called inside the next claim, after its query and before it returns. */
+let duringNextClaim: (() => Promise<void>) | null = null;
+let claims = 0;
+
+async function send(to: string): Promise<void> {
+  const response = await ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications',
+    headers: { authorization: `Bearer ${apiKey}` },
+    payload: { template: 'user_created', to, data: { user_name: 'Jo' } },
+  });
+  expect(response.statusCode).toBe(202);
+}
+
+beforeAll(async () => {
+  sink = await new SmtpSink().start();
+  ctx = await createTestContext({
+    HERALD_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+    HERALD_DELIVERY_POLL_MS: '60000',
+  });
+  apiKey = (await seedProject(ctx.services)).apiKey;
+  const { storage } = ctx.services;
+  const claimDue = storage.claimDue.bind(storage);
+  storage.claimDue = async (claim: ClaimRequest) => {
+    const rows = await claimDue(claim);
+    claims++;
+    const during = duringNextClaim;
+    duringNextClaim = null;
+    await during?.();
+    return rows;
+  };
+  worker = createWorker(ctx.services);
+  ctx.services.notifications.onAccepted(() => worker.wake());
+  worker.start();
+  await waitUntil(() => (claims > 0 ? true : undefined), { what: 'the first claim' });
+});
+
+afterAll(async () => {
+  await worker.stop();
+  await ctx.close();
+  await sink.stop();
+});
+
+describe('waking the worker', () => {
+  it('claims a send accepted while a claim that missed it was running', { timeout: 60_000 }, async () => {
+    const during = new Promise<void>((resolve) => {
+      duringNextClaim = async () => {
+        await send('during@example.org');
+        resolve();
+      };
+    });
+    await send('first@example.org');
+    await during;
+    await waitUntil(() => (sink.messages.length >= 2 ? true : undefined), {
+      timeoutMs: 20_000,
+      what: 'both messages at the relay, well before the 60 s poll',
+    });
+    expect(sink.messages.map((m) => m.envelopeTo).sort()).toEqual([
+      ['during@example.org'],
+      ['first@example.org'],
+    ]);
+  });
+});
