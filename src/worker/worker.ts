@@ -6,21 +6,14 @@ import { nextDueAt, releaseClaims } from '../storage/notifications.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { lanePolicy, mayUseLane, type LanePolicy } from '../domain/lanes.js';
-import {
-  nextWindow,
-  openWindow,
-  relaySignal,
-  windowPolicy,
-  windowSize,
-  type RelayWindow,
-  type WindowPolicy,
-} from '../domain/relay-window.js';
+import { windowPolicy } from '../domain/relay-window.js';
 import type { AttemptResult, Deliverer } from './deliver.js';
 import { Heartbeat } from './heartbeat.js';
 import { suppressedMessage, suppressionKey, type SuppressionReason } from '../domain/suppression.js';
 import { suppressedAmong } from '../storage/suppressions.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import { OutcomeRecorder, type DeliveryOutcome, type StoredOutcome } from './outcomes.js';
+import { RelayWindows } from './relay-windows.js';
 
 /** The delivery settings the worker loop uses (documented in config.ts). */
 export type WorkerOptions = Pick<
@@ -53,9 +46,8 @@ export class DeliveryWorker {
   /** Jobs loaded after a stop began (or whose dispatch failed): released with the backlog. */
   private readonly releasedAtStop: Job[] = [];
   private readonly lanes: LanePolicy;
-  private readonly windowPolicy: WindowPolicy;
   /** Per relay: how many transactions it may have in flight, learned from its answers. */
-  private readonly windows = new Map<string, RelayWindow>();
+  private readonly windows: RelayWindows;
   /** Ids this worker holds a lease on: claimed and waiting, or being sent. */
   private readonly held = new Set<number>();
   private active = 0;
@@ -91,7 +83,7 @@ export class DeliveryWorker {
     private readonly now: () => number = Date.now,
   ) {
     this.lanes = lanePolicy(options);
-    this.windowPolicy = windowPolicy(options);
+    this.windows = new RelayWindows(windowPolicy(options), logger);
     this.heartbeat = new Heartbeat(
       storage,
       this.owner,
@@ -300,52 +292,16 @@ export class DeliveryWorker {
 
   /** Transactions the relay may have in flight now: its window, within its share of the lanes. */
   private relayLimit(relay: string): number {
-    return Math.min(this.lanes.perRelay, windowSize(this.window(relay)));
-  }
-
-  private window(relay: string): RelayWindow {
-    let window = this.windows.get(relay);
-    if (window === undefined) this.windows.set(relay, (window = openWindow(this.windowPolicy)));
-    return window;
+    return Math.min(this.lanes.perRelay, this.windows.size(relay));
   }
 
   /** The window each relay this worker has sent to has now (metrics, tests). */
   relayWindows(): Map<string, number> {
-    return new Map([...this.windows].map(([relay, window]) => [relay, windowSize(window)]));
-  }
-
-  /** Feeds the relay's answer to its window (domain/relay-window.ts). */
-  private learn(relay: string, round: number, durationMs: number, result: AttemptResult): void {
-    if (result.transport !== 'smtp') return;
-    const signal = relaySignal(
-      result.ok
-        ? { ok: true, smtpCode: result.smtpCode, reply: result.response, transient: false, durationMs }
-        : {
-            ok: false,
-            smtpCode: result.failure.smtpCode,
-            reply: result.failure.message,
-            transient: result.failure.kind === 'transient',
-            durationMs,
-          },
-      this.windowPolicy,
-    );
-    const before = this.window(relay);
-    const after = nextWindow(
-      before,
-      { signal, round, inFlight: this.relayBusy.get(relay) ?? 1 },
-      this.windowPolicy,
-    );
-    if (after === before) return;
-    this.windows.set(relay, after);
-    if (after.round !== before.round)
-      this.logger.info(
-        { relay, window: windowSize(after), reply: result.ok ? null : result.failure.message },
-        'relay congested; fewer transactions in flight to it',
-      );
+    return this.windows.sizes();
   }
 
   /**
-   * A relay that refused a connection while it was serving others' of ours has no room for more
+   * A relay that refused a connection while it was serving others of ours has no room for more
    * just now: its window has shrunk, and the message waits for a lane of that relay instead of
    * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
    */
@@ -371,7 +327,7 @@ export class DeliveryWorker {
     const relay = lane?.relay ?? null;
     if (relay !== null) this.relayBusy.set(relay, (this.relayBusy.get(relay) ?? 0) + 1);
     const startedAt = this.now();
-    const round = relay === null ? 0 : this.window(relay).round;
+    const round = relay === null ? 0 : this.windows.round(relay);
     let waitsAgain = false;
     const recorded = send()
       .catch((err: unknown): AttemptResult => {
@@ -391,7 +347,8 @@ export class DeliveryWorker {
         // held (and renewed) until the outcome is stored.
         this.active--;
         if (lane !== null) {
-          this.learn(lane.relay, round, this.now() - startedAt, result);
+          const inFlight = this.relayBusy.get(lane.relay) ?? 1;
+          this.windows.learn(lane.relay, { round, inFlight, durationMs: this.now() - startedAt }, result);
           // Still leased and held: it goes first when the relay has room again.
           waitsAgain = this.refusedForRoom(lane.relay, result);
           if (waitsAgain) this.park(lane.relay, { job, context: lane.context }, true);
