@@ -1,6 +1,6 @@
 /**
- * Herald's benchmark suite: `npm run bench` (about 10 minutes) or `npm run bench -- --quick`
- * (about 2). Measures Herald against baselines run in the same session on the same machine,
+ * Herald's benchmark suite: `npm run bench` (about 12 minutes) or `npm run bench -- --quick`
+ * (about 4). Measures Herald against baselines run in the same session on the same machine,
  * prints a table and writes bench/results/latest.{md,svg,json}. See bench/lib/settings.ts for
  * the options and bench/scenarios/ for what each figure means.
  */
@@ -22,6 +22,7 @@ import { runBatch } from './scenarios/batch.js';
 import { runDelivery } from './scenarios/delivery.js';
 import { runEndToEnd } from './scenarios/end-to-end.js';
 import { runGrowth } from './scenarios/growth.js';
+import { runSlowRelay, SLOW_RELAY_SESSIONS } from './scenarios/slow-relay.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(repoRoot, 'bench', 'results');
@@ -167,6 +168,15 @@ async function main(): Promise<number> {
   if (wants('batch')) {
     const batch = { size: settings.batchSize, connections: settings.batchConnections };
     await phase('batch', (problem) => runBatch(ctx, (results.batch = batch), problem));
+  }
+  if (wants('slow-relay')) {
+    const slow = {
+      count: settings.slowRelayCount,
+      sessions: SLOW_RELAY_SESSIONS,
+      sourcePayloadBytes: 0,
+      rssMb: {},
+    };
+    await phase('slow relay', (problem) => runSlowRelay(ctx, (results.slowRelay = slow), problem));
   }
 
   // Interrupted: the signal handler is cleaning up and exits; a partial report would mislead.

@@ -3,7 +3,7 @@
  * its baseline, the ratio, the goal and whether it was met; and the bars of the chart.
  */
 import type { ChartItem } from './chart.js';
-import { GOALS, type BatchRun, type BenchResults } from './results.js';
+import { GOALS, type BatchRun, type BenchResults, type DeliveryResult } from './results.js';
 import { formatMs, formatNumber } from './stats.js';
 import type { WrkResult } from './wrk.js';
 
@@ -41,6 +41,26 @@ function ratioRow(
   }
   const ratio = herald / baseline;
   return { figure, ...texts, ratio: ratio.toFixed(2), goal: `≥ ${goal}`, met: ratio >= goal };
+}
+
+function deliveryRow(figure: string, delivery: DeliveryResult | undefined, goal: number): Row {
+  const heraldText =
+    delivery?.heraldRate === undefined
+      ? NOT_MEASURED
+      : `${formatNumber(delivery.heraldRate)} msgs/s${delivery.timedOut === true ? ' (timed out)' : ''}`;
+  return ratioRow(
+    figure,
+    delivery?.timedOut === true ? undefined : delivery?.heraldRate,
+    delivery?.sourceRate,
+    {
+      herald: heraldText,
+      baseline:
+        delivery?.sourceRate === undefined
+          ? NOT_MEASURED
+          : `smtp-source -s ${delivery.sessions} ${formatNumber(delivery.sourceRate)} msgs/s`,
+    },
+    goal,
+  );
 }
 
 export function peakRssMb(results: BenchResults): number | undefined {
@@ -86,22 +106,10 @@ export function figureRows(results: BenchResults): Row[] {
       GOALS.batch,
     ),
   );
-  const deliveredText =
-    delivery?.heraldRate === undefined
-      ? NOT_MEASURED
-      : `${formatNumber(delivery.heraldRate)} msgs/s${delivery.timedOut === true ? ' (timed out)' : ''}`;
   rows.push(
-    ratioRow(
+    deliveryRow(
       `Delivery, ${formatNumber(delivery?.count ?? results.settings.deliveryCount)} messages`,
-      delivery?.timedOut === true ? undefined : delivery?.heraldRate,
-      delivery?.sourceRate,
-      {
-        herald: deliveredText,
-        baseline:
-          delivery?.sourceRate === undefined
-            ? NOT_MEASURED
-            : `smtp-source ${formatNumber(delivery.sourceRate)} msgs/s`,
-      },
+      delivery,
       GOALS.delivery,
     ),
   );
@@ -147,6 +155,13 @@ export function figureRows(results: BenchResults): Row[] {
       met: undefined,
     });
   }
+  rows.push(
+    deliveryRow(
+      `Delivery through a slow relay (1 s per message), ${formatNumber(results.slowRelay?.count ?? results.settings.slowRelayCount)} messages`,
+      results.slowRelay,
+      GOALS.slowRelay,
+    ),
+  );
   const rss = peakRssMb(results);
   rows.push({
     figure: 'Peak RSS (accept, delivery)',
@@ -204,6 +219,17 @@ export function chartItems(results: BenchResults): ChartItem[] {
       herald: { label: 'Herald worker', value: delivery.heraldRate },
       baseline: { label: 'smtp-source', value: delivery.sourceRate },
       goal: ratioGoal(delivery.sourceRate, GOALS.delivery),
+      higherIsBetter: true,
+    });
+  }
+  const slow = results.slowRelay;
+  if (slow?.heraldRate !== undefined && slow.sourceRate !== undefined) {
+    items.push({
+      title: `Delivery through a slow relay, ${formatNumber(slow.count)} messages`,
+      unit: 'msgs/s',
+      herald: { label: 'Herald worker (defaults)', value: slow.heraldRate },
+      baseline: { label: `smtp-source -s ${slow.sessions}`, value: slow.sourceRate },
+      goal: ratioGoal(slow.sourceRate, GOALS.slowRelay),
       higherIsBetter: true,
     });
   }

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { renderChart } from './chart.js';
 import { chartItems, figureRows, type Row } from './figures.js';
 import { busyWarning, type Machine } from './machine.js';
-import type { BatchRun, BenchResults } from './results.js';
+import type { BatchRun, BenchResults, DeliveryResult } from './results.js';
+import type { Settings } from './settings.js';
 import { formatMs, formatNumber } from './stats.js';
 import type { WrkResult } from './wrk.js';
 
@@ -56,6 +57,30 @@ function batchTable(entries: [string, BatchRun | undefined, string][]): string[]
   return lines;
 }
 
+/** How a delivery figure was measured: what was sent where, message sizes, times and final states. */
+function deliveryDetails(title: string, delivery: DeliveryResult, s: Settings, sink: string): string[] {
+  const out = [title, ''];
+  out.push(
+    `${formatNumber(delivery.count)} notifications queued through \`serve --role api\`${delivery.fillRate === undefined ? '' : ` (${formatNumber(delivery.fillRate)} req/s with ${s.connections} keep-alive connections)`}, then drained by \`serve --role worker\` into ${sink}. Baseline: \`${delivery.sourceCommand ?? 'smtp-source'}\` into a sink of its own of the same kind. Rates are counted at the sink, from the first to the last message.`,
+    '',
+  );
+  out.push(
+    `- Message size: Herald ${delivery.heraldMessageBytes === undefined ? 'unknown' : `${delivery.heraldMessageBytes} bytes`}; smtp-source payload \`-l ${delivery.sourcePayloadBytes}\` (its own header lines bring it to the same size).`,
+  );
+  if (delivery.heraldSeconds !== undefined) {
+    out.push(
+      `- Herald: ${formatNumber(delivery.heraldSeconds, 2)} s first to last message; ${formatNumber(delivery.heraldSecondsFromSpawn ?? 0, 2)} s from spawning the worker (includes its start-up).`,
+    );
+    out.push(
+      `- Final states: ${delivery.delivered ?? '?'} sent, ${delivery.failed ?? '?'} failed${delivery.timedOut === true ? '; timed out before all arrived' : ''}.`,
+    );
+  }
+  if (delivery.sourceSeconds !== undefined)
+    out.push(`- smtp-source: ${formatNumber(delivery.sourceSeconds, 2)} s first to last message.`);
+  out.push('');
+  return out;
+}
+
 function details(results: BenchResults): string[] {
   const { settings: s, accept, delivery, endToEnd, growth, batch } = results;
   const out: string[] = ['## Details', ''];
@@ -76,27 +101,8 @@ function details(results: BenchResults): string[] {
     );
     if (accept.postgresSkipped !== undefined) out.push(`${accept.postgresSkipped}.`, '');
   }
-  if (delivery !== undefined) {
-    out.push('### 2. Delivery throughput', '');
-    out.push(
-      `${formatNumber(delivery.count)} notifications queued through \`serve --role api\`${delivery.fillRate === undefined ? '' : ` (${formatNumber(delivery.fillRate)} req/s with ${s.connections} keep-alive connections)`}, then drained by \`serve --role worker\` into \`smtp-sink\`. Baseline: \`${delivery.sourceCommand ?? 'smtp-source'}\` into its own \`smtp-sink\`. Rates are counted at the sink, from the first to the last message.`,
-      '',
-    );
-    out.push(
-      `- Message size: Herald ${delivery.heraldMessageBytes === undefined ? 'unknown' : `${delivery.heraldMessageBytes} bytes`}; smtp-source payload \`-l ${delivery.sourcePayloadBytes}\` (its own header lines bring it to the same size).`,
-    );
-    if (delivery.heraldSeconds !== undefined) {
-      out.push(
-        `- Herald: ${formatNumber(delivery.heraldSeconds, 2)} s first to last message; ${formatNumber(delivery.heraldSecondsFromSpawn ?? 0, 2)} s from spawning the worker (includes its start-up).`,
-      );
-      out.push(
-        `- Final states: ${delivery.delivered ?? '?'} sent, ${delivery.failed ?? '?'} failed${delivery.timedOut === true ? `; timed out after ${s.drainTimeoutS} s` : ''}.`,
-      );
-    }
-    if (delivery.sourceSeconds !== undefined)
-      out.push(`- smtp-source: ${formatNumber(delivery.sourceSeconds, 2)} s first to last message.`);
-    out.push('');
-  }
+  if (delivery !== undefined)
+    out.push(...deliveryDetails('### 2. Delivery throughput', delivery, s, 'smtp-sink'));
   if (endToEnd !== undefined && endToEnd.length > 0) {
     out.push('### 3. End to end', '');
     for (const e of endToEnd) {
@@ -171,6 +177,15 @@ function details(results: BenchResults): string[] {
     if (batch.rssMb !== undefined)
       out.push(`Peak RSS of Herald (role api) in this phase: ${formatNumber(batch.rssMb, 1)} MB.`, '');
   }
+  if (results.slowRelay !== undefined)
+    out.push(
+      ...deliveryDetails(
+        '### 7. Delivery through a slow relay',
+        results.slowRelay,
+        s,
+        `\`smtp-sink -w ${results.slowRelay.relayDelayS ?? '?'}\` (every DATA command answered after ${results.slowRelay.relayDelayS ?? '?'} s), Herald with its default delivery settings`,
+      ),
+    );
   return out;
 }
 

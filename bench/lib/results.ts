@@ -9,6 +9,7 @@ export const GOALS = {
   delivery: 0.3,
   growth: 0.9,
   batch: 0.5,
+  slowRelay: 0.9,
   peakRssMb: 250,
 } as const;
 
@@ -58,6 +59,8 @@ export interface EndToEndResult {
 export interface DeliveryResult {
   count: number;
   sessions: number;
+  /** Seconds the sink waits before answering each DATA command; none for a local relay. */
+  relayDelayS?: number;
   /** Average size of a Herald message as the sink received it, and smtp-source's -l for the same size. */
   heraldMessageBytes?: number;
   sourcePayloadBytes: number;
@@ -123,6 +126,8 @@ export interface BenchResults {
   accept?: AcceptResult;
   endToEnd?: EndToEndResult[];
   delivery?: DeliveryResult;
+  /** Delivery through a relay that takes a second per message (figure 7). */
+  slowRelay?: DeliveryResult;
   growth?: GrowthResult;
   batch?: BatchResult;
   problems: Problem[];

@@ -1,7 +1,7 @@
 /** Command-line options of `npm run bench` and the sizes of a full and a --quick run. */
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['accept', 'e2e', 'delivery', 'growth', 'batch'] as const;
+export const PHASES = ['accept', 'e2e', 'delivery', 'growth', 'batch', 'slow-relay'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Settings {
@@ -18,6 +18,8 @@ export interface Settings {
   /** Delivery: notifications drained by the worker, and smtp-source's parallel sessions. */
   deliveryCount: number;
   smtpSessions: number;
+  /** Slow relay: notifications sent through a relay that takes a second per message. */
+  slowRelayCount: number;
   /** End to end: seconds of paced load at half the measured accept rate, and of draining after it. */
   endToEndS: number;
   endToEndDrainS: number;
@@ -34,7 +36,8 @@ export interface Settings {
 
 export const USAGE = `Usage: npm run bench -- [options]
 
-  --quick              short run (5 s wrk and batch runs, 2,000 deliveries, 100,000 stored): about 2 minutes
+  --quick              short run (5 s wrk and batch runs, 2,000 deliveries, 600 through a slow relay,
+                       100,000 stored): about 3 minutes
   --phases LIST        comma-separated subset of: ${PHASES.join(',')} (default: all)
   --no-build           use the existing dist/ instead of running npm run build first
   --no-pg              skip PostgreSQL even when it is reachable
@@ -87,6 +90,7 @@ export function parseSettings(argv: string[]): Settings | 'help' {
     connections: 64,
     deliveryCount: quick ? 2_000 : 20_000,
     smtpSessions: positive(values.sessions, 8, 'sessions'),
+    slowRelayCount: quick ? 600 : 1_200,
     endToEndS: quick ? 4 : 20,
     endToEndDrainS: quick ? 45 : 120,
     drainTimeoutS: quick ? 60 : 300,

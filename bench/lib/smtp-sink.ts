@@ -31,9 +31,11 @@ export interface Sink {
   stop(): Promise<void>;
 }
 
-export async function startSink(options: { dumpFile?: string } = {}): Promise<Sink> {
+export async function startSink(options: { dumpFile?: string; delayS?: number } = {}): Promise<Sink> {
   const port = await freePort();
   const args = ['-c'];
+  // A relay far away: each session waits this long before its DATA command is answered.
+  if (options.delayS !== undefined) args.push('-w', String(options.delayS));
   // smtp-sink refuses to run as root without dropping privileges.
   if (process.getuid?.() === 0) args.push('-u', 'nobody');
   if (options.dumpFile !== undefined) {

@@ -27,8 +27,22 @@ function rateOf(wait: SinkWait, count: number): number {
   return end > wait.firstAt ? messages / ((end - wait.firstAt) / 1000) : 0;
 }
 
-async function withSink<T>(dumpFile: string | undefined, fn: (sink: Sink) => Promise<T>): Promise<T> {
-  const sink = await startSink(dumpFile === undefined ? {} : { dumpFile });
+/** How the sink of a delivery figure behaves: a local relay, or one that takes `delayS` per message. */
+export interface RelayShape {
+  /** Names the figure in progress lines and data directories. */
+  readonly name: string;
+  readonly delayS?: number;
+  /** Longest either side may take to deliver every message; the run's drain timeout otherwise. */
+  readonly timeoutS?: number;
+}
+
+const LOCAL: RelayShape = { name: 'delivery' };
+
+async function withSink<T>(
+  options: { dumpFile?: string; delayS?: number },
+  fn: (sink: Sink) => Promise<T>,
+): Promise<T> {
+  const sink = await startSink(options);
   try {
     return await fn(sink);
   } finally {
@@ -39,7 +53,7 @@ async function withSink<T>(dumpFile: string | undefined, fn: (sink: Sink) => Pro
 /** Average size of a message Herald sends for the bench template, as smtp-sink stores it. */
 async function heraldMessageBytes(ctx: Context): Promise<number> {
   const dumpFile = join(ctx.workDir, 'dumps', 'herald.txt');
-  await withSink(dumpFile, async (sink) => {
+  await withSink({ dumpFile }, async (sink) => {
     const instance = await prepareInstance(ctx, 'delivery-probe', { smtpUrl: sink.url });
     const herald = await startRole(ctx, instance, 'all');
     try {
@@ -68,7 +82,7 @@ async function heraldMessageBytes(ctx: Context): Promise<number> {
 async function sourceOverheadBytes(ctx: Context): Promise<number> {
   const dumpFile = join(ctx.workDir, 'dumps', 'source.txt');
   const payload = 100;
-  await withSink(dumpFile, async (sink) => {
+  await withSink({ dumpFile }, async (sink) => {
     await runSmtpSource({
       port: sink.port,
       messages: 1,
@@ -83,16 +97,16 @@ async function sourceOverheadBytes(ctx: Context): Promise<number> {
   return size - payload;
 }
 
-async function measureSource(ctx: Context, out: DeliveryResult): Promise<void> {
+async function measureSource(ctx: Context, out: DeliveryResult, relay: RelayShape): Promise<void> {
   const count = out.count;
-  await withSink(undefined, async (sink) => {
-    progress.start(`delivery: smtp-source, ${count} messages`, () => `sink ${sink.count()}/${count}`);
+  await withSink({ delayS: relay.delayS }, async (sink) => {
+    progress.start(`${relay.name}: smtp-source, ${count} messages`, () => `sink ${sink.count()}/${count}`);
     out.sourceCommand = await runSmtpSource({
       port: sink.port,
       messages: count,
       sessions: out.sessions,
       payloadBytes: out.sourcePayloadBytes,
-      timeoutMs: ctx.settings.drainTimeoutS * 1000,
+      timeoutMs: (relay.timeoutS ?? ctx.settings.drainTimeoutS) * 1000,
     });
     const wait = await sink.waitFor(count, 10_000);
     progress.stop();
@@ -100,18 +114,18 @@ async function measureSource(ctx: Context, out: DeliveryResult): Promise<void> {
       throw new Error(`smtp-source: only ${wait.count} of ${count} messages reached the sink`);
     out.sourceRate = rateOf(wait, count);
     out.sourceSeconds = ((wait.lastAt ?? 0) - (wait.firstAt ?? 0)) / 1000;
-    progress.log(`  delivery, smtp-source: ${Math.round(out.sourceRate)} msgs/s`);
+    progress.log(`  ${relay.name}, smtp-source: ${Math.round(out.sourceRate)} msgs/s`);
   });
 }
 
-async function measureHerald(ctx: Context, out: DeliveryResult): Promise<void> {
+async function measureHerald(ctx: Context, out: DeliveryResult, relay: RelayShape): Promise<void> {
   const count = out.count;
-  const instance = await prepareInstance(ctx, 'delivery');
+  const instance = await prepareInstance(ctx, relay.name);
   const api = await startRole(ctx, instance, 'api');
   let filled = 0;
   try {
     const agent = keepAliveAgent(ctx.settings.connections);
-    progress.start(`delivery: queueing ${count} through role api`, () => `${filled}/${count}`);
+    progress.start(`${relay.name}: queueing ${count} through role api`, () => `${filled}/${count}`);
     const started = performance.now();
     await runPool(count, ctx.settings.connections, async (i) => {
       await sendNotification(agent, api.port, instance.project.apiKey, i);
@@ -129,14 +143,14 @@ async function measureHerald(ctx: Context, out: DeliveryResult): Promise<void> {
   if (before.queued !== count)
     throw new Error(`after ${count} accepted sends ${before.queued} are queued (expected all)`);
 
-  await withSink(undefined, async (sink) => {
+  await withSink({ delayS: relay.delayS }, async (sink) => {
     const spawned = performance.now();
     const worker = await startRole(ctx, instance, 'worker', { smtpUrl: sink.url });
     try {
       const wait = await drainIntoSink(sink, count, {
         dataDir: instance.dataDir,
-        label: `delivery: role worker draining ${count}`,
-        timeoutMs: ctx.settings.drainTimeoutS * 1000,
+        label: `${relay.name}: role worker draining ${count}`,
+        timeoutMs: (relay.timeoutS ?? ctx.settings.drainTimeoutS) * 1000,
         process: worker.process,
       });
       out.timedOut = !wait.reached;
@@ -144,7 +158,7 @@ async function measureHerald(ctx: Context, out: DeliveryResult): Promise<void> {
       out.heraldSeconds = ((wait.lastAt ?? performance.now()) - (wait.firstAt ?? spawned)) / 1000;
       out.heraldSecondsFromSpawn = ((wait.lastAt ?? performance.now()) - spawned) / 1000;
       progress.log(
-        `  delivery, Herald worker: ${Math.round(out.heraldRate)} msgs/s${out.timedOut ? ` (timed out at ${wait.count})` : ''}`,
+        `  ${relay.name}, Herald worker: ${Math.round(out.heraldRate)} msgs/s${out.timedOut ? ` (timed out at ${wait.count})` : ''}`,
       );
     } finally {
       progress.stop();
@@ -158,10 +172,16 @@ async function measureHerald(ctx: Context, out: DeliveryResult): Promise<void> {
   out.failed = counts.failed;
 }
 
+/**
+ * Both sides of a delivery figure: Herald's message size is learnt first, so that smtp-source
+ * sends messages of the same size, then smtp-source and Herald each send `out.count` messages into
+ * a sink of the given shape.
+ */
 export async function runDelivery(
   ctx: Context,
   out: DeliveryResult,
   problem: (message: string) => void,
+  relay: RelayShape = LOCAL,
 ): Promise<void> {
   let overhead: number | undefined;
   try {
@@ -181,7 +201,7 @@ export async function runDelivery(
       ? Math.max(1, out.heraldMessageBytes - overhead)
       : DEFAULT_PAYLOAD_BYTES;
 
-  await measureSource(ctx, out);
+  await measureSource(ctx, out, relay);
   if (ctx.herald === undefined) return;
-  await measureHerald(ctx, out);
+  await measureHerald(ctx, out, relay);
 }
