@@ -51,10 +51,10 @@ async function withSink<T>(
 }
 
 /** Average size of a message Herald sends for the bench template, as smtp-sink stores it. */
-async function heraldMessageBytes(ctx: Context): Promise<number> {
-  const dumpFile = join(ctx.workDir, 'dumps', 'herald.txt');
+async function heraldMessageBytes(ctx: Context, relay: RelayShape): Promise<number> {
+  const dumpFile = join(ctx.workDir, 'dumps', `${relay.name}-herald.txt`);
   await withSink({ dumpFile }, async (sink) => {
-    const instance = await prepareInstance(ctx, 'delivery-probe', { smtpUrl: sink.url });
+    const instance = await prepareInstance(ctx, `${relay.name}-probe`, { smtpUrl: sink.url });
     const herald = await startRole(ctx, instance, 'all');
     try {
       const agent = keepAliveAgent(1);
@@ -63,7 +63,7 @@ async function heraldMessageBytes(ctx: Context): Promise<number> {
       agent.destroy();
       const wait = await drainIntoSink(sink, PROBE_MESSAGES, {
         dataDir: instance.dataDir,
-        label: 'delivery: learning the size of a Herald message',
+        label: `${relay.name}: learning the size of a Herald message`,
         timeoutMs: 30_000,
         process: herald.process,
       });
@@ -79,8 +79,8 @@ async function heraldMessageBytes(ctx: Context): Promise<number> {
 }
 
 /** Bytes smtp-source adds to its -l payload (its own header lines), measured the same way. */
-async function sourceOverheadBytes(ctx: Context): Promise<number> {
-  const dumpFile = join(ctx.workDir, 'dumps', 'source.txt');
+async function sourceOverheadBytes(ctx: Context, relay: RelayShape): Promise<number> {
+  const dumpFile = join(ctx.workDir, 'dumps', `${relay.name}-source.txt`);
   const payload = 100;
   await withSink({ dumpFile }, async (sink) => {
     await runSmtpSource({
@@ -185,13 +185,13 @@ export async function runDelivery(
 ): Promise<void> {
   let overhead: number | undefined;
   try {
-    overhead = await sourceOverheadBytes(ctx);
+    overhead = await sourceOverheadBytes(ctx, relay);
   } catch (error) {
     problem(`measuring smtp-source's header size: ${(error as Error).message}`);
   }
   if (ctx.herald !== undefined) {
     try {
-      out.heraldMessageBytes = await heraldMessageBytes(ctx);
+      out.heraldMessageBytes = await heraldMessageBytes(ctx, relay);
     } catch (error) {
       problem(`probe of Herald's message size: ${(error as Error).message}`);
     }
