@@ -427,7 +427,11 @@ export class DeliveryWorker {
   private async idleDelay(): Promise<number> {
     try {
       const next = await nextDueAt(this.storage.db);
-      if (next !== null) return Math.min(this.options.pollMs, Math.max(0, next - this.now()));
+      if (next !== null) {
+        // A row falls due then (a scheduled send, a retry): the next claim comes no later.
+        this.nextClaimAt = Math.min(this.nextClaimAt, next);
+        return Math.min(this.options.pollMs, Math.max(0, next - this.now()));
+      }
     } catch {
       // The next claim reports database trouble.
     }

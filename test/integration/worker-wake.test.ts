@@ -79,4 +79,26 @@ describe('waking the worker', () => {
       ['first@example.org'],
     ]);
   });
+
+  it('sends a scheduled message at its time, not at the next poll', { timeout: 60_000 }, async () => {
+    const before = sink.messages.length;
+    const dueAt = Date.now() + 1500;
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/notifications',
+      headers: { authorization: `Bearer ${apiKey}` },
+      payload: {
+        template: 'user_created',
+        to: 'later@example.org',
+        data: { user_name: 'Jo' },
+        send_at: new Date(dueAt).toISOString(),
+      },
+    });
+    expect(response.statusCode).toBe(202);
+    await waitUntil(() => (sink.messages.length > before ? true : undefined), {
+      timeoutMs: 20_000,
+      what: 'the scheduled message at the relay, well before the 60 s poll',
+    });
+    expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
+  });
 });
