@@ -58,10 +58,12 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
   /**
-   * Whether a claim may find rows now. A claim that found fewer than it asked for has emptied the
-   * queue of what this worker may take: the next one waits for new work, a poll interval, or a
-   * project no longer left out. Each claim reads past every row of the projects it leaves out, so
-   * claiming again at each freed lane cost a query over the whole backlog per message.
+   * Whether a claim may find rows now. A claim that leaves projects out (their relay is at its
+   * window) reads past every due row of theirs, so repeated at each freed lane it cost a query
+   * over the whole backlog per message. One that left projects out and found fewer rows than it
+   * asked for is repeated only after new work is accepted, a left-out project has room again, a
+   * row falls due, or a poll interval passes. A claim that leaves nothing out is an index look-up
+   * of due rows, and runs whenever a lane frees, so work another process accepted is found at once.
    */
   private mayFindMore = true;
   /** Counts wake() calls, so a wake that lands while a claim runs is not lost when it ends. */
@@ -181,7 +183,7 @@ export class DeliveryWorker {
       excludeProjects: leaveOut,
     });
     // Work accepted while the claim ran may have committed after the claim's snapshot.
-    this.mayFindMore = rows.length >= this.options.batchSize || this.wakes !== wakes;
+    this.mayFindMore = leaveOut.length === 0 || rows.length >= this.options.batchSize || this.wakes !== wakes;
     this.nextClaimAt = now + this.options.pollMs;
     this.leftOut = new Set(leaveOut);
     if (rows.length === 0) return 0;
