@@ -1,6 +1,8 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { Services } from '../../src/compose.js';
+import type { StatusBody } from '../../src/services/notifications.js';
+import { waitUntil } from './wait.js';
 
 /** Small helpers for the HTTP contract suites: requests through `app.inject`, assertions on errors. */
 
@@ -41,6 +43,24 @@ export function getStatus(
     url: `${SEND_PATH}/${encodeURIComponent(requestId)}`,
     headers: apiKey === null ? {} : bearer(apiKey),
   });
+}
+
+/** The status body of a notification that must exist. */
+export async function statusOf(app: FastifyInstance, apiKey: string, requestId: string): Promise<StatusBody> {
+  const response = await getStatus(app, apiKey, requestId);
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json<StatusBody>();
+}
+
+/** Waits until a notification has left `queued` (sent or failed) and returns its status body. */
+export function settledStatus(app: FastifyInstance, apiKey: string, requestId: string): Promise<StatusBody> {
+  return waitUntil(
+    async () => {
+      const body = await statusOf(app, apiKey, requestId);
+      return body.status === 'queued' ? undefined : body;
+    },
+    { what: `notification ${requestId} to leave queued` },
+  );
 }
 
 export interface SendBody {

@@ -7,12 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyBounceAddress, bounceToken } from '../../src/bounces/token.js';
 import type { BounceListener } from '../../src/bounces/listener.js';
 import { createBounceListener, createWebhookDispatcher, createWorker } from '../../src/compose.js';
-import type { StatusBody } from '../../src/services/notifications.js';
 import type { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import type { DeliveryWorker } from '../../src/worker/worker.js';
 import { loadBounceFixture, type BounceFixture } from '../fixtures/bounces/load.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink, type ReceivedMessage } from '../helpers/smtp-sink.js';
+import { settledStatus, statusOf } from '../helpers/http.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -59,14 +59,7 @@ function uniqueRecipient(label: string): string {
   return `${label}-${counter}@example.org`;
 }
 
-async function status(requestId: string): Promise<StatusBody> {
-  const response = await ctx.app.inject({
-    url: `/api/v1/notifications/${requestId}`,
-    headers: { authorization: `Bearer ${project.apiKey}` },
-  });
-  expect(response.statusCode).toBe(200);
-  return response.json<StatusBody>();
-}
+const status = (requestId: string) => statusOf(ctx.app, project.apiKey, requestId);
 
 async function accept(to: string): Promise<string> {
   const response = await ctx.app.inject({
@@ -79,15 +72,7 @@ async function accept(to: string): Promise<string> {
   return response.json<{ request_id: string }>().request_id;
 }
 
-function settled(requestId: string): Promise<StatusBody> {
-  return waitUntil(
-    async () => {
-      const body = await status(requestId);
-      return body.status === 'queued' ? undefined : body;
-    },
-    { what: `notification ${requestId} to leave queued` },
-  );
-}
+const settled = (requestId: string) => settledStatus(ctx.app, project.apiKey, requestId);
 
 /** Sends one notification through the relay and returns what the relay received. */
 async function sendThroughRelay(to: string): Promise<SentMessage> {

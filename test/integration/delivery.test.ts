@@ -1,10 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/compose.js';
-import type { StatusBody } from '../../src/services/notifications.js';
 import type { DeliveryWorker } from '../../src/worker/worker.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
-import { waitUntil } from '../helpers/wait.js';
+import { settledStatus } from '../helpers/http.js';
 
 /** End to end: HTTP send → store → worker → a real SMTP server in this process. */
 
@@ -42,24 +41,7 @@ async function send(apiKey: string, body: Record<string, unknown>): Promise<stri
   return response.json<{ request_id: string }>().request_id;
 }
 
-async function status(apiKey: string, requestId: string): Promise<StatusBody> {
-  const response = await ctx.app.inject({
-    url: `/api/v1/notifications/${requestId}`,
-    headers: { authorization: `Bearer ${apiKey}` },
-  });
-  expect(response.statusCode).toBe(200);
-  return response.json<StatusBody>();
-}
-
-function settled(apiKey: string, requestId: string): Promise<StatusBody> {
-  return waitUntil(
-    async () => {
-      const body = await status(apiKey, requestId);
-      return body.status === 'queued' ? undefined : body;
-    },
-    { what: `notification ${requestId} to leave queued` },
-  );
-}
+const settled = (apiKey: string, requestId: string) => settledStatus(ctx.app, apiKey, requestId);
 
 beforeAll(async () => {
   sink = await new SmtpSink().start();

@@ -5,9 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/compose.js';
 import type { StatusBody } from '../../src/services/notifications.js';
 import type { DeliveryWorker } from '../../src/worker/worker.js';
-import { bearer } from '../helpers/http.js';
+import { bearer, settledStatus, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
-import { waitUntil } from '../helpers/wait.js';
 
 /**
  * The suppression list end to end (product.md §5, docs/webhooks.md "The suppression list"): a
@@ -179,24 +178,9 @@ async function send(apiKey: string, to: string): Promise<string> {
   return response.json<{ request_id: string }>().request_id;
 }
 
-async function status(apiKey: string, requestId: string): Promise<StatusBody> {
-  const response = await ctx.app.inject({
-    url: `/api/v1/notifications/${requestId}`,
-    headers: bearer(apiKey),
-  });
-  expect(response.statusCode, response.body).toBe(200);
-  return response.json<StatusBody>();
-}
+const status = (apiKey: string, requestId: string) => statusOf(ctx.app, apiKey, requestId);
 
-function settled(apiKey: string, requestId: string): Promise<StatusBody> {
-  return waitUntil(
-    async () => {
-      const body = await status(apiKey, requestId);
-      return body.status === 'queued' ? undefined : body;
-    },
-    { what: `notification ${requestId} to leave queued` },
-  );
-}
+const settled = (apiKey: string, requestId: string) => settledStatus(ctx.app, apiKey, requestId);
 
 async function suppressions(projectId: number) {
   return ctx.services.suppressions.list(projectId);

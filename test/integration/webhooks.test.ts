@@ -7,11 +7,10 @@ import { createWebhookDispatcher, createWorker } from '../../src/compose.js';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbound.js';
 import { createLogger } from '../../src/logger.js';
-import type { StatusBody } from '../../src/services/notifications.js';
 import type { WebhookDelivery } from '../../src/services/webhooks.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import type { DeliveryWorker } from '../../src/worker/worker.js';
-import { bearer } from '../helpers/http.js';
+import { bearer, settledStatus, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -236,24 +235,9 @@ function helpers(context: () => TestContext) {
     return response.json<{ request_id: string }>().request_id;
   }
 
-  async function status(apiKey: string, requestId: string): Promise<StatusBody> {
-    const response = await context().app.inject({
-      url: `/api/v1/notifications/${requestId}`,
-      headers: bearer(apiKey),
-    });
-    expect(response.statusCode, response.body).toBe(200);
-    return response.json<StatusBody>();
-  }
+  const status = (apiKey: string, requestId: string) => statusOf(context().app, apiKey, requestId);
 
-  function settled(apiKey: string, requestId: string): Promise<StatusBody> {
-    return waitUntil(
-      async () => {
-        const body = await status(apiKey, requestId);
-        return body.status === 'queued' ? undefined : body;
-      },
-      { what: `notification ${requestId} to leave queued` },
-    );
-  }
+  const settled = (apiKey: string, requestId: string) => settledStatus(context().app, apiKey, requestId);
 
   /** An endpoint of the project that calls the receiver, which verifies with its secret. */
   async function hook(projectId: number, r: Receiver, events?: readonly string[], url = r.url) {
