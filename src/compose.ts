@@ -64,7 +64,10 @@ export interface Services {
 
 export interface OpenOptions {
   readonly migrate?: boolean;
-  /** A server process: SQLite checkpoints its WAL from a background thread. */
+  /**
+   * A server process: SQLite checkpoints its WAL from a background thread, and PostgreSQL listens
+   * for project changes so that API keys can be kept in memory.
+   */
   readonly longRunning?: boolean;
 }
 
@@ -82,6 +85,7 @@ export async function openServices(
     throw new ConfigError(`HERALD_SMTP_URL: ${(error as Error).message}`);
   }
   const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
+  let listenerFailed = false;
   if (config.smtpFrom !== null && defaultFrom === null) {
     throw new ConfigError(
       'HERALD_SMTP_FROM must be an address, e.g. no-reply@example.org or "Shop <no-reply@example.org>"',
@@ -92,6 +96,16 @@ export async function openServices(
     onCheckpoint: (report) => {
       if (report.error !== undefined)
         logger.warn({ error: report.error }, 'background WAL checkpoint failed');
+    },
+    watchProjects: options.longRunning ?? false,
+    onProjectChanges: (state) => {
+      if (!state.listening)
+        logger.warn(
+          { error: state.error.message },
+          'not listening for project changes; API keys are looked up in the database until it is back',
+        );
+      else if (listenerFailed) logger.info('listening for project changes again');
+      listenerFailed = !state.listening;
     },
   });
   let secretKey: string;

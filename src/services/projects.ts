@@ -83,9 +83,9 @@ function checkFromName(value: string | null | undefined): string | null | undefi
 
 /**
  * Projects by key hash, for the send path. It is consulted only while nothing has changed the
- * projects: `externalChanges` moves with every commit of another connection (another process, the
- * CLI), and `generation` with every change made through this service, so a rotated key or a new
- * quota is never served from the cache.
+ * projects: `externalChanges` moves when another connection (another process, the CLI) may have
+ * changed them (Storage.externalChanges), and `generation` with every change made through this
+ * service, so a rotated key or a new quota is never served from the cache.
  */
 class KeyCache {
   private readonly rows = new Map<string, ProjectRow>();

@@ -7,8 +7,9 @@ import { statements } from './migration-statements.js';
  * records each by name, so a migration, once released, is never edited: a change is a new one.
  */
 
-/** Column types as each backend spells them. */
+/** How each backend spells the schema: its column types, and which backend it is. */
 export interface ColumnTypes {
+  readonly dialect: 'sqlite' | 'postgres';
   /** An auto-assigned 64-bit primary key. */
   readonly id: string;
   /** A 64-bit integer: ids, counts and epoch-millisecond timestamps. */
@@ -18,12 +19,14 @@ export interface ColumnTypes {
 }
 
 export const SQLITE_TYPES: ColumnTypes = {
+  dialect: 'sqlite',
   id: 'INTEGER PRIMARY KEY AUTOINCREMENT',
   bigint: 'INTEGER',
   real: 'REAL',
 };
 
 export const POSTGRES_TYPES: ColumnTypes = {
+  dialect: 'postgres',
   id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
   bigint: 'BIGINT',
   real: 'DOUBLE PRECISION',
@@ -287,6 +290,23 @@ const MIGRATIONS: Record<string, Ddl> = {
     // no 250 for changes nothing the second time.
     `ALTER TABLE notifications ADD COLUMN complained_at ${t.bigint}`,
   ],
+  '009_project_change_notices': (t) =>
+    // Every change to projects (a rotated key, a new quota), by any process or by hand, sends a
+    // notice on commit on the channel `herald_projects`: server processes listen for it to keep
+    // API keys in memory (postgres/project-changes.ts). SQLite needs none: a connection sees
+    // other connections' commits in its data_version.
+    t.dialect === 'sqlite'
+      ? []
+      : [
+          `CREATE FUNCTION herald_projects_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            PERFORM pg_notify('herald_projects', '');
+            RETURN NULL;
+          END
+          $$`,
+          `CREATE TRIGGER projects_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON projects
+            FOR EACH STATEMENT EXECUTE FUNCTION herald_projects_changed()`,
+        ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

@@ -1,10 +1,18 @@
 import type { DatabaseConfig } from '../config.js';
-import { openPostgres } from './postgres/open.js';
+import { openPostgres, type PostgresOptions } from './postgres/open.js';
 import { openSqlite, type SqliteOptions } from './sqlite/open.js';
 import type { Storage } from './storage.js';
 
-export function openStorage(config: DatabaseConfig, sqlite: SqliteOptions = {}): Storage {
+/** What a long-running process asks of either backend beyond its connection. */
+export type StorageOptions = SqliteOptions & Pick<PostgresOptions, 'watchProjects' | 'onProjectChanges'>;
+
+export function openStorage(config: DatabaseConfig, options: StorageOptions = {}): Storage {
   return config.kind === 'postgres'
-    ? openPostgres({ url: config.url, poolSize: config.poolSize })
-    : openSqlite(config.file, sqlite);
+    ? openPostgres({
+        url: config.url,
+        poolSize: config.poolSize,
+        watchProjects: options.watchProjects,
+        onProjectChanges: options.onProjectChanges,
+      })
+    : openSqlite(config.file, options);
 }

@@ -19,9 +19,10 @@ export interface Storage {
   /** Applies pending migrations; safe when several processes migrate the same database at once. */
   migrate(): Promise<void>;
   /**
-   * A number that changes whenever another connection commits to the database, where the backend
-   * can tell cheaply (SQLite's data_version); undefined where it cannot. Lets a process keep a
-   * read cache that is never stale with respect to other processes' commits.
+   * A number that changes whenever another connection may have changed what a process keeps in
+   * memory, where the backend can tell cheaply: SQLite's data_version (any commit of another
+   * connection), or on PostgreSQL the notices of changes to projects (in server processes, which
+   * listen for them). Undefined where it cannot tell, and nothing is kept.
    */
   readonly externalChanges?: () => number;
   /** Throws when the database does not answer. */

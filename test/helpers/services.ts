@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ContractChecker, injected } from './contract.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { closeServices, openServices, type Services } from '../../src/compose.js';
+import { closeServices, openServices, type OpenOptions, type Services } from '../../src/compose.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { freshDatabase, type TestDatabase } from './database.js';
@@ -30,11 +30,17 @@ export function testEnv(database: TestDatabase, env: Record<string, string> = {}
   };
 }
 
-/** Services and an HTTP app over a fresh database of the backend under test. */
-export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+/**
+ * Services and an HTTP app over a fresh database of the backend under test; `open` as for a server
+ * process (`longRunning`) where a test needs what only servers do.
+ */
+export async function createTestContext(
+  env: Record<string, string> = {},
+  open: OpenOptions = {},
+): Promise<TestContext> {
   const database = await freshDatabase();
   const config = loadConfig(testEnv(database, env));
-  const services = await openServices(config, createLogger(config.logLevel ?? 'info'));
+  const services = await openServices(config, createLogger(config.logLevel ?? 'info'), open);
   const app = await buildApp(services);
   await app.ready();
   const contract = checkResponsesAgainstDocument(app);

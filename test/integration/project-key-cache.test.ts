@@ -1,17 +1,34 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
 import { openStorage } from '../../src/storage/open.js';
+import { backend } from '../helpers/database.js';
 import { createTestContext, testEnv, type TestContext } from '../helpers/services.js';
+import { waitUntil } from '../helpers/wait.js';
 
 /**
- * Authentication may be answered from memory (on SQLite), but never after a key changed: not
- * through this process, not through another connection, not while a rotation is in flight.
+ * A server process answers authentication from memory, but never after a key changed: not through
+ * this process, not through another connection, not while a rotation is in flight. SQLite sees
+ * another connection's commit at its next lookup; PostgreSQL once the change's notice, sent on
+ * commit, has arrived (test/postgres/project-changes.test.ts covers the listener itself).
  */
 let ctx: TestContext;
 beforeAll(async () => {
-  ctx = await createTestContext();
+  ctx = await createTestContext({}, { longRunning: true });
+  if (backend === 'postgres')
+    await waitUntil(async () => ((await listening()) ? true : undefined), { what: 'the listener' });
 });
+
+/** Whether this database has a connection listening for project changes. */
+async function listening(): Promise<boolean> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from pg_stat_activity
+    where datname = current_database() and application_name = 'herald project changes'`.execute(
+    ctx.services.storage.db,
+  );
+  return rows[0]!.n > 0;
+}
 afterAll(() => ctx.close());
 
 describe('authentication after key changes', () => {
@@ -54,8 +71,15 @@ describe('authentication after key changes', () => {
         .set({ api_key_hash: replacement.hash, api_key_prefix: replacement.prefix })
         .where('id', '=', project.id)
         .execute();
-      expect(await projects.authenticate(apiKey)).toBeNull();
+      if (backend === 'sqlite') expect(await projects.authenticate(apiKey)).toBeNull();
+      else
+        await waitUntil(async () => ((await projects.authenticate(apiKey)) === null ? true : undefined), {
+          timeoutMs: 5_000,
+          what: 'the old key to be refused',
+        });
       expect((await projects.authenticate(replacement.key))?.id).toBe(project.id);
+      // Once refused, never served again.
+      expect(await projects.authenticate(apiKey)).toBeNull();
     } finally {
       await other.close();
     }

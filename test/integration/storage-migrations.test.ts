@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest } from '../../src/storage/migrate.js';
 import { migrationsFor, POSTGRES_TYPES, SQLITE_TYPES } from '../../src/storage/migrations.js';
@@ -29,6 +29,7 @@ const MIGRATIONS = [
   '006_scheduled_send',
   '007_webhooks_suppressions',
   '008_complaints_once',
+  '009_project_change_notices',
 ];
 const TABLES = [
   'admins',
@@ -258,6 +259,34 @@ describe(`migrations (${backend})`, () => {
       expect(events).toEqual([expect.objectContaining({ id: event.id, webhook_id: 'msg_kept' })]);
       const list = await storage.db.selectFrom('suppressions').select(['email', 'reason']).execute();
       expect(list).toEqual([{ email: 'gone@example.org', reason: 'hard_bounce' }]);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the complaints release (008) forward, keeping its projects and mail', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const before = Object.fromEntries(MIGRATIONS.slice(0, 8).map((name) => [name, all[name]!]));
+      await migrateToLatest(storage.db, before, { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      const project = await storage.db.selectFrom('projects').selectAll().executeTakeFirstOrThrow();
+      const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Kept' });
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await storage.db.selectFrom('projects').selectAll().execute()).toEqual([project]);
+      expect(await notification(storage.db, sent)).toMatchObject({ state: 'sent', subject: 'Kept' });
+      if (backend === 'postgres') {
+        // Changes to projects are announced from now on, and the project is unchanged by it.
+        const triggers = await sql<{ tgname: string }>`
+          select tgname from pg_trigger where tgrelid = 'projects'::regclass and not tgisinternal`.execute(
+          storage.db,
+        );
+        expect(triggers.rows).toEqual([{ tgname: 'projects_changed' }]);
+      }
     } finally {
       await storage.close();
       await database.drop();

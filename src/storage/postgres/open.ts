@@ -7,6 +7,7 @@ import { claimDuePostgres } from './claim.js';
 import { claimWebhooksPostgres } from './claim-webhooks.js';
 import { renewLeasesPostgres } from './renew.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
+import { ProjectChanges, type ProjectChangesState } from './project-changes.js';
 
 // Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -15,6 +16,12 @@ export interface PostgresOptions {
   readonly url: string;
   /** Connections per process; see docs/deployment.md for sizing against max_connections. */
   readonly poolSize?: number;
+  /**
+   * A server process listens for changes to projects on a connection of its own, so it can answer
+   * API key lookups from memory (see project-changes.ts); a short CLI command does not.
+   */
+  readonly watchProjects?: boolean;
+  readonly onProjectChanges?: (state: ProjectChangesState) => void;
 }
 
 export function openPostgres(options: PostgresOptions): Storage {
@@ -35,6 +42,9 @@ export function openPostgres(options: PostgresOptions): Storage {
     client.on('error', () => {});
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const changes = options.watchProjects
+    ? new ProjectChanges({ url: options.url, onState: options.onProjectChanges })
+    : null;
   return {
     kind: 'postgres',
     db,
@@ -44,12 +54,16 @@ export function openPostgres(options: PostgresOptions): Storage {
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,
+    ...(changes === null ? {} : { externalChanges: () => changes.version() }),
     // Kysely's Migrator takes an advisory lock and runs the migrations in a transaction, so a
     // second migrator waits, then finds nothing left to do.
     migrate: () => migrateToLatest(db, migrationsFor(POSTGRES_TYPES), { inTransaction: false }),
     ping: async () => {
       await sql`select 1`.execute(db);
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await changes?.close();
+      await db.destroy();
+    },
   };
 }

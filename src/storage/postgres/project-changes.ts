@@ -1,0 +1,125 @@
+import pg from 'pg';
+
+/** The channel on which migration 009's trigger announces every committed change to projects. */
+export const PROJECT_CHANGES_CHANNEL = 'herald_projects';
+
+/** What the listener tells its owner: it listens now, or it lost its connection (and why). */
+export type ProjectChangesState =
+  { readonly listening: true } | { readonly listening: false; readonly error: Error };
+
+export interface ProjectChangesOptions {
+  readonly url: string;
+  /** Told when listening starts and when the connection is lost; must not throw. */
+  readonly onState?: (state: ProjectChangesState) => void;
+  /** How long to wait before connecting again after a failure. */
+  readonly retryMs?: number;
+  /**
+   * How often the idle connection is asked to answer. A connection cut without a word (a network
+   * partition) delivers no notices and no error either; the check bounds how long that goes
+   * unnoticed.
+   */
+  readonly checkMs?: number;
+}
+
+/**
+ * Follows changes to projects made by any connection, through `LISTEN herald_projects` on a
+ * connection of its own, so that a process can keep API keys in memory and still refuse a rotated
+ * key (product.md §8) once the rotation has committed anywhere.
+ *
+ * `version()` moves with every notice. While there is no listening connection (before the first
+ * `LISTEN` completes, after the connection is lost, until it is back), a change could pass
+ * unannounced, so `version()` moves at every call: nothing read then is ever served from memory.
+ * When listening resumes it moves once more, dropping whatever was kept before the gap.
+ */
+export class ProjectChanges {
+  private counter = 0;
+  private client: pg.Client | null = null;
+  private listening = false;
+  /** Whether the owner was last told of a failure: one report per outage, not one per retry. */
+  private reportedFailure = false;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private checkTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly options: ProjectChangesOptions) {
+    void this.connect();
+  }
+
+  version(): number {
+    return this.listening ? this.counter : ++this.counter;
+  }
+
+  /** Whether notices are being received now (tests, diagnostics). */
+  get isListening(): boolean {
+    return this.listening;
+  }
+
+  private async connect(): Promise<void> {
+    this.retryTimer = null;
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      application_name: 'herald project changes',
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
+    this.client = client;
+    client.on('notification', () => this.counter++);
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('the listening connection ended')));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${PROJECT_CHANGES_CHANNEL}`);
+    } catch (error) {
+      this.lost(client, error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    if (this.client !== client) return;
+    this.counter++;
+    this.listening = true;
+    this.checkTimer = setInterval(() => this.check(client), this.options.checkMs ?? 5_000);
+    this.checkTimer.unref();
+    this.reportedFailure = false;
+    this.options.onState?.({ listening: true });
+  }
+
+  /** An answer within the interval, or the connection is treated as lost. */
+  private check(client: pg.Client): void {
+    const checkMs = this.options.checkMs ?? 5_000;
+    const timeout = setTimeout(() => this.lost(client, new Error(`no answer within ${checkMs} ms`)), checkMs);
+    timeout.unref();
+    client.query('SELECT 1').then(
+      () => clearTimeout(timeout),
+      (error: unknown) => {
+        clearTimeout(timeout);
+        this.lost(client, error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  }
+
+  private lost(client: pg.Client, error: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    this.listening = false;
+    this.counter++;
+    if (this.checkTimer !== null) clearInterval(this.checkTimer);
+    this.checkTimer = null;
+    client.end().catch(() => {});
+    if (this.closed) return;
+    if (!this.reportedFailure) {
+      this.reportedFailure = true;
+      this.options.onState?.({ listening: false, error });
+    }
+    this.retryTimer = setTimeout(() => void this.connect(), this.options.retryMs ?? 1_000);
+    this.retryTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    if (this.checkTimer !== null) clearInterval(this.checkTimer);
+    const client = this.client;
+    this.client = null;
+    this.listening = false;
+    await client?.end().catch(() => {});
+  }
+}

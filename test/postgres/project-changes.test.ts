@@ -1,0 +1,129 @@
+import { sql, type Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../../src/domain/api-key.js';
+import { ProjectService } from '../../src/services/projects.js';
+import { openPostgres } from '../../src/storage/postgres/open.js';
+import type { ProjectChangesState } from '../../src/storage/postgres/project-changes.js';
+import type { Database } from '../../src/storage/schema.js';
+import type { Storage } from '../../src/storage/storage.js';
+import { createPostgresDatabase } from '../helpers/database.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * A server process on PostgreSQL keeps API keys in memory and learns of changes to projects from
+ * the notices migration 009's trigger sends on commit. What it must never do is serve a changed
+ * key from memory when it could have missed the notice: while its listening connection is down,
+ * every lookup goes to the database.
+ */
+let database: { url: string; drop(): Promise<void> };
+let server: Storage;
+let other: Storage;
+let projects: ProjectService;
+const states: ProjectChangesState[] = [];
+
+beforeAll(async () => {
+  database = await createPostgresDatabase();
+  other = openPostgres({ url: database.url });
+  await other.migrate();
+  server = openPostgres({
+    url: database.url,
+    watchProjects: true,
+    onProjectChanges: (state) => states.push(state),
+  });
+  projects = new ProjectService(
+    server.db,
+    { limit: null, period: 'month' },
+    { externalChanges: server.externalChanges },
+  );
+  await waitUntil(() => (states.at(-1)?.listening ? true : undefined), { what: 'the listener' });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await other?.close();
+  await database?.drop();
+});
+
+/** Gives the project a new key through the other connection, with or without the trigger. */
+async function replaceKey(db: Kysely<Database>, projectId: number, announce: boolean): Promise<string> {
+  const replacement = generateApiKey();
+  await db.transaction().execute(async (tx) => {
+    if (!announce) await sql`ALTER TABLE projects DISABLE TRIGGER projects_changed`.execute(tx);
+    await tx
+      .updateTable('projects')
+      .set({ api_key_hash: replacement.hash, api_key_prefix: replacement.prefix })
+      .where('id', '=', projectId)
+      .execute();
+    if (!announce) await sql`ALTER TABLE projects ENABLE TRIGGER projects_changed`.execute(tx);
+  });
+  return replacement.key;
+}
+
+/** Runs a change made through the server's own connection and waits for its notice. */
+async function announced<T>(change: () => Promise<T>): Promise<T> {
+  const version = server.externalChanges!();
+  const result = await change();
+  await waitUntil(() => (server.externalChanges!() !== version ? true : undefined), {
+    timeoutMs: 5_000,
+    what: 'the notice of the change',
+  });
+  return result;
+}
+
+async function terminateListener(): Promise<void> {
+  await sql`
+    select pg_terminate_backend(pid) from pg_stat_activity
+    where datname = current_database() and application_name = 'herald project changes'`.execute(other.db);
+}
+
+describe('API keys in memory on PostgreSQL', () => {
+  it('answers from memory while no change is announced', async () => {
+    // The project's own INSERT is announced too: its notice must have arrived before the lookup
+    // is kept, or it rightly drops it.
+    const { project, apiKey } = await announced(() => projects.create({ name: 'silent' }));
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    // A change that sends no notice is not seen: the lookup was answered from memory.
+    const newKey = await replaceKey(other.db, project.id, false);
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    // Any announced change to projects drops what was kept.
+    await replaceKey(other.db, project.id, true);
+    await waitUntil(async () => ((await projects.authenticate(apiKey)) === null ? true : undefined), {
+      timeoutMs: 5_000,
+      what: 'the old key to be refused',
+    });
+    expect(await projects.authenticate(newKey)).toBeNull();
+  });
+
+  it('refuses a key rotated by another process once the rotation commits', async () => {
+    const { project, apiKey } = await announced(() => projects.create({ name: 'announced' }));
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    const newKey = await replaceKey(other.db, project.id, true);
+    await waitUntil(async () => ((await projects.authenticate(apiKey)) === null ? true : undefined), {
+      timeoutMs: 5_000,
+      what: 'the old key to be refused',
+    });
+    expect((await projects.authenticate(newKey))?.id).toBe(project.id);
+  });
+
+  it('looks every key up in the database while the listening connection is down, then listens again', async () => {
+    const { project, apiKey } = await announced(() => projects.create({ name: 'outage' }));
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    const seen = states.length;
+    await terminateListener();
+    await waitUntil(() => (states.slice(seen).some((s) => !s.listening) ? true : undefined), {
+      what: 'the lost connection to be noticed',
+    });
+    // No notice can arrive now; a change that sends none is seen at the very next lookup.
+    const second = await replaceKey(other.db, project.id, false);
+    expect(await projects.authenticate(apiKey)).toBeNull();
+    expect((await projects.authenticate(second))?.id).toBe(project.id);
+    // It connects again by itself, and keeps keys in memory again.
+    await waitUntil(() => (states.at(-1)?.listening ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the listener to come back',
+    });
+    expect((await projects.authenticate(second))?.id).toBe(project.id);
+    await replaceKey(other.db, project.id, false);
+    expect((await projects.authenticate(second))?.id).toBe(project.id);
+  });
+});
