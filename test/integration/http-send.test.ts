@@ -55,6 +55,25 @@ describe('202 Accepted', () => {
     expect(a.request_id).not.toBe(b.request_id);
   });
 
+  it('issues request_ids as time-ordered UUIDs (version 7), in the order they are accepted', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await sendOk(ctx.app, apiKey)).request_id);
+    // Batches of the same millisecond too: ordered ids keep the request_id index append-only.
+    const batch = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/notifications/batch',
+      headers: { authorization: `Bearer ${apiKey}` },
+      payload: Array.from({ length: 50 }, () => ({ template: 'user_created', to: 'a@example.org' })),
+    });
+    expect(batch.statusCode).toBe(202);
+    ids.push(
+      ...batch.json<{ notifications: { request_id: string }[] }>().notifications.map((n) => n.request_id),
+    );
+    for (const id of ids)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it('accepts type "email" explicitly', async () => {
     const body = await sendOk(ctx.app, apiKey, {
       template: 'user_created',
