@@ -25,6 +25,12 @@ export interface Storage {
    * listen for them). Undefined where it cannot tell, and nothing is kept.
    */
   readonly externalChanges?: () => number;
+  /**
+   * A number that moves whenever another connection commits anything (SQLite's data_version);
+   * undefined where the backend cannot tell cheaply. A worker claims again only when work may
+   * have been committed elsewhere, instead of after every message.
+   */
+  readonly otherCommits?: () => number;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;

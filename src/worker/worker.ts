@@ -36,6 +36,9 @@ interface Job {
   readonly suppressed: SuppressionReason | null;
 }
 
+/** How often a sleeping worker looks for commits of other processes (SQLite's data_version). */
+const WATCH_MS = 10;
+
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly backlog: Job[] = [];
@@ -58,14 +61,18 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | null = null;
   private wokenMeanwhile = false;
   /**
-   * Whether a claim may find rows now. A claim that leaves projects out (their relay is at its
-   * window) reads past every due row of theirs, so repeated at each freed lane it cost a query
-   * over the whole backlog per message. One that left projects out and found fewer rows than it
-   * asked for is repeated only after new work is accepted, a left-out project has room again, a
-   * row falls due, or a poll interval passes. A claim that leaves nothing out is an index look-up
-   * of due rows, and runs whenever a lane frees, so work another process accepted is found at once.
+   * Whether a claim may find rows now. A claim that found fewer rows than it asked for is
+   * repeated only after new work is accepted in this process (a wake), another connection
+   * committed (where the store can tell: `otherCommits`), a left-out project has room again, a
+   * row falls due, or a poll interval passes: repeated at each freed lane, it cost a write
+   * statement per message (and one that leaves projects out whose relay is at its window reads
+   * past every due row of theirs). Where the store cannot tell of other commits (PostgreSQL), a
+   * claim that leaves nothing out, an index look-up of due rows, runs whenever a lane frees, so
+   * work another process accepted is found at once.
    */
   private mayFindMore = true;
+  /** `storage.otherCommits()` as the last claim began: a move since means work may be due. */
+  private commitsSeen: number | undefined;
   /** Counts wake() calls, so a wake that lands while a claim runs is not lost when it ends. */
   private wakes = 0;
   private nextClaimAt = 0;
@@ -153,6 +160,7 @@ export class DeliveryWorker {
         this.backlog.length < Math.max(this.options.concurrency, this.options.batchSize / 2) &&
         (this.mayFindMore ||
           this.now() >= this.nextClaimAt ||
+          this.committedElsewhere() ||
           [...this.leftOut].some((project) => !leaveOut.includes(project)))
       ) {
         try {
@@ -172,9 +180,21 @@ export class DeliveryWorker {
     }
   }
 
+  private committedElsewhere(): boolean {
+    try {
+      const commits = this.storage.otherCommits?.();
+      return commits !== undefined && commits !== this.commitsSeen;
+    } catch {
+      // The next claim reports database trouble.
+      return false;
+    }
+  }
+
   private async claim(leaveOut: number[]): Promise<number> {
     const now = this.now();
     const wakes = this.wakes;
+    // Read before the claim's snapshot: a commit elsewhere after this moves it again.
+    this.commitsSeen = this.storage.otherCommits?.();
     const rows = await this.storage.claimDue({
       now,
       owner: this.owner,
@@ -183,7 +203,10 @@ export class DeliveryWorker {
       excludeProjects: leaveOut,
     });
     // Work accepted while the claim ran may have committed after the claim's snapshot.
-    this.mayFindMore = leaveOut.length === 0 || rows.length >= this.options.batchSize || this.wakes !== wakes;
+    this.mayFindMore =
+      rows.length >= this.options.batchSize ||
+      this.wakes !== wakes ||
+      (leaveOut.length === 0 && this.storage.otherCommits === undefined);
     this.nextClaimAt = now + this.options.pollMs;
     this.leftOut = new Set(leaveOut);
     if (rows.length === 0) return 0;
@@ -448,8 +471,17 @@ export class DeliveryWorker {
     }
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
+      // Another process (an api role) commits work without a wake reaching this one: where the
+      // store can tell cheaply, look every few milliseconds instead of waiting for the poll.
+      const watch =
+        this.storage.otherCommits === undefined
+          ? null
+          : setInterval(() => {
+              if (this.committedElsewhere()) this.wakeUp?.();
+            }, WATCH_MS);
       function done() {
         clearTimeout(timer);
+        if (watch !== null) clearInterval(watch);
         resolve();
       }
       this.wakeUp = () => {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/compose.js';
+import { closeServices, createWorker, openServices } from '../../src/compose.js';
+import { parseSendRequest } from '../../src/domain/send-request.js';
+import { createLogger } from '../../src/logger.js';
 import type { ClaimRequest } from '../../src/storage/storage.js';
 import type { DeliveryWorker } from '../../src/worker/worker.js';
+import { backend } from '../helpers/database.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -101,4 +104,57 @@ describe('waking the worker', () => {
     });
     expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
   });
+
+  it(
+    'claims once for a batch it was woken for, not again after every message',
+    { timeout: 60_000 },
+    async () => {
+      const before = sink.messages.length;
+      const claimsBefore = claims;
+      const response = await ctx.app.inject({
+        method: 'POST',
+        url: '/api/v1/notifications/batch',
+        headers: { authorization: `Bearer ${apiKey}` },
+        payload: Array.from({ length: 40 }, (_, i) => ({
+          template: 'user_created',
+          to: `batch${i}@example.org`,
+          data: { user_name: 'Jo' },
+        })),
+      });
+      expect(response.statusCode).toBe(202);
+      await waitUntil(() => (sink.messages.length >= before + 40 ? true : undefined), {
+        timeoutMs: 20_000,
+        what: 'the 40 messages at the relay',
+      });
+      // One wake, one claim of all 40 (and at most a claim or two that races the wake). A claim
+      // after each freed lane would be about 40 more.
+      expect(claims - claimsBefore).toBeLessThanOrEqual(4);
+    },
+  );
+
+  it.runIf(backend === 'sqlite')(
+    'finds work another process committed without waiting for the poll',
+    { timeout: 60_000 },
+    async () => {
+      const before = sink.messages.length;
+      // Another connection to the same file, as a separate api process would be: no wake reaches
+      // this idle worker, only the commit.
+      const other = await openServices(ctx.config, createLogger('silent'));
+      try {
+        const project = await other.projects.authenticate(apiKey);
+        const accepted = await other.notifications.accept({
+          project: project!,
+          request: parseSendRequest({ template: 'user_created', to: 'elsewhere@example.org' }),
+        });
+        expect(accepted.kind).toBe('accepted');
+        await waitUntil(() => (sink.messages.length > before ? true : undefined), {
+          timeoutMs: 20_000,
+          what: 'the message accepted elsewhere, well before the 60 s poll',
+        });
+        expect(sink.messages.at(-1)?.envelopeTo).toEqual(['elsewhere@example.org']);
+      } finally {
+        await closeServices(other);
+      }
+    },
+  );
 });

@@ -79,6 +79,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     claimWebhooks: (claim) => claimWebhooksSqlite(db, claim),
     renewLeases: (renew) => renewLeasesSqlite(db, renew),
     externalChanges: () => dataVersion.get() as number,
+    otherCommits: () => dataVersion.get() as number,
     // One writer at a time: a second transaction would only wait for the file lock.
     writeConcurrency: 1,
     migrate: () => migrateSqlite(db),
