@@ -73,6 +73,8 @@ export class DeliveryWorker {
   private mayFindMore = true;
   /** `storage.otherCommits()` as the last claim began: a move since means work may be due. */
   private commitsSeen: number | undefined;
+  /** When `committedElsewhere` last read `otherCommits`. */
+  private lookedAt = 0;
   /** Counts wake() calls, so a wake that lands while a claim runs is not lost when it ends. */
   private wakes = 0;
   private nextClaimAt = 0;
@@ -180,10 +182,17 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * Whether another connection committed since the last claim began; asked at most once per
+   * WATCH_MS, which bounds how late such work is found whether the loop is busy or asleep.
+   */
   private committedElsewhere(): boolean {
+    if (this.storage.otherCommits === undefined) return false;
+    const now = this.now();
+    if (now - this.lookedAt < WATCH_MS) return false;
+    this.lookedAt = now;
     try {
-      const commits = this.storage.otherCommits?.();
-      return commits !== undefined && commits !== this.commitsSeen;
+      return this.storage.otherCommits() !== this.commitsSeen;
     } catch {
       // The next claim reports database trouble.
       return false;
