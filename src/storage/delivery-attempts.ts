@@ -1,11 +1,37 @@
-import type { Insertable, Kysely } from 'kysely';
-import type { Database, DeliveryAttemptRow, DeliveryAttemptsTable } from './schema.js';
+import type { Kysely } from 'kysely';
+import { Precompiled } from './precompiled.js';
+import type { Database, DeliveryAttemptRow } from './schema.js';
 
-export async function insertAttempt(
-  db: Kysely<Database>,
-  row: Insertable<DeliveryAttemptsTable>,
-): Promise<void> {
-  await db.insertInto('delivery_attempts').values(row).execute();
+/** One attempt as recorded: every column, so the statement has one shape. */
+export type NewAttempt = Omit<DeliveryAttemptRow, 'id'>;
+
+const INSERT_ATTEMPT = new Precompiled(
+  [
+    'notification_id',
+    'attempt',
+    'started_at',
+    'finished_at',
+    'outcome',
+    'smtp_code',
+    'response',
+    'transport',
+  ] as const,
+  (db, slot) =>
+    db.insertInto('delivery_attempts').values({
+      notification_id: slot('notification_id'),
+      attempt: slot('attempt'),
+      started_at: slot('started_at'),
+      finished_at: slot('finished_at'),
+      outcome: slot('outcome'),
+      smtp_code: slot('smtp_code'),
+      response: slot('response'),
+      transport: slot('transport'),
+    }),
+);
+
+/** Runs once per delivery attempt, so its SQL is built once (see precompiled.ts). */
+export async function insertAttempt(db: Kysely<Database>, row: NewAttempt): Promise<void> {
+  await INSERT_ATTEMPT.run(db, row);
 }
 
 export async function listAttempts(

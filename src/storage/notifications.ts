@@ -1,4 +1,5 @@
-import type { Kysely, Updateable } from 'kysely';
+import type { Kysely } from 'kysely';
+import { Precompiled } from './precompiled.js';
 import type {
   Database,
   NewNotificationRow,
@@ -62,23 +63,73 @@ export async function findNotification(
 }
 
 /**
+ * What a finished attempt writes to its notification. Every column is written (those the outcome
+ * leaves alone with the row's current values), so the statement has one shape.
+ */
+export type FinishedColumns = Pick<
+  NotificationRow,
+  | 'state'
+  | 'run_at'
+  | 'sent_at'
+  | 'error_message'
+  | 'transport'
+  | 'message_id'
+  | 'subject'
+  | 'text_body'
+  | 'html_body'
+  | 'updated_at'
+>;
+
+const FINISH_DELIVERY = new Precompiled(
+  [
+    'id',
+    'owner',
+    'state',
+    'run_at',
+    'sent_at',
+    'error_message',
+    'transport',
+    'message_id',
+    'subject',
+    'text_body',
+    'html_body',
+    'updated_at',
+  ] as const,
+  (db, slot) =>
+    db
+      .updateTable('notifications')
+      .set({
+        state: slot('state'),
+        run_at: slot('run_at'),
+        sent_at: slot('sent_at'),
+        error_message: slot('error_message'),
+        transport: slot('transport'),
+        message_id: slot('message_id'),
+        subject: slot('subject'),
+        text_body: slot('text_body'),
+        html_body: slot('html_body'),
+        updated_at: slot('updated_at'),
+        lease_owner: null,
+        lease_until: null,
+      })
+      .where('id', '=', slot('id'))
+      .where('state', '=', 'sending')
+      .where('lease_owner', '=', slot('owner')),
+);
+
+/**
  * Records the outcome of a delivery attempt, but only while this worker still holds the lease: a
  * worker whose lease expired (and whose message another worker reclaimed) must not overwrite it.
+ * Runs once per attempt, so its SQL is built once (see precompiled.ts).
  */
 export async function finishDelivery(
   db: Kysely<Database>,
   id: number,
   owner: string,
-  changes: Updateable<NotificationsTable>,
+  columns: FinishedColumns,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('notifications')
-    .set({ ...changes, lease_owner: null, lease_until: null })
-    .where('id', '=', id)
-    .where('state', '=', 'sending')
-    .where('lease_owner', '=', owner)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const result = await FINISH_DELIVERY.run(db, { ...columns, id, owner });
+  return (result.numAffectedRows ?? 0n) > 0n;
 }
 
 /**

@@ -2,14 +2,13 @@ import type { Kysely } from 'kysely';
 import { retryDelay } from '../domain/retry.js';
 import { insertAttempt } from '../storage/delivery-attempts.js';
 import { GroupCommit } from '../services/group-commit.js';
-import { finishDelivery } from '../storage/notifications.js';
+import { finishDelivery, type FinishedColumns } from '../storage/notifications.js';
 import { addUsage } from '../storage/usage.js';
-import type { Database, NotificationRow, NotificationsTable } from '../storage/schema.js';
+import type { Database, NotificationRow } from '../storage/schema.js';
 import { addSuppressions, type NewSuppression } from '../storage/suppressions.js';
 import { recordEvents, type OutboxEvent } from '../storage/webhook-events.js';
 import { enhancedStatusIn, provesBadMailbox, suppressionKey } from '../domain/suppression.js';
 import { statusBody } from '../services/notifications.js';
-import type { Updateable } from 'kysely';
 import type { AttemptResult } from './deliver.js';
 
 /** One finished attempt, waiting for its outcome to be stored. */
@@ -132,20 +131,21 @@ export class OutcomeRecorder {
     suppression: NewSuppression | null;
   } | null> {
     const { owner, maxAttempts, retryBaseMs } = this.options;
-    const rendered = result.rendered
-      ? { subject: result.rendered.subject, text_body: result.rendered.text, html_body: result.rendered.html }
-      : {};
+    // What the outcome leaves alone keeps the row's values (content not rendered this time, the
+    // time it was due, no sent time yet).
     const common = {
-      ...rendered,
+      subject: result.rendered ? result.rendered.subject : row.subject,
+      text_body: result.rendered ? result.rendered.text : row.text_body,
+      html_body: result.rendered ? result.rendered.html : row.html_body,
       updated_at: now,
       transport: result.transport,
       message_id: result.messageId,
     };
     let outcome: 'sent' | 'retry' | 'failed';
-    let changes: Updateable<NotificationsTable>;
+    let changes: FinishedColumns;
     if (result.ok) {
       outcome = 'sent';
-      changes = { ...common, state: 'sent', sent_at: now, error_message: null };
+      changes = { ...common, state: 'sent', run_at: row.run_at, sent_at: now, error_message: null };
     } else {
       const retry = result.failure.kind === 'transient' && row.attempts < maxAttempts;
       outcome = retry ? 'retry' : 'failed';
@@ -153,6 +153,7 @@ export class OutcomeRecorder {
         ...common,
         state: retry ? 'queued' : 'failed',
         run_at: retry ? now + retryDelay(row.attempts, retryBaseMs) : row.run_at,
+        sent_at: row.sent_at,
         error_message: result.failure.message,
       };
     }
@@ -171,7 +172,7 @@ export class OutcomeRecorder {
       response: result.ok ? result.response : result.failure.message,
       transport: result.transport,
     });
-    const after = { ...row, ...changes, lease_owner: null, lease_until: null } as NotificationRow;
+    const after: NotificationRow = { ...row, ...changes, lease_owner: null, lease_until: null };
     const event: OutboxEvent = {
       projectId: row.project_id,
       notificationId: row.id,

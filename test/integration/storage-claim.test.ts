@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   finishDelivery,
+  type FinishedColumns,
   nextDueAt,
   reclaimExpiredLeases,
   releaseClaims,
@@ -131,11 +132,33 @@ describe(`claimDue (${backend})`, () => {
   });
 });
 
+/** An outcome's columns: the given ones, the rest as a claimed row of addDue has them. */
+function finished(
+  columns: Pick<FinishedColumns, 'state' | 'updated_at'> & Partial<FinishedColumns>,
+): FinishedColumns {
+  return {
+    run_at: NOW,
+    sent_at: null,
+    error_message: null,
+    transport: null,
+    message_id: null,
+    subject: null,
+    text_body: null,
+    html_body: null,
+    ...columns,
+  };
+}
+
 describe(`leases (${backend})`, () => {
   it('renews only the leases its owner holds on rows still sending', async () => {
     const [id, sentId] = await addDue(2);
     await claim(fx.storage, 'worker-a', 2);
-    await finishDelivery(fx.db, sentId!, 'worker-a', { state: 'sent', sent_at: NOW, updated_at: NOW });
+    await finishDelivery(
+      fx.db,
+      sentId!,
+      'worker-a',
+      finished({ state: 'sent', sent_at: NOW, updated_at: NOW }),
+    );
 
     await fx.storage.renewLeases({ ids: [id!, sentId!], owner: 'worker-b', leaseUntil: NOW + 10 * LEASE_MS });
     expect((await notification(fx.db, id!)).lease_until).toBe(NOW + LEASE_MS);
@@ -153,7 +176,7 @@ describe(`leases (${backend})`, () => {
   it('records an outcome only for the worker holding the lease, and only once', async () => {
     const [id] = await addDue(1);
     await claim(fx.storage, 'worker-a', 1);
-    const sent = { state: 'sent' as const, sent_at: NOW + 5, updated_at: NOW + 5, transport: 'smtp' };
+    const sent = finished({ state: 'sent', sent_at: NOW + 5, updated_at: NOW + 5, transport: 'smtp' });
 
     expect(await finishDelivery(fx.db, id!, 'worker-b', sent)).toBe(false);
     expect(await notification(fx.db, id!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
@@ -166,9 +189,9 @@ describe(`leases (${backend})`, () => {
       lease_owner: null,
       lease_until: null,
     });
-    expect(await finishDelivery(fx.db, id!, 'worker-a', { state: 'failed', updated_at: NOW + 6 })).toBe(
-      false,
-    );
+    expect(
+      await finishDelivery(fx.db, id!, 'worker-a', finished({ state: 'failed', updated_at: NOW + 6 })),
+    ).toBe(false);
     expect((await notification(fx.db, id!)).state).toBe('sent');
   });
 
@@ -196,11 +219,12 @@ describe(`leases (${backend})`, () => {
     const retaken = await claim(fx.storage, 'worker-b', 10, later);
     expect(retaken.map((row) => [row.id, row.attempts])).toEqual([[expired, 2]]);
     expect(
-      await finishDelivery(fx.db, expired!, 'worker-dead', {
-        state: 'sent',
-        sent_at: later,
-        updated_at: later,
-      }),
+      await finishDelivery(
+        fx.db,
+        expired!,
+        'worker-dead',
+        finished({ state: 'sent', sent_at: later, updated_at: later }),
+      ),
     ).toBe(false);
     expect(await reclaimExpiredLeases(fx.db, later)).toBe(0);
   });
