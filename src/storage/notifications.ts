@@ -5,7 +5,6 @@ import type {
   NewNotificationRow,
   NotificationRow,
   NotificationState,
-  NotificationsTable,
 } from './schema.js';
 
 /**
