@@ -71,9 +71,9 @@ export class DeliveryWorker {
    * work another process accepted is found at once.
    */
   private mayFindMore = true;
-  /** `storage.otherCommits()` as the last claim began: a move since means work may be due. */
+  /** `storage.otherCommits()` as the last claim began or the last look saw it. */
   private commitsSeen: number | undefined;
-  /** When `committedElsewhere` last read `otherCommits`. */
+  /** When `lookElsewhere` last read `otherCommits`. */
   private lookedAt = 0;
   /** Counts wake() calls, so a wake that lands while a claim runs is not lost when it ends. */
   private wakes = 0;
@@ -156,13 +156,13 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     while (!this.stopping) {
       let claimed = 0;
+      this.lookElsewhere();
       const leaveOut = this.saturatedProjects();
       // Refill before the backlog runs dry, so the lanes never wait for a claim.
       if (
         this.backlog.length < Math.max(this.options.concurrency, this.options.batchSize / 2) &&
         (this.mayFindMore ||
           this.now() >= this.nextClaimAt ||
-          this.committedElsewhere() ||
           [...this.leftOut].some((project) => !leaveOut.includes(project)))
       ) {
         try {
@@ -183,20 +183,26 @@ export class DeliveryWorker {
   }
 
   /**
-   * Whether another connection committed since the last claim began; asked at most once per
-   * WATCH_MS, which bounds how late such work is found whether the loop is busy or asleep.
+   * Looks, at most once per WATCH_MS, whether another connection committed since the last claim
+   * began or the last look; one that did wakes the loop like an accept in this process would.
+   * Called by the sleeping loop's watch and at each turn of the loop, so such work is found within
+   * WATCH_MS whether lanes are busy or not.
    */
-  private committedElsewhere(): boolean {
-    if (this.storage.otherCommits === undefined) return false;
+  private lookElsewhere(): void {
+    if (this.storage.otherCommits === undefined) return;
     const now = this.now();
-    if (now - this.lookedAt < WATCH_MS) return false;
+    if (now - this.lookedAt < WATCH_MS) return;
     this.lookedAt = now;
+    let commits: number;
     try {
-      return this.storage.otherCommits() !== this.commitsSeen;
+      commits = this.storage.otherCommits();
     } catch {
       // The next claim reports database trouble.
-      return false;
+      return;
     }
+    if (commits === this.commitsSeen) return;
+    this.commitsSeen = commits;
+    this.wake();
   }
 
   private async claim(leaveOut: number[]): Promise<number> {
@@ -483,11 +489,7 @@ export class DeliveryWorker {
       // Another process (an api role) commits work without a wake reaching this one: where the
       // store can tell cheaply, look every few milliseconds instead of waiting for the poll.
       const watch =
-        this.storage.otherCommits === undefined
-          ? null
-          : setInterval(() => {
-              if (this.committedElsewhere()) this.wakeUp?.();
-            }, WATCH_MS);
+        this.storage.otherCommits === undefined ? null : setInterval(() => this.lookElsewhere(), WATCH_MS);
       function done() {
         clearTimeout(timer);
         if (watch !== null) clearInterval(watch);

@@ -33,6 +33,8 @@ export class SmtpSink {
   greetingDelayMs = 0;
   /** Transactions waiting at MAIL FROM while holding; null when not holding. */
   private held: (() => void)[] | null = null;
+  /** Recipient → transactions to it waiting at RCPT TO until `releaseRecipient`. */
+  private readonly heldRecipients = new Map<string, (() => void)[]>();
   /** After a release with `refuseLater`, new transactions get 451 at MAIL FROM. */
   private refusing = false;
   private readonly server: SMTPServer;
@@ -56,7 +58,9 @@ export class SmtpSink {
       },
       onRcptTo: (address, _session, callback) => {
         const rejection = this.rejectRecipients.get(address.address);
+        const held = this.heldRecipients.get(address.address);
         if (rejection) callback(smtpError(rejection[0], rejection[1]));
+        else if (held !== undefined) held.push(() => callback());
         else callback();
       },
       onData: (stream, session, callback) => {
@@ -95,6 +99,23 @@ export class SmtpSink {
   /** From now on, each transaction waits at MAIL FROM until `release`. */
   hold(): void {
     this.held ??= [];
+  }
+
+  /** From now on, transactions to `address` wait at RCPT TO (a slow relay) until released. */
+  holdRecipient(address: string): void {
+    if (!this.heldRecipients.has(address)) this.heldRecipients.set(address, []);
+  }
+
+  /** Transactions to `address` waiting at RCPT TO now. */
+  heldFor(address: string): number {
+    return this.heldRecipients.get(address)?.length ?? 0;
+  }
+
+  /** Lets the transactions to `address` go on, and holds no more of them. */
+  releaseRecipient(address: string): void {
+    const waiting = this.heldRecipients.get(address) ?? [];
+    this.heldRecipients.delete(address);
+    for (const proceed of waiting) proceed();
   }
 
   /** Transactions waiting at MAIL FROM now. */

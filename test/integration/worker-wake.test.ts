@@ -157,4 +157,35 @@ describe('waking the worker', () => {
       }
     },
   );
+
+  it.runIf(backend === 'sqlite')(
+    'finds work another process committed while its lanes are busy',
+    { timeout: 60_000 },
+    async () => {
+      const other = await openServices(ctx.config, createLogger('silent'));
+      try {
+        sink.holdRecipient('slow@example.org');
+        await send('slow@example.org');
+        await waitUntil(() => (sink.heldFor('slow@example.org') === 1 ? true : undefined), {
+          what: 'a transaction in flight',
+        });
+        const before = sink.messages.length;
+        const project = await other.projects.authenticate(apiKey);
+        const accepted = await other.notifications.accept({
+          project: project!,
+          request: parseSendRequest({ template: 'user_created', to: 'while-busy@example.org' }),
+        });
+        expect(accepted.kind).toBe('accepted');
+        await waitUntil(() => (sink.messages.length > before ? true : undefined), {
+          timeoutMs: 20_000,
+          what: 'the message accepted elsewhere while a lane is busy, well before the 60 s poll',
+        });
+        expect(sink.messages.at(-1)?.envelopeTo).toEqual(['while-busy@example.org']);
+        expect(sink.heldFor('slow@example.org')).toBe(1);
+      } finally {
+        sink.releaseRecipient('slow@example.org');
+        await closeServices(other);
+      }
+    },
+  );
 });
