@@ -64,11 +64,13 @@ export interface Services {
 
 export interface OpenOptions {
   readonly migrate?: boolean;
-  /**
-   * A server process: SQLite checkpoints its WAL from a background thread, and PostgreSQL listens
-   * for project changes so that API keys can be kept in memory.
-   */
+  /** A server process: SQLite checkpoints its WAL from a background thread. */
   readonly longRunning?: boolean;
+  /**
+   * A server process that answers the API: it keeps API keys in memory, and on PostgreSQL listens
+   * for project changes (one connection) to know when to drop them.
+   */
+  readonly servesApi?: boolean;
 }
 
 export async function openServices(
@@ -97,7 +99,7 @@ export async function openServices(
       if (report.error !== undefined)
         logger.warn({ error: report.error }, 'background WAL checkpoint failed');
     },
-    watchProjects: options.longRunning ?? false,
+    watchProjects: options.servesApi ?? false,
     onProjectChanges: (state) => {
       if (!state.listening)
         logger.warn(

@@ -98,9 +98,12 @@ export async function startServer(
   plugins: readonly HttpPlugin[] = [],
 ): Promise<RunningServer> {
   checkDataDir(config.dataDir);
-  const services = await openServices(config, logger, { longRunning: true }).catch((error: unknown) => {
-    throw databaseError(error, config);
-  });
+  const servesApi = role === 'all' || role === 'api';
+  const services = await openServices(config, logger, { longRunning: true, servesApi }).catch(
+    (error: unknown) => {
+      throw databaseError(error, config);
+    },
+  );
   let app: FastifyInstance | null = null;
   let worker: DeliveryWorker | null = null;
   let janitor: Janitor | null = null;

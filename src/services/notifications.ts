@@ -414,10 +414,11 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
   }
 
   const rows = item.sends.map((send): NewNotificationRow => ({
-    // Time-ordered (RFC 9562 version 7: milliseconds, then 74 random bits), so each insert lands
-    // at the end of the unique index on request_id instead of on a random page of it: a group
-    // commit then writes a few index pages, not one per row. It reveals only the creation time,
-    // which the status body shows anyway, and stays unguessable.
+    // Time-ordered (RFC 9562 version 7: the millisecond first, then a randomly seeded counter
+    // and random bits, at least 42 of them fresh per id), so each insert lands at the end of the
+    // unique index on request_id instead of on a random page of it: a group commit then writes a
+    // few index pages, not one per row. It reveals the creation time, which the status body
+    // shows anyway; a status lookup needs the project's key besides.
     request_id: uuidv7(),
     project_id: project.id,
     template: send.request.template,

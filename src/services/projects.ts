@@ -82,17 +82,27 @@ function checkFromName(value: string | null | undefined): string | null | undefi
 }
 
 /**
+ * The longest a key is answered from memory. A backstop only: on PostgreSQL a change made while
+ * the trigger that announces it was off (a restore with --disable-triggers, a replication apply)
+ * sends no notice, and is seen within this time.
+ */
+export const KEY_CACHE_MAX_AGE_MS = 60_000;
+
+/**
  * Projects by key hash, for the send path. It is consulted only while nothing has changed the
  * projects: `externalChanges` moves when another connection (another process, the CLI) may have
  * changed them (Storage.externalChanges), and `generation` with every change made through this
  * service, so a rotated key or a new quota is never served from the cache.
  */
 class KeyCache {
-  private readonly rows = new Map<string, ProjectRow>();
+  private readonly rows = new Map<string, { readonly row: ProjectRow; readonly at: number }>();
   private token = '';
   generation = 0;
 
-  constructor(private readonly externalChanges: () => number) {}
+  constructor(
+    private readonly externalChanges: () => number,
+    private readonly now: () => number,
+  ) {}
 
   /** The current version of the data the cache may hold; the cache is emptied when it moves. */
   current(): string {
@@ -106,14 +116,17 @@ class KeyCache {
 
   get(hash: string): ProjectRow | undefined {
     this.current();
-    return this.rows.get(hash);
+    const kept = this.rows.get(hash);
+    if (kept === undefined || this.now() - kept.at < KEY_CACHE_MAX_AGE_MS) return kept?.row;
+    this.rows.delete(hash);
+    return undefined;
   }
 
   /** Keeps a row read while the data was at `token`, unless anything changed since. */
   set(hash: string, row: ProjectRow, token: string): void {
     if (this.current() !== token) return;
     if (this.rows.size >= 10_000) this.rows.clear();
-    this.rows.set(hash, row);
+    this.rows.set(hash, { row, at: this.now() });
   }
 }
 
@@ -125,8 +138,8 @@ export class ProjectService {
     private readonly defaults: { readonly limit: number | null; readonly period: QuotaPeriod },
     options: { readonly externalChanges?: (() => number) | undefined; readonly now?: () => number } = {},
   ) {
-    this.keyCache = options.externalChanges ? new KeyCache(options.externalChanges) : null;
     this.now = options.now ?? Date.now;
+    this.keyCache = options.externalChanges ? new KeyCache(options.externalChanges, this.now) : null;
   }
 
   private readonly now: () => number;

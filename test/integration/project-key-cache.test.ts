@@ -15,7 +15,7 @@ import { waitUntil } from '../helpers/wait.js';
  */
 let ctx: TestContext;
 beforeAll(async () => {
-  ctx = await createTestContext({}, { longRunning: true });
+  ctx = await createTestContext({}, { longRunning: true, servesApi: true });
   if (backend === 'postgres')
     await waitUntil(async () => ((await listening()) ? true : undefined), { what: 'the listener' });
 });

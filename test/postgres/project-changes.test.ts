@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/domain/api-key.js';
-import { ProjectService } from '../../src/services/projects.js';
+import { KEY_CACHE_MAX_AGE_MS, ProjectService } from '../../src/services/projects.js';
 import { openPostgres } from '../../src/storage/postgres/open.js';
 import type { ProjectChangesState } from '../../src/storage/postgres/project-changes.js';
 import type { Database } from '../../src/storage/schema.js';
@@ -20,6 +20,8 @@ let server: Storage;
 let other: Storage;
 let projects: ProjectService;
 const states: ProjectChangesState[] = [];
+/** How far the service's clock is ahead of the real one. */
+let clockAhead = 0;
 
 beforeAll(async () => {
   database = await createPostgresDatabase();
@@ -33,7 +35,7 @@ beforeAll(async () => {
   projects = new ProjectService(
     server.db,
     { limit: null, period: 'month' },
-    { externalChanges: server.externalChanges },
+    { externalChanges: server.externalChanges, now: () => Date.now() + clockAhead },
   );
   await waitUntil(() => (states.at(-1)?.listening ? true : undefined), { what: 'the listener' });
 });
@@ -125,5 +127,39 @@ describe('API keys in memory on PostgreSQL', () => {
     expect((await projects.authenticate(second))?.id).toBe(project.id);
     await replaceKey(other.db, project.id, false);
     expect((await projects.authenticate(second))?.id).toBe(project.id);
+  });
+
+  it('keeps no key while the trigger that announces changes is disabled', async () => {
+    const { project, apiKey } = await announced(() => projects.create({ name: 'untriggered' }));
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    const seen = states.length;
+    await sql`ALTER TABLE projects DISABLE TRIGGER projects_changed`.execute(other.db);
+    try {
+      await waitUntil(() => (states.slice(seen).some((s) => !s.listening) ? true : undefined), {
+        what: 'the disabled trigger to be noticed',
+      });
+      const replaced = await replaceKey(other.db, project.id, true);
+      expect(await projects.authenticate(apiKey)).toBeNull();
+      expect((await projects.authenticate(replaced))?.id).toBe(project.id);
+    } finally {
+      await sql`ALTER TABLE projects ENABLE TRIGGER projects_changed`.execute(other.db);
+    }
+    await waitUntil(() => (states.at(-1)?.listening ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the listener to trust the trigger again',
+    });
+  });
+
+  it('keeps a key no longer than a minute, whatever was announced', async () => {
+    const { project, apiKey } = await announced(() => projects.create({ name: 'aged' }));
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    await replaceKey(other.db, project.id, false);
+    expect((await projects.authenticate(apiKey))?.id).toBe(project.id);
+    clockAhead = KEY_CACHE_MAX_AGE_MS;
+    try {
+      expect(await projects.authenticate(apiKey)).toBeNull();
+    } finally {
+      clockAhead = 0;
+    }
   });
 });

@@ -3,6 +3,21 @@ import pg from 'pg';
 /** The channel on which migration 009's trigger announces every committed change to projects. */
 export const PROJECT_CHANGES_CHANNEL = 'herald_projects';
 
+/** How often the listening connection is checked, by default. */
+const CHECK_MS = 1_000;
+
+/**
+ * Throws unless migration 009's trigger is there and enabled: a trigger disabled by hand (or
+ * dropped) announces nothing, and keys must then not be kept.
+ */
+async function announcing(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ tgenabled: string }>(
+    `SELECT tgenabled FROM pg_trigger WHERE tgrelid = 'projects'::regclass AND tgname = 'projects_changed'`,
+  );
+  if (rows[0]?.tgenabled !== 'O' && rows[0]?.tgenabled !== 'A')
+    throw new Error('the trigger projects_changed is missing or disabled');
+}
+
 /** What the listener tells its owner: it listens now, or it lost its connection (and why). */
 export type ProjectChangesState =
   { readonly listening: true } | { readonly listening: false; readonly error: Error };
@@ -14,9 +29,9 @@ export interface ProjectChangesOptions {
   /** How long to wait before connecting again after a failure. */
   readonly retryMs?: number;
   /**
-   * How often the idle connection is asked to answer. A connection cut without a word (a network
-   * partition) delivers no notices and no error either; the check bounds how long that goes
-   * unnoticed.
+   * How often the idle connection is asked to answer (1 s by default). A connection cut without a
+   * word (a network partition, a stalled server) delivers no notices and no error either; the
+   * check bounds how long that goes unnoticed to twice this.
    */
   readonly checkMs?: number;
 }
@@ -69,6 +84,7 @@ export class ProjectChanges {
     try {
       await client.connect();
       await client.query(`LISTEN ${PROJECT_CHANGES_CHANNEL}`);
+      await announcing(client);
     } catch (error) {
       this.lost(client, error instanceof Error ? error : new Error(String(error)));
       return;
@@ -76,18 +92,21 @@ export class ProjectChanges {
     if (this.client !== client) return;
     this.counter++;
     this.listening = true;
-    this.checkTimer = setInterval(() => this.check(client), this.options.checkMs ?? 5_000);
+    this.checkTimer = setInterval(() => this.check(client), this.options.checkMs ?? CHECK_MS);
     this.checkTimer.unref();
     this.reportedFailure = false;
     this.options.onState?.({ listening: true });
   }
 
-  /** An answer within the interval, or the connection is treated as lost. */
+  /**
+   * An answer within the interval, and the trigger still announcing changes, or the connection is
+   * treated as lost.
+   */
   private check(client: pg.Client): void {
-    const checkMs = this.options.checkMs ?? 5_000;
+    const checkMs = this.options.checkMs ?? CHECK_MS;
     const timeout = setTimeout(() => this.lost(client, new Error(`no answer within ${checkMs} ms`)), checkMs);
     timeout.unref();
-    client.query('SELECT 1').then(
+    announcing(client).then(
       () => clearTimeout(timeout),
       (error: unknown) => {
         clearTimeout(timeout);
