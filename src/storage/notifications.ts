@@ -1,11 +1,6 @@
 import type { Kysely } from 'kysely';
 import { Precompiled } from './precompiled.js';
-import type {
-  Database,
-  NewNotificationRow,
-  NotificationRow,
-  NotificationState,
-} from './schema.js';
+import type { Database, NewNotificationRow, NotificationRow, NotificationState } from './schema.js';
 
 /**
  * Inserts many rows in one statement and returns their ids by request_id (RETURNING promises no
