@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeServices, openServices } from '../../src/compose.js';
+import { closeServices, openServices, type Services } from '../../src/compose.js';
 import { parseSendRequest } from '../../src/domain/send-request.js';
 import { createLogger } from '../../src/logger.js';
 import { startWokenWorker, type WokenWorker } from '../helpers/woken-worker.js';
@@ -17,6 +17,25 @@ beforeAll(async () => {
   w = await startWokenWorker();
 });
 afterAll(() => w.stop());
+
+/**
+ * Accepts a send through `other` (another connection to the same file, as a separate api process
+ * would be: no wake reaches this worker, only the commit) and waits for it at the relay, where
+ * `before` messages had arrived.
+ */
+async function deliveredFromElsewhere(other: Services, to: string, before: number): Promise<void> {
+  const project = await other.projects.authenticate(w.apiKey);
+  const accepted = await other.notifications.accept({
+    project: project!,
+    request: parseSendRequest({ template: 'user_created', to }),
+  });
+  expect(accepted.kind).toBe('accepted');
+  await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
+    timeoutMs: 20_000,
+    what: `${to} at the relay, well before the 60 s poll`,
+  });
+  expect(w.sink.messages.at(-1)?.envelopeTo).toEqual([to]);
+}
 
 describe('a worker on SQLite', () => {
   it(
@@ -48,21 +67,9 @@ describe('a worker on SQLite', () => {
 
   it('finds work another process committed without waiting for the poll', { timeout: 60_000 }, async () => {
     const before = w.sink.messages.length;
-    // Another connection to the same file, as a separate api process would be: no wake reaches
-    // this idle worker, only the commit.
     const other = await openServices(w.ctx.config, createLogger('silent'));
     try {
-      const project = await other.projects.authenticate(w.apiKey);
-      const accepted = await other.notifications.accept({
-        project: project!,
-        request: parseSendRequest({ template: 'user_created', to: 'elsewhere@example.org' }),
-      });
-      expect(accepted.kind).toBe('accepted');
-      await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
-        timeoutMs: 20_000,
-        what: 'the message accepted elsewhere, well before the 60 s poll',
-      });
-      expect(w.sink.messages.at(-1)?.envelopeTo).toEqual(['elsewhere@example.org']);
+      await deliveredFromElsewhere(other, 'elsewhere@example.org', before);
     } finally {
       await closeServices(other);
     }
@@ -76,18 +83,7 @@ describe('a worker on SQLite', () => {
       await waitUntil(() => (w.sink.heldFor('slow@example.org') === 1 ? true : undefined), {
         what: 'a transaction in flight',
       });
-      const before = w.sink.messages.length;
-      const project = await other.projects.authenticate(w.apiKey);
-      const accepted = await other.notifications.accept({
-        project: project!,
-        request: parseSendRequest({ template: 'user_created', to: 'while-busy@example.org' }),
-      });
-      expect(accepted.kind).toBe('accepted');
-      await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
-        timeoutMs: 20_000,
-        what: 'the message accepted elsewhere while a lane is busy, well before the 60 s poll',
-      });
-      expect(w.sink.messages.at(-1)?.envelopeTo).toEqual(['while-busy@example.org']);
+      await deliveredFromElsewhere(other, 'while-busy@example.org', w.sink.messages.length);
       expect(w.sink.heldFor('slow@example.org')).toBe(1);
     } finally {
       w.sink.releaseRecipient('slow@example.org');
