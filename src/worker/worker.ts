@@ -36,7 +36,7 @@ interface Job {
   readonly suppressed: SuppressionReason | null;
 }
 
-/** How often a sleeping worker looks for commits of other processes (SQLite's data_version). */
+/** How often a worker, asleep or busy, looks for other processes' commits (SQLite's data_version). */
 const WATCH_MS = 10;
 
 export class DeliveryWorker {
