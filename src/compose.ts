@@ -135,7 +135,10 @@ export async function openServices(
     projects,
     templates: new TemplateService(db, projects),
     smtpSettings,
-    notifications: new NotificationService(db, { commitConcurrency: storage.writeConcurrency }),
+    notifications: new NotificationService(db, {
+      commitConcurrency: storage.writeConcurrency,
+      oneStatementInserts: storage.kind === 'postgres',
+    }),
     apiLogs: new ApiLogService(db, logger),
     admins: new AdminService(db),
     usage: new UsageService(db),

@@ -20,12 +20,13 @@ import {
   countByState,
   findNotification,
   insertNotifications,
+  insertQueuedInOneStatement,
   listNotifications,
   newestNotificationId,
   type NotificationFilter,
 } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
-import { addUsage } from '../storage/usage.js';
+import { addUsage, usageDeltaRows, type UsageChange } from '../storage/usage.js';
 import type {
   Database,
   DeliveryAttemptRow,
@@ -175,15 +176,25 @@ export class NotificationService {
 
   constructor(
     private readonly db: Kysely<Database>,
-    options: { readonly commitConcurrency?: number; readonly now?: () => number } = {},
+    options: {
+      readonly commitConcurrency?: number;
+      /**
+       * The store can insert into two tables with one statement (PostgreSQL's data-modifying
+       * WITH): a group without Idempotency-Keys or quotas is then committed in one round trip.
+       */
+      readonly oneStatementInserts?: boolean;
+      readonly now?: () => number;
+    } = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.oneStatementInserts = options.oneStatementInserts ?? false;
     this.batcher = new GroupCommit((batch) => this.commitBatch(batch), {
       concurrency: options.commitConcurrency ?? 1,
     });
   }
 
   private readonly now: () => number;
+  private readonly oneStatementInserts: boolean;
 
   /** Called after each committed batch that accepted something (the in-process worker wakes up). */
   onAccepted(listener: () => void): void {
@@ -283,14 +294,38 @@ export class NotificationService {
   }
 
   private async commitBatch(batch: readonly PreparedAccept[]): Promise<AcceptOutcome<unknown>[]> {
-    const outcomes = await this.db.transaction().execute(async (tx) => {
-      const admissions: Admission[] = [];
-      for (const item of batch) admissions.push(await admit(tx, item));
-      return insertAdmitted(tx, admissions);
-    });
+    const outcomes =
+      (await this.commitInOneStatement(batch)) ??
+      (await this.db.transaction().execute(async (tx) => {
+        const admissions: Admission[] = [];
+        for (const item of batch) admissions.push(await admit(tx, item));
+        return insertAdmitted(tx, admissions);
+      }));
     if (outcomes.some((o) => o.kind === 'accepted'))
       for (const listener of this.acceptedListeners) listener();
     return outcomes;
+  }
+
+  /**
+   * Commits a group whose requests need no statement of their own (no Idempotency-Key, no quota)
+   * with a single statement, which is atomic without a transaction. Undefined when the group or
+   * the store does not allow it.
+   */
+  private async commitInOneStatement(
+    batch: readonly PreparedAccept[],
+  ): Promise<AcceptOutcome<unknown>[] | undefined> {
+    if (!this.oneStatementInserts) return undefined;
+    if (batch.some((item) => item.idempotency !== undefined || item.project.quota_limit !== null))
+      return undefined;
+    const admissions = batch.map((item): Admitted => ({
+      kind: 'admitted',
+      item,
+      rows: rowsOf(item),
+      quota: null,
+    }));
+    const rows = admissions.flatMap((a) => a.rows);
+    const ids = await insertQueuedInOneStatement(this.db, rows, usageDeltaRows(rows.map(queuedUsage)));
+    return ids && admissions.map((admission) => accepted(admission, ids));
   }
 
   /** Waits until every accepted request is committed (graceful stop). */
@@ -413,14 +448,19 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
     quota = quotaState(project.quota_limit, used, window);
   }
 
-  const rows = item.sends.map((send): NewNotificationRow => ({
+  return { kind: 'admitted', item, rows: rowsOf(item), quota };
+}
+
+/** The queued rows of a request's sends. */
+function rowsOf(item: PreparedAccept): NewNotificationRow[] {
+  return item.sends.map((send): NewNotificationRow => ({
     // Time-ordered (RFC 9562 version 7: the millisecond first, then a randomly seeded counter
     // and random bits, at least 42 of them fresh per id), so each insert lands at the end of the
     // unique index on request_id instead of on a random page of it: a group commit then writes a
     // few index pages, not one per row. It reveals the creation time, which the status body
     // shows anyway; a status lookup needs the project's key besides.
     request_id: uuidv7(),
-    project_id: project.id,
+    project_id: item.project.id,
     template: send.request.template,
     recipient: send.recipient,
     data: send.data,
@@ -433,7 +473,11 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
     created_at: item.now,
     updated_at: item.now,
   }));
-  return { kind: 'admitted', item, rows, quota };
+}
+
+/** Each accepted message counts once as queued, in the hour it was accepted. */
+function queuedUsage(row: NewNotificationRow): UsageChange {
+  return { projectId: row.project_id, createdAt: row.created_at, state: 'queued', delta: 1 };
 }
 
 /**
@@ -447,28 +491,34 @@ async function insertAdmitted(
   const admitted = admissions.filter((a): a is Admitted => a.kind === 'admitted');
   const rows = admitted.flatMap((a) => a.rows);
   const ids = await insertNotifications(tx, rows);
-  await addUsage(
-    tx,
-    rows.map((row) => ({ projectId: row.project_id, createdAt: row.created_at, state: 'queued', delta: 1 })),
-  );
+  await addUsage(tx, rows.map(queuedUsage));
   const outcomes: AcceptOutcome<unknown>[] = [];
   for (const admission of admissions) {
     if (admission.kind !== 'admitted') {
       outcomes.push(admission);
       continue;
     }
-    const bodies = admission.rows.map((row): SendResponseBody => ({
-      id: ids.get(row.request_id)!,
-      request_id: row.request_id,
-      status: 'queued',
-      message: 'Notification queued for delivery',
-    }));
-    const body = admission.item.respond(bodies);
+    const outcome = accepted(admission, ids);
     const { project, idempotency } = admission.item;
-    if (idempotency) await completeIdempotencyKey(tx, project.id, idempotency.key, 202, JSON.stringify(body));
-    outcomes.push({ kind: 'accepted', body, quota: admission.quota });
+    if (idempotency)
+      await completeIdempotencyKey(tx, project.id, idempotency.key, 202, JSON.stringify(outcome.body));
+    outcomes.push(outcome);
   }
   return outcomes;
+}
+
+/** The `202` of an admitted request whose rows were inserted with these ids. */
+function accepted(
+  admission: Admitted,
+  ids: ReadonlyMap<string, number>,
+): Extract<AcceptOutcome<unknown>, { kind: 'accepted' }> {
+  const bodies = admission.rows.map((row): SendResponseBody => ({
+    id: ids.get(row.request_id)!,
+    request_id: row.request_id,
+    status: 'queued',
+    message: 'Notification queued for delivery',
+  }));
+  return { kind: 'accepted', body: admission.item.respond(bodies), quota: admission.quota };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { Precompiled } from './precompiled.js';
 import type { Database, NewNotificationRow, NotificationRow, NotificationState } from './schema.js';
+import type { UsageDeltaRow } from './usage.js';
 
 /**
  * Inserts many rows in one statement and returns their ids by request_id (RETURNING promises no
@@ -25,6 +26,27 @@ export async function insertNotifications(
 }
 
 const INSERT_CHUNK = 500;
+
+/**
+ * Inserts accepted rows and their usage deltas with one statement, a PostgreSQL data-modifying
+ * WITH: one round trip instead of a transaction's four (BEGIN, two inserts, COMMIT), and atomic
+ * on its own, so the caller needs no transaction. Undefined when the rows do not fit in one
+ * statement (the caller then inserts them in a transaction, in chunks).
+ */
+export async function insertQueuedInOneStatement(
+  db: Kysely<Database>,
+  rows: readonly NewNotificationRow[],
+  usage: readonly UsageDeltaRow[],
+): Promise<Map<string, number> | undefined> {
+  if (rows.length === 0 || rows.length > INSERT_CHUNK || usage.length === 0) return undefined;
+  const inserted = await db
+    .with('counted', (qb) => qb.insertInto('usage_deltas').values(usage))
+    .with('inserted', (qb) => qb.insertInto('notifications').values(rows).returning(['id', 'request_id']))
+    .selectFrom('inserted')
+    .select(['id', 'request_id'])
+    .execute();
+  return new Map(inserted.map((row) => [row.request_id, row.id]));
+}
 
 /**
  * Cancels a notification that waits in the queue (product.md §6). One conditional UPDATE: a worker

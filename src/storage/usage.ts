@@ -12,16 +12,17 @@ export interface UsageChange {
   readonly delta: number;
 }
 
-/**
- * Appends the usage changes of one transaction (an accept group, a group of outcomes), summed per
- * project, hour and state first. Plain inserts: concurrent transactions never wait on each other
- * for a counter row.
- */
-export async function addUsage(db: Kysely<Database>, changes: readonly UsageChange[]): Promise<void> {
-  const sums = new Map<
-    string,
-    { project_id: number; hour_start: number; state: UsageState; delta: number }
-  >();
+/** A row of `usage_deltas`: the sum of a transaction's changes for one project, hour and state. */
+export interface UsageDeltaRow {
+  readonly project_id: number;
+  readonly hour_start: number;
+  readonly state: UsageState;
+  readonly delta: number;
+}
+
+/** Sums changes per project, hour and state; sums of zero are left out. */
+export function usageDeltaRows(changes: readonly UsageChange[]): UsageDeltaRow[] {
+  const sums = new Map<string, { -readonly [K in keyof UsageDeltaRow]: UsageDeltaRow[K] }>();
   for (const change of changes) {
     const hour = change.createdAt - (change.createdAt % USAGE_HOUR_MS);
     const key = `${change.projectId}:${hour}:${change.state}`;
@@ -35,7 +36,16 @@ export async function addUsage(db: Kysely<Database>, changes: readonly UsageChan
       });
     else sum.delta += change.delta;
   }
-  const rows = [...sums.values()].filter((row) => row.delta !== 0);
+  return [...sums.values()].filter((row) => row.delta !== 0);
+}
+
+/**
+ * Appends the usage changes of one transaction (an accept group, a group of outcomes), summed per
+ * project, hour and state first. Plain inserts: concurrent transactions never wait on each other
+ * for a counter row.
+ */
+export async function addUsage(db: Kysely<Database>, changes: readonly UsageChange[]): Promise<void> {
+  const rows = usageDeltaRows(changes);
   if (rows.length > 0) await db.insertInto('usage_deltas').values(rows).execute();
 }
 
