@@ -149,12 +149,18 @@ async function main(): Promise<number> {
         throw new Error('not measured: it needs the SQLite accept figure of this run');
       const runs = (results.endToEnd = [] as EndToEndResult[]);
       const rate = Math.max(1, Math.round(acceptRps / 2));
-      runs.push(await runEndToEnd(ctx, rate, 'half the measured SQLite accept rate', 'end-to-end'));
+      runs.push(await runEndToEnd(ctx, rate, 'half the measured SQLite accept rate', 'end-to-end', false));
       const deliveryRate = results.delivery?.heraldRate;
       if (deliveryRate !== undefined && deliveryRate < rate && results.delivery?.timedOut !== true) {
         const basis = 'half the measured delivery rate, a load the worker keeps up with';
         runs.push(
-          await runEndToEnd(ctx, Math.max(1, Math.round(deliveryRate / 2)), basis, 'end-to-end-sustained'),
+          await runEndToEnd(
+            ctx,
+            Math.max(1, Math.round(deliveryRate / 2)),
+            basis,
+            'end-to-end-sustained',
+            true,
+          ),
         );
       }
     });

@@ -3,7 +3,13 @@
  * its baseline, the ratio, the goal and whether it was met; and the bars of the chart.
  */
 import type { ChartItem } from './chart.js';
-import { GOALS, type BatchRun, type BenchResults, type DeliveryResult } from './results.js';
+import {
+  GOALS,
+  type BatchRun,
+  type BenchResults,
+  type DeliveryResult,
+  type EndToEndResult,
+} from './results.js';
 import { formatMs, formatNumber } from './stats.js';
 import type { WrkResult } from './wrk.js';
 
@@ -151,8 +157,7 @@ export function figureRows(results: BenchResults): Row[] {
           : `p50 ${formatMs(run.acceptToSent.p50Ms)}, p99 ${formatMs(run.acceptToSent.p99Ms)}`,
       baseline: run === undefined ? '–' : `(${run.basis})`,
       ratio: '–',
-      goal: '–',
-      met: undefined,
+      ...(run?.sustained === true ? latencyGoal(run) : { goal: '–', met: undefined }),
     });
   }
   rows.push(
@@ -255,4 +260,13 @@ export function chartItems(results: BenchResults): ChartItem[] {
     });
   }
   return items;
+}
+
+/** The latency goal of a run at a load the worker keeps up with. */
+function latencyGoal(run: EndToEndResult): Pick<Row, 'goal' | 'met'> {
+  const goal = GOALS.sustainedLatency;
+  return {
+    goal: `p50 ≤ ${goal.p50Ms} ms, p99 ≤ ${goal.p99Ms} ms`,
+    met: run.acceptToSent.p50Ms <= goal.p50Ms && run.acceptToSent.p99Ms <= goal.p99Ms,
+  };
 }

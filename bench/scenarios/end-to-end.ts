@@ -46,6 +46,7 @@ export async function runEndToEnd(
   rate: number,
   basis: string,
   name: string,
+  sustained: boolean,
 ): Promise<EndToEndResult> {
   const durationS = ctx.settings.endToEndS;
   const sink = await startSink();
@@ -121,6 +122,7 @@ export async function runEndToEnd(
       const responses = samples.map((s) => s.responseMs);
       const result: EndToEndResult = {
         basis,
+        sustained,
         rate,
         durationS,
         offered: samples.length,
