@@ -1,11 +1,12 @@
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
 import { claimDueSqlite } from './claim.js';
+import { LockWaitingSqliteDialect } from './lock-wait.js';
 import { claimWebhooksSqlite } from './claim-webhooks.js';
 import { renewLeasesSqlite } from './renew.js';
 import { migrateSqlite } from './migrate.js';
@@ -24,6 +25,9 @@ export interface SqliteOptions {
   readonly backgroundCheckpoint?: boolean;
   readonly onCheckpoint?: (report: CheckpointReport) => void;
 }
+
+/** How long a writer waits for another process to release the write lock before failing. */
+const LOCK_WAIT_MS = 10_000;
 
 /** WAL pages after which a commit checkpoints by itself (SQLite's default is 1000). */
 const AUTO_CHECKPOINT_PAGES = 1000;
@@ -60,8 +64,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   // Deleted and overwritten content (erased placeholder values, old rows) is zeroed on disk, not
   // left in free space where a copy of the file would still hold it.
   connection.pragma('secure_delete = ON');
-  // The CLI and the server write the same file; a writer waits for the other instead of failing.
-  connection.pragma('busy_timeout = 10000');
+  // The CLI and the server, or an API and a worker process, write the same file: a writer waits
+  // for the other instead of failing, but in LockWaitingSqliteDialect, not asleep inside SQLite.
+  connection.pragma('busy_timeout = 0');
   const checkpointer = options.backgroundCheckpoint
     ? startCheckpointer(file, { onReport: options.onCheckpoint })
     : null;
@@ -70,7 +75,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   );
   const dataVersion = connection.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(connection) }),
+    dialect: new LockWaitingSqliteDialect({ database: withStatementCache(connection) }, LOCK_WAIT_MS),
   });
   return {
     kind: 'sqlite',
