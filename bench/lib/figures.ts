@@ -150,7 +150,7 @@ export function figureRows(results: BenchResults): Row[] {
   const endToEndRuns = endToEnd === undefined || endToEnd.length === 0 ? [undefined] : endToEnd;
   for (const run of endToEndRuns) {
     rows.push({
-      figure: `End to end, accept→sent${run === undefined ? '' : ` at ${formatNumber(run.rate)} req/s`}`,
+      figure: `End to end, accept→sent${run === undefined ? '' : ` at ${formatNumber(run.rate)} req/s, ${run.processes === 'all' ? 'role all' : 'api and worker processes'}`}`,
       herald:
         run === undefined
           ? NOT_MEASURED

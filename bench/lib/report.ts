@@ -107,7 +107,7 @@ function details(results: BenchResults): string[] {
     out.push('### 3. End to end', '');
     for (const e of endToEnd) {
       out.push(
-        `Herald \`serve --role all\` delivering into \`smtp-sink\`, under an open-loop load of ${formatNumber(e.rate)} req/s (${e.basis}) for ${e.durationS} s: ${formatNumber(e.offered)} sends, ${formatNumber(e.accepted)} accepted, ${formatNumber(e.rejected)} not accepted. Status read for ${formatNumber(e.sampled)} of them (evenly spread): ${formatNumber(e.sent)} sent, ${e.failed} failed.`,
+        `Herald ${e.processes === 'all' ? '`serve --role all`' : '`serve --role api` and `serve --role worker` (two processes)'} delivering into \`smtp-sink\`, under an open-loop load of ${formatNumber(e.rate)} req/s (${e.basis}) for ${e.durationS} s, after a ${s.warmupS} s warm-up at the same rate that is not counted: ${formatNumber(e.offered)} sends, ${formatNumber(e.accepted)} accepted, ${formatNumber(e.rejected)} not accepted. Status read for ${formatNumber(e.sampled)} of them (evenly spread): ${formatNumber(e.sent)} sent, ${e.failed} failed.`,
         '',
         '| Latency | p50 | p99 |',
         '|---|---:|---:|',

@@ -46,6 +46,8 @@ export interface EndToEndResult {
   basis: string;
   /** A load the worker keeps up with (half the delivery rate): the latency goal applies. */
   sustained: boolean;
+  /** One process of role `all`, or an API process and a worker process beside it. */
+  processes: 'all' | 'api+worker';
   rate: number;
   durationS: number;
   offered: number;

@@ -1,9 +1,11 @@
 /**
- * Figure 3, end to end: Herald (role `all`, delivering into smtp-sink) under an open-loop load of
- * half its measured maximum accept rate (and, when the worker cannot keep up with that, also at
- * half its measured delivery rate, so that one figure shows latency without a growing backlog). Accept→sent latency comes from the status body
- * (sent_at − created_at, both set by Herald); due→sent adds the time a request waited on the
- * client side, measured from the moment the schedule said it should go out (same clock).
+ * Figure 3, end to end: Herald delivering into smtp-sink under an open-loop load, after a warm-up
+ * at the same rate that is not counted. At half its measured maximum accept rate (role `all`), and,
+ * when the worker cannot keep up with that, at half its measured delivery rate, a load without a
+ * growing backlog: with an API and a worker process (the deployment for that load, held to the
+ * latency goal) and in role `all`. Accept→sent latency comes from the status body (sent_at −
+ * created_at, both set by Herald); due→sent adds the time a request waited on the client side,
+ * measured from the moment the schedule said it should go out (same clock).
  */
 import { keepAliveAgent, runPool } from '../lib/http-client.js';
 import {
@@ -47,18 +49,39 @@ export async function runEndToEnd(
   basis: string,
   name: string,
   sustained: boolean,
+  processes: EndToEndResult['processes'] = 'all',
 ): Promise<EndToEndResult> {
   const durationS = ctx.settings.endToEndS;
   const sink = await startSink();
   try {
     const instance = await prepareInstance(ctx, name, { smtpUrl: sink.url });
-    const herald = await startRole(ctx, instance, 'all');
+    const herald = await startRole(ctx, instance, processes === 'all' ? 'all' : 'api');
+    // The worker of a split deployment; in role `all` the one process does both.
+    const worker = processes === 'all' ? herald : await startRole(ctx, instance, 'worker');
     const apiKey = instance.project.apiKey;
     const agent = keepAliveAgent(16);
     try {
       progress.start('end to end: first delivery');
       const first = await sendNotification(agent, herald.port, apiKey);
       await waitUntilSent(() => notificationStatus(agent, herald.port, apiKey, first.request_id), 30_000);
+
+      // Like the accept figure, the measured run follows a warm-up at the same rate that is not
+      // counted: a process just started runs its code unoptimised, and at this load the first
+      // seconds build a backlog that the measured latencies would otherwise carry.
+      progress.start(`end to end: warm-up, ${rate} req/s for ${ctx.settings.warmupS}s`);
+      await runPaced({
+        port: herald.port,
+        rate,
+        durationS: ctx.settings.warmupS,
+        maxSockets: ctx.settings.connections,
+        send: (index) => ({ path: SEND_PATH, headers: authHeaders(apiKey, true), body: sendBody(index + 1) }),
+      });
+      await waitDrained(
+        instance.dataDir,
+        'end to end: warm-up draining',
+        ctx.settings.endToEndDrainS * 1000,
+        worker.process,
+      );
 
       let fired = 0;
       let answered = 0;
@@ -90,7 +113,7 @@ export async function runEndToEnd(
         instance.dataDir,
         'end to end: draining',
         ctx.settings.endToEndDrainS * 1000,
-        herald.process,
+        worker.process,
       );
 
       const step = Math.max(1, accepted.length / MAX_SAMPLED);
@@ -123,6 +146,7 @@ export async function runEndToEnd(
       const result: EndToEndResult = {
         basis,
         sustained,
+        processes,
         rate,
         durationS,
         offered: samples.length,
@@ -141,6 +165,7 @@ export async function runEndToEnd(
       return result;
     } finally {
       agent.destroy();
+      if (worker !== herald) await worker.stop();
       await herald.stop();
     }
   } finally {
