@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { Deadline } from './deadline.js';
 
 /**
  * Connections to one relay with one login, kept open between messages: the only user of
@@ -58,16 +59,16 @@ export class RelayPool {
    * Sends one message and resolves with the relay's final reply. An aborted send closes its
    * connection at once (the caller has already given up on it).
    */
-  async send(envelope: SmtpEnvelope, raw: Buffer, signal: AbortSignal): Promise<string> {
+  async send(envelope: SmtpEnvelope, raw: Buffer, deadline: Deadline): Promise<string> {
     // A connection the relay dropped while it was idle fails before a byte of the message is
     // sent: the message goes on the next idle connection, or a new one.
     for (let connection = this.idle.pop(); connection !== undefined; connection = this.idle.pop()) {
-      const outcome = await this.transmit(connection, envelope, raw, signal);
+      const outcome = await this.transmit(connection, envelope, raw, deadline);
       if (outcome.kind !== 'stale') return this.settle(connection, outcome);
       this.discard(connection);
     }
-    const connection = await this.connect(signal);
-    const outcome = await this.transmit(connection, envelope, raw, signal);
+    const connection = await this.connect(deadline);
+    const outcome = await this.transmit(connection, envelope, raw, deadline);
     return this.settle(
       connection,
       outcome.kind === 'stale' ? { kind: 'failed', error: outcome.error } : outcome,
@@ -75,8 +76,8 @@ export class RelayPool {
   }
 
   /** Connects (and logs in) once, then says goodbye: the dashboard's "verify connection". */
-  async verify(signal: AbortSignal): Promise<void> {
-    const connection = await this.connect(signal);
+  async verify(deadline: Deadline): Promise<void> {
+    const connection = await this.connect(deadline);
     this.open.delete(connection);
     connection.quit();
   }
@@ -87,7 +88,7 @@ export class RelayPool {
     for (const connection of this.idle.splice(0)) connection.quit();
   }
 
-  private connect(signal: AbortSignal): Promise<SMTPConnection> {
+  private connect(deadline: Deadline): Promise<SMTPConnection> {
     if (this.closed) return Promise.reject(new Error('SMTP transport is closed'));
     const { auth, timeoutMs } = this.options;
     const connection = new SMTPConnection({
@@ -105,11 +106,12 @@ export class RelayPool {
     this.open.add(connection);
     return new Promise((resolve, reject) => {
       let settled = false;
+      let stopListening = () => {};
       const fail = (error: Error) => {
         this.forget(connection);
         if (settled) return;
         settled = true;
-        signal.removeEventListener('abort', abort);
+        stopListening();
         connection.close();
         reject(error);
       };
@@ -117,7 +119,7 @@ export class RelayPool {
       const ready = () => {
         if (settled) return;
         settled = true;
-        signal.removeEventListener('abort', abort);
+        stopListening();
         resolve(connection);
       };
       // For the connection's whole life: an unheard 'error' would end the process. A connection
@@ -126,8 +128,8 @@ export class RelayPool {
       connection.once('end', () =>
         fail(Object.assign(new Error('Connection closed'), { code: 'ECONNECTION' })),
       );
-      if (signal.aborted) return abort();
-      signal.addEventListener('abort', abort, { once: true });
+      if (deadline.aborted) return abort();
+      stopListening = deadline.onAbort(abort);
       connection.connect((error) => {
         if (error) return fail(error);
         // As nodemailer's own transports do: a relay that offers no AUTH is not sent the login.
@@ -143,7 +145,7 @@ export class RelayPool {
     connection: SMTPConnection,
     envelope: SmtpEnvelope,
     raw: Buffer,
-    signal: AbortSignal,
+    deadline: Deadline,
   ): Promise<
     | { kind: 'sent'; response: string }
     | { kind: 'failed'; error: SmtpClientError }
@@ -155,10 +157,10 @@ export class RelayPool {
         connection.close();
         resolve({ kind: 'failed', error: aborted() });
       };
-      if (signal.aborted) return abort();
-      signal.addEventListener('abort', abort, { once: true });
+      if (deadline.aborted) return abort();
+      const stopListening = deadline.onAbort(abort);
       connection.send({ from: envelope.from, to: [envelope.to] }, message, (error, info) => {
-        signal.removeEventListener('abort', abort);
+        stopListening();
         if (!error) return resolve({ kind: 'sent', response: String(info?.response ?? '250 OK') });
         const stale = !message.readableDidRead && connectionLost(error);
         resolve({ kind: stale ? 'stale' : 'failed', error });

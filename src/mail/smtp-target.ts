@@ -62,8 +62,23 @@ export function describeSmtpTarget(target: SmtpTarget): string {
   return `${target.security === 'tls' ? 'smtps' : 'smtp'}://${user}${urlHost(target.host)}:${target.port} (${target.security})`;
 }
 
+/**
+ * A target's key, kept with the target: a worker asks for it once per message, and the worker's
+ * targets are the same objects across a batch (and the global relay's, across batches).
+ */
+const targetKeys = new WeakMap<SmtpTarget, string>();
+
 /** Identifies a connection pool: targets with the same key can share connections. */
 export function smtpTargetKey(target: SmtpTarget): string {
+  let key = targetKeys.get(target);
+  if (key === undefined) {
+    key = hashTarget(target);
+    targetKeys.set(target, key);
+  }
+  return key;
+}
+
+function hashTarget(target: SmtpTarget): string {
   return createHash('sha256')
     .update(
       JSON.stringify([

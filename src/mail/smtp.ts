@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/retry.js';
+import { Deadline } from './deadline.js';
 import { RelayPool } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 
@@ -205,26 +206,24 @@ export class SmtpMailer {
    * Bounds a whole transaction, not only each idle wait: a relay that drips one line every few
    * seconds never trips the socket timeout. At the deadline the transaction's connection is closed.
    */
-  private async withDeadline<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const controller = new AbortController();
+  private async withDeadline<T>(work: (deadline: Deadline) => Promise<T>): Promise<T> {
+    const deadline = new Deadline();
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_resolve, reject) => {
+    const expiry = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
-        controller.abort();
+        deadline.abort();
         reject(Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }));
       }, this.options.timeoutMs);
     });
-    const running = work(controller.signal);
+    const running = work(deadline);
     try {
-      return await Promise.race([running, deadline]);
+      return await Promise.race([running, expiry]);
     } catch (error) {
       if (error instanceof SmtpDeliveryError) throw error;
       // An attempt cut off at the deadline reports the deadline, whatever its connection said.
       throw new SmtpDeliveryError(
         classifySmtpError(
-          controller.signal.aborted
-            ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' })
-            : error,
+          deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
         ),
       );
     } finally {
@@ -236,13 +235,13 @@ export class SmtpMailer {
   /** Sends one composed message; resolves with the relay's final reply, or throws SmtpDeliveryError. */
   async send(target: SmtpTarget, envelope: Envelope, raw: Buffer): Promise<SmtpReply> {
     // One deadline covers the look-up, connecting and the transaction.
-    const reply = await this.withDeadline(async (signal) => {
+    const reply = await this.withDeadline(async (deadline) => {
       const pool = await this.pool(target);
       try {
         // The deadline passed while the pool was being made (a slow look-up): the attempt has
         // been reported as failed and will be retried, so this one must not send after all.
-        if (signal.aborted) throw new Error(DEADLINE_EXCEEDED);
-        return await pool.relay.send(envelope, raw, signal);
+        if (deadline.aborted) throw new Error(DEADLINE_EXCEEDED);
+        return await pool.relay.send(envelope, raw, deadline);
       } finally {
         pool.pending--;
         if (pool.retired && pool.pending === 0) pool.relay.close();
@@ -254,10 +253,10 @@ export class SmtpMailer {
 
   /** Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". */
   async verify(target: SmtpTarget): Promise<void> {
-    await this.withDeadline(async (signal) => {
+    await this.withDeadline(async (deadline) => {
       const relay = await this.relayPool(target);
-      if (signal.aborted) throw new Error(DEADLINE_EXCEEDED);
-      await relay.verify(signal);
+      if (deadline.aborted) throw new Error(DEADLINE_EXCEEDED);
+      await relay.verify(deadline);
     });
   }
 
