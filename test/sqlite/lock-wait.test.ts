@@ -80,7 +80,12 @@ describe('waiting for the write lock', () => {
   it('fails with SQLITE_BUSY when the lock stays taken past the timeout, and leaves no transaction open', async () => {
     const connection = new BetterSqlite3(file);
     connection.pragma('busy_timeout = 0');
-    const db = new Kysely<Database>({ dialect: new LockWaitingSqliteDialect({ database: connection }, 100) });
+    const db = new Kysely<Database>({
+      dialect: new LockWaitingSqliteDialect(
+        { database: connection },
+        { timeoutMs: 100, inTransaction: () => connection.inTransaction },
+      ),
+    });
     try {
       other.exec('BEGIN IMMEDIATE');
       await expect(insertValue(db, 3)).rejects.toMatchObject({ code: 'SQLITE_BUSY' });

@@ -25,14 +25,25 @@ import {
 export class LockWaitingSqliteDialect extends SqliteDialect {
   constructor(
     config: ConstructorParameters<typeof SqliteDialect>[0],
-    private readonly timeoutMs: number,
+    private readonly wait: LockWait,
   ) {
     super(config);
   }
 
   override createDriver(): Driver {
-    return new LockWaitingDriver(super.createDriver(), this.timeoutMs);
+    return new LockWaitingDriver(super.createDriver(), this.wait);
   }
+}
+
+export interface LockWait {
+  /** How long a statement waits for the lock before its SQLITE_BUSY is thrown. */
+  readonly timeoutMs: number;
+  /**
+   * Whether the connection is inside a transaction. There a refused statement is not run again:
+   * SQLite may have rolled the whole transaction back, and a retry would then run on its own.
+   * (In WAL mode with BEGIN IMMEDIATE nothing inside a transaction waits for a lock.)
+   */
+  readonly inTransaction: () => boolean;
 }
 
 /** Error codes of a statement that did nothing because another connection holds a lock. */
@@ -47,7 +58,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 class LockWaitingConnection implements DatabaseConnection {
   constructor(
     private readonly inner: DatabaseConnection,
-    private readonly timeoutMs: number,
+    private readonly wait: LockWait,
   ) {}
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -55,13 +66,18 @@ class LockWaitingConnection implements DatabaseConnection {
     try {
       return this.inner.executeQuery<R>(query);
     } catch (error) {
-      if (!isBusy(error)) throw error;
+      if (!isBusy(error) || !this.mayRunAgain(query)) throw error;
       return this.retry<R>(query, error);
     }
   }
 
+  /** Outside a transaction a refused statement did nothing; a refused COMMIT keeps its transaction. */
+  private mayRunAgain(query: CompiledQuery): boolean {
+    return !this.wait.inTransaction() || query.sql === 'commit';
+  }
+
   private async retry<R>(query: CompiledQuery, first: unknown): Promise<QueryResult<R>> {
-    const deadline = performance.now() + this.timeoutMs;
+    const deadline = performance.now() + this.wait.timeoutMs;
     let last = first;
     for (let attempt = 1; performance.now() < deadline; attempt++) {
       // A millisecond at first, as the other writer's commit takes about that; a writer that
@@ -70,7 +86,7 @@ class LockWaitingConnection implements DatabaseConnection {
       try {
         return await this.inner.executeQuery<R>(query);
       } catch (error) {
-        if (!isBusy(error)) throw error;
+        if (!isBusy(error) || !this.mayRunAgain(query)) throw error;
         last = error;
       }
     }
@@ -85,7 +101,7 @@ class LockWaitingConnection implements DatabaseConnection {
 class LockWaitingDriver implements Driver {
   constructor(
     private readonly inner: Driver,
-    private readonly timeoutMs: number,
+    private readonly wait: LockWait,
   ) {}
 
   init(): Promise<void> {
@@ -93,7 +109,7 @@ class LockWaitingDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new LockWaitingConnection(await this.inner.acquireConnection(), this.timeoutMs);
+    return new LockWaitingConnection(await this.inner.acquireConnection(), this.wait);
   }
 
   /**

@@ -58,7 +58,13 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   restrictToOwner(file);
   const connection = new BetterSqlite3(file);
-  connection.pragma('journal_mode = WAL');
+  // Readers never wait for the writer, and a transaction begun with BEGIN IMMEDIATE never waits
+  // for a lock after its start (lock-wait.ts relies on it).
+  const mode = connection.pragma('journal_mode = WAL', { simple: true }) as string;
+  if (mode !== 'wal') {
+    connection.close();
+    throw new Error(`SQLite cannot use WAL mode for ${file} (it stays in ${mode} mode); Herald needs it`);
+  }
   connection.pragma('synchronous = FULL');
   connection.pragma('foreign_keys = ON');
   // Deleted and overwritten content (erased placeholder values, old rows) is zeroed on disk, not
@@ -73,9 +79,23 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   connection.pragma(
     `wal_autocheckpoint = ${checkpointer ? SAFETY_NET_CHECKPOINT_PAGES : AUTO_CHECKPOINT_PAGES}`,
   );
-  const dataVersion = connection.prepare('PRAGMA data_version').pluck();
+  const dataVersionStatement = connection.prepare('PRAGMA data_version').pluck();
+  // A read waits for no lock in WAL mode, except while another process recovers the WAL after a
+  // crash; then the version is one never seen before, so nothing is answered from memory.
+  let unknownVersion = 0;
+  const dataVersion = (): number => {
+    try {
+      return dataVersionStatement.get() as number;
+    } catch (error) {
+      if (!String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')) throw error;
+      return --unknownVersion;
+    }
+  };
   const db = new Kysely<Database>({
-    dialect: new LockWaitingSqliteDialect({ database: withStatementCache(connection) }, LOCK_WAIT_MS),
+    dialect: new LockWaitingSqliteDialect(
+      { database: withStatementCache(connection) },
+      { timeoutMs: LOCK_WAIT_MS, inTransaction: () => connection.inTransaction },
+    ),
   });
   return {
     kind: 'sqlite',
@@ -83,8 +103,10 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     claimDue: (claim) => claimDueSqlite(db, claim),
     claimWebhooks: (claim) => claimWebhooksSqlite(db, claim),
     renewLeases: (renew) => renewLeasesSqlite(db, renew),
-    externalChanges: () => dataVersion.get() as number,
-    otherCommits: () => dataVersion.get() as number,
+    externalChanges: dataVersion,
+    otherCommits: dataVersion,
+    // Every lookup reads data_version first: a commit is seen by the next lookup anywhere.
+    projectChangesSettleMs: 0,
     // One writer at a time: a second transaction would only wait for the file lock.
     writeConcurrency: 1,
     migrate: () => migrateSqlite(db),
