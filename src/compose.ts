@@ -119,7 +119,10 @@ export async function openServices(
     throw error;
   }
   const db = storage.db;
-  const projects = new ProjectService(db, config.defaultQuota, { externalChanges: storage.externalChanges });
+  const projects = new ProjectService(db, config.defaultQuota, {
+    externalChanges: storage.externalChanges,
+    changesSettleMs: storage.projectChangesSettleMs,
+  });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
   const webhookSecrets = new SecretBox(secretKey, 'herald:webhook-secret');
   const tokenKey = bounceKey(secretKey);

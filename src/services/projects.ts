@@ -136,13 +136,20 @@ export class ProjectService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly defaults: { readonly limit: number | null; readonly period: QuotaPeriod },
-    options: { readonly externalChanges?: (() => number) | undefined; readonly now?: () => number } = {},
+    options: {
+      readonly externalChanges?: (() => number) | undefined;
+      /** Storage.projectChangesSettleMs: how long until every process has seen a change. */
+      readonly changesSettleMs?: number;
+      readonly now?: () => number;
+    } = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.changesSettleMs = options.changesSettleMs ?? 0;
     this.keyCache = options.externalChanges ? new KeyCache(options.externalChanges, this.now) : null;
   }
 
   private readonly now: () => number;
+  private readonly changesSettleMs: number;
 
   /**
    * Every change to projects goes through here, so the key cache can never serve an old row. The
@@ -209,7 +216,12 @@ export class ProjectService {
     }
   }
 
-  /** Replaces the project's key; the old key stops working with this commit. */
+  /**
+   * Replaces the project's key. The old key is refused by every process once this returns: on
+   * PostgreSQL, where server processes keep keys in memory until the notice of a change reaches
+   * them, it returns only after the time in which every one of them has either received the
+   * notice or stopped keeping keys (about 2 s).
+   */
   async rotateKey(ref: string | number): Promise<{ project: Project; apiKey: string }> {
     const current = await this.resolve(ref);
     const key = generateApiKey();
@@ -221,6 +233,7 @@ export class ProjectService {
       }),
     );
     if (row === undefined) throw errors.projectNotFound(String(ref));
+    if (this.changesSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.changesSettleMs));
     return { project: toProject(row), apiKey: key.key };
   }
 
@@ -244,8 +257,9 @@ export class ProjectService {
 
   /**
    * The project a bearer token belongs to, or null. Malformed keys and keys with a bad checksum are
-   * refused before any database lookup. A rotated key fails at once in every process: the cache
-   * (SQLite only) is dropped on any change, and PostgreSQL is asked every time.
+   * refused before any database lookup. Keys are kept in memory while nothing has changed the
+   * projects: on SQLite a commit anywhere is seen by the next lookup; on PostgreSQL its notice
+   * arrives within milliseconds, and rotateKey waits until it has reached every process.
    */
   async authenticate(token: string | null): Promise<ProjectRow | null> {
     if (token === null || !isWellFormedApiKey(token)) return null;

@@ -26,6 +26,12 @@ export interface Storage {
    */
   readonly externalChanges?: () => number;
   /**
+   * How long after a change to projects commits until no process that keeps projects in memory
+   * can still answer from before it (0 where every lookup checks first). A key rotation waits
+   * this long before it reports success, so the old key is refused everywhere once it has.
+   */
+  readonly projectChangesSettleMs: number;
+  /**
    * A number that moves whenever another connection commits anything (SQLite's data_version);
    * undefined where the backend cannot tell cheaply. A worker claims again only when work may
    * have been committed elsewhere, instead of after every message.

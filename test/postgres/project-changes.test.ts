@@ -15,6 +15,7 @@ import { waitUntil } from '../helpers/wait.js';
  * key from memory when it could have missed the notice: while its listening connection is down,
  * every lookup goes to the database.
  */
+const CHECK_MS = 200;
 let database: { url: string; drop(): Promise<void> };
 let server: Storage;
 let other: Storage;
@@ -25,12 +26,14 @@ let clockAhead = 0;
 
 beforeAll(async () => {
   database = await createPostgresDatabase();
-  other = openPostgres({ url: database.url });
+  // A short check interval keeps the waits of rotations short; the same in both, as in production.
+  other = openPostgres({ url: database.url, projectChangesCheckMs: CHECK_MS });
   await other.migrate();
   server = openPostgres({
     url: database.url,
     watchProjects: true,
     onProjectChanges: (state) => states.push(state),
+    projectChangesCheckMs: CHECK_MS,
   });
   projects = new ProjectService(
     server.db,
@@ -105,6 +108,26 @@ describe('API keys in memory on PostgreSQL', () => {
       what: 'the old key to be refused',
     });
     expect((await projects.authenticate(newKey))?.id).toBe(project.id);
+  });
+
+  it('refuses the old key as soon as a rotation made by another process has returned', async () => {
+    // As `herald project rotate-key` does: another process, which keeps no keys itself, rotates
+    // through the service. Once it returns, this process must refuse the old key without a wait.
+    const rotating = new ProjectService(
+      other.db,
+      { limit: null, period: 'month' },
+      {
+        changesSettleMs: other.projectChangesSettleMs,
+      },
+    );
+    const { project, apiKey } = await announced(() => projects.create({ name: 'rotated-elsewhere' }));
+    let key = apiKey;
+    for (let round = 0; round < 5; round++) {
+      expect((await projects.authenticate(key))?.id).toBe(project.id);
+      const rotated = await rotating.rotateKey(project.id);
+      expect(await projects.authenticate(key)).toBeNull();
+      key = rotated.apiKey;
+    }
   });
 
   it('looks every key up in the database while the listening connection is down, then listens again', async () => {

@@ -7,7 +7,7 @@ import { claimDuePostgres } from './claim.js';
 import { claimWebhooksPostgres } from './claim-webhooks.js';
 import { renewLeasesPostgres } from './renew.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
-import { ProjectChanges, type ProjectChangesState } from './project-changes.js';
+import { changesSettleMs, ProjectChanges, type ProjectChangesState } from './project-changes.js';
 
 // Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -22,6 +22,8 @@ export interface PostgresOptions {
    */
   readonly watchProjects?: boolean;
   readonly onProjectChanges?: (state: ProjectChangesState) => void;
+  /** How often the listening connection is checked (tests shorten it); the same in every process. */
+  readonly projectChangesCheckMs?: number;
 }
 
 export function openPostgres(options: PostgresOptions): Storage {
@@ -43,7 +45,11 @@ export function openPostgres(options: PostgresOptions): Storage {
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const changes = options.watchProjects
-    ? new ProjectChanges({ url: options.url, onState: options.onProjectChanges })
+    ? new ProjectChanges({
+        url: options.url,
+        onState: options.onProjectChanges,
+        checkMs: options.projectChangesCheckMs,
+      })
     : null;
   return {
     kind: 'postgres',
@@ -55,6 +61,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,
     ...(changes === null ? {} : { externalChanges: () => changes.version() }),
+    projectChangesSettleMs: changesSettleMs(options.projectChangesCheckMs),
     // Kysely's Migrator takes an advisory lock and runs the migrations in a transaction, so a
     // second migrator waits, then finds nothing left to do.
     migrate: () => migrateToLatest(db, migrationsFor(POSTGRES_TYPES), { inTransaction: false }),

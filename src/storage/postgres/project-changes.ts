@@ -7,6 +7,15 @@ export const PROJECT_CHANGES_CHANNEL = 'herald_projects';
 const CHECK_MS = 1_000;
 
 /**
+ * How long after a commit every listening process has either received its notice or stopped
+ * keeping keys: twice the check interval (a connection that stalls silently just after a check is
+ * given up when the next check goes unanswered), and a quarter more for timers that fire late.
+ */
+export function changesSettleMs(checkMs = CHECK_MS): number {
+  return Math.ceil(2.25 * checkMs);
+}
+
+/**
  * Throws unless migration 009's trigger is there and enabled: a trigger disabled by hand (or
  * dropped) announces nothing, and keys must then not be kept.
  */
