@@ -234,12 +234,16 @@ export async function countByState(
   return counts;
 }
 
-/** The earliest time a queued message becomes due, so an idle worker knows when to look again. */
-export async function nextDueAt(db: Kysely<Database>): Promise<number | null> {
+/**
+ * The earliest time a queued message becomes due (after `after`, when given), so a worker knows
+ * when to look again.
+ */
+export async function nextDueAt(db: Kysely<Database>, after?: number): Promise<number | null> {
   const row = await db
     .selectFrom('notifications')
     .select((eb) => eb.fn.min('run_at').as('next'))
     .where('state', '=', 'queued')
+    .$if(after !== undefined, (qb) => qb.where('run_at', '>', after!))
     .executeTakeFirst();
   return row?.next == null ? null : Number(row.next);
 }

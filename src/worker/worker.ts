@@ -39,6 +39,9 @@ interface Job {
 /** How often a worker, asleep or busy, looks for other processes' commits (SQLite's data_version). */
 const WATCH_MS = 10;
 
+/** How often a worker with busy lanes looks for rows falling due by time (see busyDelay). */
+const DUE_LOOK_MS = 100;
+
 export class DeliveryWorker {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly backlog: Job[] = [];
@@ -75,6 +78,8 @@ export class DeliveryWorker {
   private commitsSeen: number | undefined;
   /** When `lookElsewhere` last read `otherCommits`. */
   private lookedAt = 0;
+  /** When `busyDelay` last looked up the next due time. */
+  private dueLookedAt = 0;
   /** Counts wake() calls, so a wake that lands while a claim runs is not lost when it ends. */
   private wakes = 0;
   private nextClaimAt = 0;
@@ -177,7 +182,9 @@ export class DeliveryWorker {
       while (this.active < this.options.concurrency && this.backlog.length > 0)
         this.dispatch(this.backlog.shift()!);
       if (claimed === 0 || this.active >= this.options.concurrency) {
-        await this.sleep(claimed === 0 && this.active === 0 ? await this.idleDelay() : this.options.pollMs);
+        await this.sleep(
+          claimed === 0 && this.active === 0 ? await this.idleDelay() : await this.busyDelay(),
+        );
       }
     }
   }
@@ -462,6 +469,26 @@ export class DeliveryWorker {
     } catch (err) {
       this.logger.warn({ err }, 'renewing leases failed');
     }
+  }
+
+  /**
+   * How long a loop with busy lanes sleeps: until the poll, or until a queued row falls due by
+   * time (a scheduled send, a retry), which is then claimed at its time. Such a row may be written
+   * at any moment (by another worker, another process), so the look-up is repeated every
+   * DUE_LOOK_MS while the lanes stay busy; a freed lane wakes the loop before that.
+   */
+  private async busyDelay(): Promise<number> {
+    const now = this.now();
+    if (now - this.dueLookedAt >= DUE_LOOK_MS || now < this.dueLookedAt) {
+      this.dueLookedAt = now;
+      try {
+        const next = await nextDueAt(this.storage.db, now);
+        if (next !== null) this.nextClaimAt = Math.min(this.nextClaimAt, next);
+      } catch {
+        // The next claim reports database trouble.
+      }
+    }
+    return Math.max(0, Math.min(this.options.pollMs, DUE_LOOK_MS, this.nextClaimAt - this.now()));
   }
 
   private async idleDelay(): Promise<number> {

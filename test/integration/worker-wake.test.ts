@@ -56,4 +56,41 @@ describe('waking the worker', () => {
     });
     expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
   });
+
+  it(
+    'sends a scheduled message at its time while another message holds a lane',
+    { timeout: 60_000 },
+    async () => {
+      const slow = 'slow-relay@example.org';
+      w.sink.holdRecipient(slow);
+      try {
+        await w.send(slow);
+        await waitUntil(() => (w.sink.heldFor(slow) > 0 ? true : undefined), {
+          what: 'a lane held at RCPT TO',
+        });
+        const before = w.sink.messages.length;
+        const dueAt = Date.now() + 1500;
+        const response = await w.ctx.app.inject({
+          method: 'POST',
+          url: '/api/v1/notifications',
+          headers: { authorization: `Bearer ${w.apiKey}` },
+          payload: {
+            template: 'user_created',
+            to: 'later-busy@example.org',
+            data: { user_name: 'Jo' },
+            send_at: new Date(dueAt).toISOString(),
+          },
+        });
+        expect(response.statusCode).toBe(202);
+        await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
+          timeoutMs: 20_000,
+          what: 'the scheduled message at the relay while a lane is busy, well before the 60 s poll',
+        });
+        expect(w.sink.messages.at(-1)?.envelopeTo).toEqual(['later-busy@example.org']);
+        expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
+      } finally {
+        w.sink.releaseRecipient(slow);
+      }
+    },
+  );
 });
