@@ -71,6 +71,11 @@ export interface OpenOptions {
    * for project changes (one connection) to know when to drop them.
    */
   readonly servesApi?: boolean;
+  /**
+   * PostgreSQL: how often the connection listening for project changes is checked (1 s); a key
+   * rotation waits a little over twice this. The same in every process of a deployment.
+   */
+  readonly projectChangesCheckMs?: number;
 }
 
 export async function openServices(
@@ -100,6 +105,7 @@ export async function openServices(
         logger.warn({ error: report.error }, 'background WAL checkpoint failed');
     },
     watchProjects: options.servesApi ?? false,
+    projectChangesCheckMs: options.projectChangesCheckMs,
     onProjectChanges: (state) => {
       if (!state.listening)
         logger.warn(

@@ -4,7 +4,8 @@ import { openSqlite, type SqliteOptions } from './sqlite/open.js';
 import type { Storage } from './storage.js';
 
 /** What a long-running process asks of either backend beyond its connection. */
-export type StorageOptions = SqliteOptions & Pick<PostgresOptions, 'watchProjects' | 'onProjectChanges'>;
+export type StorageOptions = SqliteOptions &
+  Pick<PostgresOptions, 'watchProjects' | 'onProjectChanges' | 'projectChangesCheckMs'>;
 
 export function openStorage(config: DatabaseConfig, options: StorageOptions = {}): Storage {
   return config.kind === 'postgres'
@@ -13,6 +14,7 @@ export function openStorage(config: DatabaseConfig, options: StorageOptions = {}
         poolSize: config.poolSize,
         watchProjects: options.watchProjects,
         onProjectChanges: options.onProjectChanges,
+        projectChangesCheckMs: options.projectChangesCheckMs,
       })
     : openSqlite(config.file, options);
 }
