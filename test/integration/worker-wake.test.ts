@@ -36,25 +36,7 @@ describe('waking the worker', () => {
   });
 
   it('sends a scheduled message at its time, not at the next poll', { timeout: 60_000 }, async () => {
-    const before = w.sink.messages.length;
-    const dueAt = Date.now() + 1500;
-    const response = await w.ctx.app.inject({
-      method: 'POST',
-      url: '/api/v1/notifications',
-      headers: { authorization: `Bearer ${w.apiKey}` },
-      payload: {
-        template: 'user_created',
-        to: 'later@example.org',
-        data: { user_name: 'Jo' },
-        send_at: new Date(dueAt).toISOString(),
-      },
-    });
-    expect(response.statusCode).toBe(202);
-    await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
-      timeoutMs: 20_000,
-      what: 'the scheduled message at the relay, well before the 60 s poll',
-    });
-    expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
+    await scheduledArrivesOnTime('later@example.org');
   });
 
   it(
@@ -68,29 +50,34 @@ describe('waking the worker', () => {
         await waitUntil(() => (w.sink.heldFor(slow) > 0 ? true : undefined), {
           what: 'a lane held at RCPT TO',
         });
-        const before = w.sink.messages.length;
-        const dueAt = Date.now() + 1500;
-        const response = await w.ctx.app.inject({
-          method: 'POST',
-          url: '/api/v1/notifications',
-          headers: { authorization: `Bearer ${w.apiKey}` },
-          payload: {
-            template: 'user_created',
-            to: 'later-busy@example.org',
-            data: { user_name: 'Jo' },
-            send_at: new Date(dueAt).toISOString(),
-          },
-        });
-        expect(response.statusCode).toBe(202);
-        await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
-          timeoutMs: 20_000,
-          what: 'the scheduled message at the relay while a lane is busy, well before the 60 s poll',
-        });
-        expect(w.sink.messages.at(-1)?.envelopeTo).toEqual(['later-busy@example.org']);
-        expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
+        await scheduledArrivesOnTime('later-busy@example.org');
       } finally {
         w.sink.releaseRecipient(slow);
       }
     },
   );
 });
+
+/** Schedules a send 1.5 s ahead and waits for it at the relay: at its time, not the 60 s poll. */
+async function scheduledArrivesOnTime(to: string): Promise<void> {
+  const before = w.sink.messages.length;
+  const dueAt = Date.now() + 1500;
+  const response = await w.ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications',
+    headers: { authorization: `Bearer ${w.apiKey}` },
+    payload: {
+      template: 'user_created',
+      to,
+      data: { user_name: 'Jo' },
+      send_at: new Date(dueAt).toISOString(),
+    },
+  });
+  expect(response.statusCode).toBe(202);
+  await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {
+    timeoutMs: 20_000,
+    what: `the scheduled message to ${to} at the relay, well before the 60 s poll`,
+  });
+  expect(w.sink.messages.at(-1)?.envelopeTo).toEqual([to]);
+  expect(Date.now()).toBeGreaterThanOrEqual(dueAt);
+}
