@@ -5,7 +5,7 @@
  * one prepared multi-row INSERT per batch and one transaction per batch. No HTTP, no validation,
  * no rendering, no bookkeeping beyond the row itself: what storing a batch costs at the least.
  */
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import Database from 'better-sqlite3';
 import { renderMigrations, SQLITE_TYPES } from '../../src/storage/migrations.js';
 import type { SendItem } from './herald-api.js';
@@ -76,7 +76,7 @@ export function openBareSqlite(file: string, batchSize: number): BareSqlite {
       const now = Date.now();
       let p = 0;
       for (const item of items) {
-        params[p++] = randomUUID();
+        params[p++] = uuidv7();
         params[p++] = PROJECT_ID;
         params[p++] = item.template;
         params[p++] = item.to;
