@@ -1,6 +1,6 @@
 import type { Mailbox } from './address.js';
 import { parseMailbox } from './address.js';
-import { canonicalJson } from './canonical-json.js';
+import { jsonByteLength } from './canonical-json.js';
 import { HeraldError, errors } from './errors.js';
 
 /**
@@ -167,8 +167,7 @@ export function parseBatchRequest(
       const send = parseSendRequest(item, now);
       if (send.to === null && !options.defaultRecipient) throw errors.invalidRecipient();
       // A batch must not carry a message larger than a single send could.
-      if (Buffer.byteLength(canonicalJson(item)) > options.maxItemBytes)
-        throw errors.invalidField(options.tooLarge);
+      if (jsonByteLength(item) > options.maxItemBytes) throw errors.invalidField(options.tooLarge);
       sends.push(send);
     } catch (error) {
       if (!(error instanceof HeraldError)) throw error;

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { v7 as uuidv7 } from 'uuid';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { errors } from '../domain/errors.js';
 import { publicStatus, type PublicStatus } from '../domain/notification-state.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
+import { newRequestId } from '../domain/request-id.js';
 import { maskContent } from '../domain/sensitive.js';
 import type { SendRequest } from '../domain/send-request.js';
 import { listAttempts } from '../storage/delivery-attempts.js';
@@ -454,12 +454,7 @@ async function admit(tx: Kysely<Database>, item: PreparedAccept): Promise<Admiss
 /** The queued rows of a request's sends. */
 function rowsOf(item: PreparedAccept): NewNotificationRow[] {
   return item.sends.map((send): NewNotificationRow => ({
-    // Time-ordered (RFC 9562 version 7: the millisecond first, then a randomly seeded counter
-    // and random bits, at least 42 of them fresh per id), so each insert lands at the end of the
-    // unique index on request_id instead of on a random page of it: a group commit then writes a
-    // few index pages, not one per row. It reveals the creation time, which the status body
-    // shows anyway; a status lookup needs the project's key besides.
-    request_id: uuidv7(),
+    request_id: newRequestId(),
     project_id: item.project.id,
     template: send.request.template,
     recipient: send.recipient,
