@@ -21,6 +21,12 @@ export interface GroupCommitOptions {
    * one batch waits for its round trips.
    */
   readonly concurrency?: number;
+  /**
+   * Whether a failure is the store's, not any item's (SQLite's lock held past the wait by another
+   * process): the whole batch is refused at once, since committing its items one by one would
+   * only wait that long again for each of them.
+   */
+  readonly storeFailure?: (error: unknown) => boolean;
 }
 
 interface Entry<T, R> {
@@ -70,7 +76,10 @@ export class GroupCommit<T, R> {
         .then(
           (results) => batch.forEach((entry, i) => entry.resolve(results[i]!)),
           // The transaction rolled back as a whole: nothing of this batch was stored.
-          (error: unknown) => (batch.length === 1 ? batch[0]!.reject(error) : this.isolate(batch)),
+          (error: unknown) =>
+            batch.length === 1 || this.options.storeFailure?.(error) === true
+              ? batch.forEach((entry) => entry.reject(error))
+              : this.isolate(batch),
         )
         .finally(() => {
           this.active--;

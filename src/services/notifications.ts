@@ -26,6 +26,7 @@ import {
   type NotificationFilter,
 } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
+import { isLockTimeout } from '../storage/lock-timeout.js';
 import { addUsage, usageDeltaRows, type UsageChange } from '../storage/usage.js';
 import type {
   Database,
@@ -190,6 +191,7 @@ export class NotificationService {
     this.oneStatementInserts = options.oneStatementInserts ?? false;
     this.batcher = new GroupCommit((batch) => this.commitBatch(batch), {
       concurrency: options.commitConcurrency ?? 1,
+      storeFailure: isLockTimeout,
     });
   }
 

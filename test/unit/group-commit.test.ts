@@ -99,6 +99,26 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([['a', 'poison', 'b'], ['a'], ['poison'], ['b']]);
   });
 
+  it('refuses a whole batch at once when the store itself failed, and goes on with the next', async () => {
+    const batches: string[][] = [];
+    let locked = true;
+    const lockTimeout = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    const group = new GroupCommit(
+      async (items: readonly string[]) => {
+        batches.push([...items]);
+        if (locked) throw lockTimeout;
+        return items.map((item) => `stored ${item}`);
+      },
+      { storeFailure: (error) => error === lockTimeout },
+    );
+    const answers = ['a', 'b', 'c'].map((item) => group.submit(item));
+    for (const answer of answers) await expect(answer).rejects.toBe(lockTimeout);
+    // No item was tried alone: each would only have waited for the lock again.
+    expect(batches).toEqual([['a', 'b', 'c']]);
+    locked = false;
+    expect(await group.submit('d')).toBe('stored d');
+  });
+
   it('refuses the items of a failed batch that fail alone too, and goes on with the next batch', async () => {
     let failing = true;
     const group = new GroupCommit(async (items: readonly number[]) => {
