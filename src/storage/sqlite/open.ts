@@ -2,6 +2,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
+import { isLockTimeout } from '../lock-timeout.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
@@ -87,7 +88,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     try {
       return dataVersionStatement.get() as number;
     } catch (error) {
-      if (!String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')) throw error;
+      if (!isLockTimeout(error)) throw error;
       return --unknownVersion;
     }
   };
