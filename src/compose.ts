@@ -9,17 +9,23 @@ import { resolveSecretKey } from './security/secret-key.js';
 import { AdminService } from './services/admins.js';
 import { ApiLogService } from './services/api-log.js';
 import { Janitor } from './services/janitor.js';
+import { AcceptService } from './services/accept.js';
 import { NotificationService } from './services/notifications.js';
 import { ProjectService } from './services/projects.js';
 import { SmtpSettingsService } from './services/smtp-settings.js';
 import { TemplateService } from './services/templates.js';
 import { UsageService } from './services/usage.js';
-import { BounceIntake } from './services/bounces.js';
 import { SuppressionService } from './services/suppressions.js';
 import { WebhookService } from './services/webhooks.js';
 import { bounceKey, returnPath } from './bounces/token.js';
+import { BounceIntake } from './bounces/intake.js';
 import { BounceListener } from './bounces/listener.js';
-import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import type { OutboundPolicy } from './domain/outbound.js';
+import { LeaseQueue } from './queue/lease-queue.js';
+import { QueueLoop } from './queue/loop.js';
+import { newOwnerName, WorkerPool } from './queue/pool.js';
+import { NOTIFICATION_QUEUE, WEBHOOK_QUEUE } from './storage/queue.js';
+import { recordCalls, WebhookConsumer } from './webhooks/webhook-consumer.js';
 import { openStorage } from './storage/open.js';
 import { findProjectById } from './storage/projects.js';
 import { findTemplate } from './storage/templates.js';
@@ -27,7 +33,8 @@ import { queueStats } from './storage/queue-stats.js';
 import type { Storage } from './storage/storage.js';
 import { Deliverer } from './worker/deliver.js';
 import { DeliveryLoader } from './worker/loader.js';
-import { DeliveryWorker } from './worker/worker.js';
+import { MailConsumer } from './worker/mail-consumer.js';
+import { recordAttempts } from './worker/outcomes.js';
 
 /**
  * Wires Herald together by hand: one storage backend, the services over it, and the mail side.
@@ -40,6 +47,8 @@ export interface Services {
   readonly projects: ProjectService;
   readonly templates: TemplateService;
   readonly smtpSettings: SmtpSettingsService;
+  /** Accepting sends: the group commit of the API. */
+  readonly accept: AcceptService;
   readonly notifications: NotificationService;
   readonly apiLogs: ApiLogService;
   /** Dashboard users, sessions and setup links. */
@@ -144,10 +153,8 @@ export async function openServices(
     projects,
     templates: new TemplateService(db, projects),
     smtpSettings,
-    notifications: new NotificationService(db, {
-      commitConcurrency: storage.writeConcurrency,
-      oneStatementInserts: storage.kind === 'postgres',
-    }),
+    accept: new AcceptService(storage),
+    notifications: new NotificationService(db),
     apiLogs: new ApiLogService(db, logger),
     admins: new AdminService(db),
     usage: new UsageService(db),
@@ -183,42 +190,84 @@ export async function openServices(
   };
 }
 
-export function createWorker(services: Services): DeliveryWorker {
-  const worker = new DeliveryWorker(
-    services.storage,
-    services.loader,
-    services.deliverer,
-    services.config.delivery,
-    services.logger.child({ role: 'worker' }),
-  );
-  const { metrics } = services;
-  worker.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
-    metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
-    if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
-  };
-  metrics.relayWindows = () => worker.relayWindows();
-  return worker;
+/** The worker role of a process: mail delivery and webhook delivery under one lease owner. */
+export interface Worker {
+  readonly owner: string;
+  readonly mail: MailConsumer;
+  readonly webhooks: WebhookConsumer;
+  start(): void;
+  stop(): Promise<void>;
+  /** New mail may be due (accepted by another process this one heard of). */
+  wake(): void;
 }
 
 /**
- * The worker's webhook lanes. It shares the delivery worker's lease owner, so the worker's
- * heartbeat vouches for its leases and a dead worker's calls are retried at once.
+ * The worker role: one lease queue, claim loop and consumer for mail and one for webhooks, under
+ * one lease owner and heartbeat. Mail accepted in this process wakes the mail loop; every stored
+ * outcome may have written events, and a test event or replay queued here wakes the webhook loop.
  */
-export function createWebhookDispatcher(services: Services, worker: DeliveryWorker): WebhookDispatcher {
-  const { config, metrics } = services;
-  const dispatcher = new WebhookDispatcher(
-    {
-      storage: services.storage,
-      openSecret: services.openWebhookSecret,
-      outbound: config.outbound,
-      logger: services.logger.child({ role: 'webhooks' }),
-      owner: worker.owner,
-    },
-    { ...config.webhooks, pollMs: config.delivery.pollMs, stopTimeoutMs: config.delivery.stopTimeoutMs },
+export function createWorker(
+  services: Services,
+  overrides: { readonly outbound?: OutboundPolicy } = {},
+): Worker {
+  const { config, storage, metrics } = services;
+  const logger = services.logger.child({ role: 'worker' });
+  const owner = newOwnerName();
+  const leases = { owner, leaseMs: config.delivery.leaseMs, logger };
+  const loops = { pollMs: config.delivery.pollMs, stopTimeoutMs: config.delivery.stopTimeoutMs };
+
+  const mailQueue = new LeaseQueue(storage, NOTIFICATION_QUEUE, leases, recordAttempts(owner));
+  const mail = new MailConsumer(mailQueue, services.loader, services.deliverer, config.delivery, logger);
+  const mailLoop = new QueueLoop(storage, NOTIFICATION_QUEUE, mail, loops, logger);
+
+  const webhookLogger = services.logger.child({ role: 'webhooks' });
+  const webhookQueue = new LeaseQueue(
+    storage,
+    WEBHOOK_QUEUE,
+    { ...leases, logger: webhookLogger },
+    recordCalls(owner),
   );
-  dispatcher.onAttempt = ({ projectId, outcome }) =>
+  const webhooks = new WebhookConsumer(
+    webhookQueue,
+    {
+      openSecret: services.openWebhookSecret,
+      outbound: overrides.outbound ?? config.outbound,
+      logger: webhookLogger,
+    },
+    config.webhooks,
+  );
+  const webhookLoop = new QueueLoop(storage, WEBHOOK_QUEUE, webhooks, loops, webhookLogger);
+
+  mail.onRoom = () => mailLoop.resume();
+  webhooks.onRoom = () => webhookLoop.resume();
+  mail.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
+    metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
+    if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
+    webhookLoop.wake();
+  };
+  webhooks.onAttempt = ({ projectId, outcome }) =>
     metrics.webhookDeliveries.inc({ project_id: String(projectId), outcome });
-  return dispatcher;
+  metrics.relayWindows = () => mail.relayWindows();
+  services.accept.onAccepted(() => mailLoop.wake());
+  services.webhooks.onQueued(() => webhookLoop.wake());
+
+  const pool = new WorkerPool(
+    storage,
+    owner,
+    { leaseMs: config.delivery.leaseMs, pollMs: config.delivery.pollMs },
+    logger,
+    () => mailQueue.holding + webhookQueue.holding > 0,
+  );
+  pool.add(mailLoop);
+  pool.add(webhookLoop);
+  return {
+    owner,
+    mail,
+    webhooks,
+    start: () => pool.start(),
+    stop: () => pool.stop(),
+    wake: () => mailLoop.wake(),
+  };
 }
 
 /** The inbound SMTP listener for bounce reports and complaints (role `bounces`). */
@@ -245,7 +294,7 @@ export function createJanitor(services: Services): Janitor {
 }
 
 export async function closeServices(services: Services): Promise<void> {
-  await services.notifications.flush();
+  await services.accept.flush();
   await services.apiLogs.flush();
   services.mailer.close();
   await services.storage.close();

@@ -5,13 +5,12 @@ import {
   closeServices,
   createBounceListener,
   createJanitor,
-  createWebhookDispatcher,
   createWorker,
   openServices,
   type Services,
+  type Worker,
 } from './compose.js';
 import type { BounceListener } from './bounces/listener.js';
-import type { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { chooseTransport } from './domain/delivery-plan.js';
 import { buildApp } from './http/app.js';
 import { urlHost } from './domain/url-host.js';
@@ -19,13 +18,12 @@ import { describeSmtpTarget } from './mail/smtp-target.js';
 import type { HttpPlugin } from './http/plugin.js';
 import type { Janitor } from './services/janitor.js';
 import { countProjectSmtpSettings } from './storage/smtp-settings.js';
-import type { DeliveryWorker } from './worker/worker.js';
 import type { Logger } from 'pino';
 
 export interface RunningServer {
   readonly services: Services;
   readonly app: FastifyInstance | null;
-  readonly worker: DeliveryWorker | null;
+  readonly worker: Worker | null;
   /** The bound address of the HTTP server, when the role serves HTTP. */
   readonly url: string | null;
   /** The bound port of the bounce listener, when this process runs it. */
@@ -105,27 +103,15 @@ export async function startServer(
     },
   );
   let app: FastifyInstance | null = null;
-  let worker: DeliveryWorker | null = null;
+  let worker: Worker | null = null;
   let janitor: Janitor | null = null;
-  let dispatcher: WebhookDispatcher | null = null;
   let listener: BounceListener | null = null;
   let url: string | null = null;
   let bouncePort: number | null = null;
   try {
     if (role === 'all' || role === 'worker') {
       worker = createWorker(services);
-      const w = worker;
-      services.notifications.onAccepted(() => w.wake());
-      const d = (dispatcher = createWebhookDispatcher(services, worker));
-      // Every stored outcome may have written events: the webhook lanes look at once.
-      const counted = worker.onOutcome;
-      worker.onOutcome = (outcome) => {
-        counted?.(outcome);
-        d.wake();
-      };
-      services.webhooks.onQueued(() => d.wake());
       worker.start();
-      dispatcher.start();
     }
     if (role === 'bounces' || (role === 'all' && config.bounces.port !== null)) {
       listener = createBounceListener(services);
@@ -158,7 +144,6 @@ export async function startServer(
     }
   } catch (error) {
     await listener?.close();
-    await dispatcher?.stop();
     await worker?.stop();
     await app?.close();
     await closeServices(services);
@@ -187,7 +172,7 @@ export async function startServer(
         janitor?.stop();
         await listener?.close();
         await app?.close();
-        await Promise.all([worker?.stop(), dispatcher?.stop()]);
+        await worker?.stop();
         await closeServices(services);
         logger.info({ role }, 'Herald stopped');
       })();

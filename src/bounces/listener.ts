@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { BounceIntake, ReportTarget } from '../services/bounces.js';
+import type { BounceIntake, ReportTarget } from './intake.js';
 import { findNotificationById } from '../storage/notifications.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../storage/schema.js';

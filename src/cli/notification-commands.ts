@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { statusBody, type ContentView, type NotificationDetail } from '../services/notifications.js';
+import { notificationView } from '../domain/notification.js';
+import type { ContentView, NotificationDetail } from '../services/notifications.js';
 import type { TemplateDiagnosis } from '../services/templates.js';
 import { withServices } from './context.js';
 import { iso } from './output.js';
@@ -19,7 +20,7 @@ function showJson({ row, attempts, content, template }: Shown): Record<string, u
     // Shown as the note the content view gives.
   }
   return {
-    ...statusBody(row),
+    ...notificationView(row),
     project_id: row.project_id,
     message_id: row.message_id,
     last_error: row.error_message,

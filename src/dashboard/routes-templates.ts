@@ -62,7 +62,7 @@ function templateValues(template: Template): EditorValues {
 }
 
 export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
-  const { projects, templates, notifications } = deps.services;
+  const { projects, templates, accept } = deps.services;
 
   /** Renders unsaved template text with the sample data, exactly as delivery would. */
   const preview = (values: EditorValues): Preview => {
@@ -210,9 +210,9 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     if (to === null) return fail('Enter the address to send the test email to.');
     const data = parseSampleData(values.data);
     if ('error' in data) return fail(data.error);
-    const outcome = await notifications.accept({
+    const outcome = await accept.accept({
       project: row,
-      request: { template: template.name, to, data: data.data, type: 'email', sendAt: null },
+      sends: { template: template.name, to, data: data.data, type: 'email', sendAt: null },
     });
     if (outcome.kind === 'quota_exceeded') return fail('The project has used up its quota for this period.');
     if (outcome.kind !== 'accepted') return fail('The test email could not be queued.');

@@ -1,3 +1,5 @@
+import { backoffDelay, type Backoff } from './backoff.js';
+
 /**
  * The events Herald reports (product.md §5). Names are fixed: receivers switch on them.
  */
@@ -46,16 +48,25 @@ export function wantsEvent(filter: readonly string[] | null, type: string): bool
   return filter === null || filter.includes(type);
 }
 
-/** The delay before webhook attempt `attempt + 1`, given that `attempt` (≥ 1) attempts were made. */
-export function webhookRetryDelay(
-  attempt: number,
-  baseMs: number,
-  random: () => number = Math.random,
-): number {
-  // Doubling from the base, capped at six hours; the jitter only lengthens a delay (×[1, 1.2)), so
-  // the documented schedule is a lower bound: with the defaults retries span at least 29 hours.
-  const ceiling = Math.min(baseMs * 2 ** Math.max(0, attempt - 1), WEBHOOK_MAX_DELAY_MS);
-  return Math.round(ceiling * (1 + random() * 0.2));
+/** Where a webhook delivery goes after an attempt (product.md §5). */
+export interface WebhookAttempted {
+  readonly state: 'succeeded' | 'failed' | 'pending';
+  /** When the next attempt is due (unchanged once it is final). */
+  readonly runAt: number;
 }
 
-export const WEBHOOK_MAX_DELAY_MS = 6 * 3_600_000;
+/**
+ * A delivery's attempt `attempt` (counted from 1) answered 2xx or not: any 2xx is success;
+ * anything else is retried with backoff until `maxAttempts` attempts were made, then it failed.
+ */
+export function webhookAttempted(
+  delivery: { readonly attempts: number; readonly run_at: number },
+  ok: boolean,
+  policy: { readonly maxAttempts: number; readonly backoff: Backoff },
+  now: number,
+  random: () => number = Math.random,
+): WebhookAttempted {
+  if (ok) return { state: 'succeeded', runAt: delivery.run_at };
+  if (delivery.attempts >= policy.maxAttempts) return { state: 'failed', runAt: delivery.run_at };
+  return { state: 'pending', runAt: now + backoffDelay(delivery.attempts, policy.backoff, random) };
+}

@@ -5,11 +5,8 @@ import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { Messages, errors } from '../domain/errors.js';
 import type { QuotaState } from '../domain/quota.js';
 import { parseBatchRequest, parseSendRequest } from '../domain/send-request.js';
-import {
-  MAX_IDEMPOTENCY_KEY_LENGTH,
-  type AcceptOutcome,
-  type NotificationService,
-} from '../services/notifications.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH, type AcceptOutcome, type AcceptService } from '../services/accept.js';
+import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
 import { bodyTooLarge, sendError } from './errors.js';
@@ -31,6 +28,7 @@ import {
 
 export interface ApiDeps {
   readonly projects: ProjectService;
+  readonly accept: AcceptService;
   readonly notifications: NotificationService;
 }
 
@@ -176,9 +174,9 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         const project = request.project as ProjectRow;
         const send = parseSendRequest(request.body);
         const key = idempotencyKey(request);
-        const outcome = await deps.notifications.accept({
+        const outcome = await deps.accept.accept({
           project,
-          request: send,
+          sends: send,
           idempotency: key === undefined ? undefined : { key, body: request.body },
         });
         return replyToAccept(reply, 1, outcome, (body) => body.request_id);
@@ -224,9 +222,9 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           return reply.code(400).send({ error, errors: [...batch.problems] });
         }
         const key = idempotencyKey(request);
-        const outcome = await deps.notifications.acceptBatch({
+        const outcome = await deps.accept.accept({
           project,
-          requests: batch.sends,
+          sends: batch.sends,
           idempotency: key === undefined ? undefined : { key, body: request.body },
         });
         return replyToAccept(reply, batch.sends.length, outcome, (body) => body.notifications[0]?.request_id);

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { AcceptService } from '../services/accept.js';
 import type { ApiLogService } from '../services/api-log.js';
 import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
@@ -18,6 +19,7 @@ export interface AppDeps {
   readonly logger: Logger;
   readonly storage: Storage;
   readonly projects: ProjectService;
+  readonly accept: AcceptService;
   readonly notifications: NotificationService;
   readonly apiLogs: ApiLogService;
   /** `GET /metrics` and the request timers; left out, the app has no metrics endpoint. */
@@ -49,7 +51,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.metricsRoute !== undefined) await metricsRoutes(app, deps.metricsRoute);
   await app.register(healthRoutes, { storage: deps.storage });
   await registerApiDocs(app);
-  await app.register(apiRoutes, { projects: deps.projects, notifications: deps.notifications });
+  await app.register(apiRoutes, {
+    projects: deps.projects,
+    accept: deps.accept,
+    notifications: deps.notifications,
+  });
   for (const plugin of deps.plugins ?? []) await plugin(app);
   return app;
 }

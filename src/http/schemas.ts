@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { MAX_INPUT_LENGTH } from '../domain/address.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
-import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../services/notifications.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../services/accept.js';
 
 /**
  * The public API's shapes (spec §4, product.md §2–§3 and §6), written once. Fastify compiles the

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
-import type { DeliveryFailure } from '../domain/retry.js';
+import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
 import { RelayPool } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';

@@ -17,8 +17,8 @@ import {
   setEndpointEnabled,
   type DeliveryListRow,
 } from '../storage/webhooks.js';
-import { parseWebhookUrl } from '../webhooks/post.js';
-import { generateWebhookSecret } from '../webhooks/signature.js';
+import { parseWebhookUrl } from '../domain/webhook-url.js';
+import { generateWebhookSecret } from '../security/webhook-signature.js';
 import type { ProjectService } from './projects.js';
 
 /** An endpoint as shown to people: the secret is shown once, at creation, and never again. */

@@ -1,4 +1,5 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { UsageState } from '../domain/lifecycle.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { SuppressionReason } from '../domain/suppression.js';
 
@@ -8,7 +9,7 @@ import type { SuppressionReason } from '../domain/suppression.js';
  * Keeping one representation lets every query that does not need backend-specific SQL be shared.
  */
 
-export type { NotificationState };
+export type { NotificationState, UsageState };
 export type SmtpSecurity = 'auto' | 'starttls' | 'tls' | 'none';
 
 export interface ProjectsTable {
@@ -146,9 +147,6 @@ export interface SettingsTable {
   key: string;
   value: string;
 }
-
-/** A public state (`sending` counts as `queued`) as kept in the usage counters. */
-export type UsageState = 'queued' | 'sent' | 'failed';
 
 export interface UsageCountersTable {
   project_id: number;

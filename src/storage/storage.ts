@@ -1,19 +1,34 @@
 import type { Kysely } from 'kysely';
-import type { Database, NotificationRow, WebhookDeliveryRow } from './schema.js';
+import type { ClaimRequest, Queue, QueueRows, QueueTable, RenewRequest } from './queue.js';
+import type { Database, NewNotificationRow } from './schema.js';
+import type { UsageDeltaRow } from './usage.js';
 
 /**
- * What a storage backend provides beyond the shared Kysely queries: its connection, the one query
- * whose SQL differs per backend (claiming due notifications), migrations and lifecycle.
+ * A storage backend: its connection, and every way the backends differ, listed here and nowhere
+ * else. The queries that are the same on both live in the files beside this one, over `db`; what
+ * differs is implemented in `sqlite/` and `postgres/`, each opening a `Storage` in its `open.ts`.
  */
 export interface Storage {
   readonly kind: 'sqlite' | 'postgres';
   readonly db: Kysely<Database>;
-  /** Marks up to `limit` due queued notifications as `sending` under a lease and returns them. */
-  claimDue(claim: ClaimRequest): Promise<NotificationRow[]>;
-  /** Marks up to `limit` due deliveries of one webhook endpoint as `sending` under a lease. */
-  claimWebhooks(claim: WebhookClaim): Promise<WebhookDeliveryRow[]>;
-  /** Extends the leases this worker holds on messages it is still sending. */
-  renewLeases(renew: RenewRequest): Promise<void>;
+  /**
+   * Marks up to `limit` due ready rows of a queue as `sending` under a lease and returns them,
+   * oldest due first. SQLite: its single writer makes one UPDATE atomic. PostgreSQL: `FOR UPDATE
+   * SKIP LOCKED`, so concurrent workers take disjoint rows without waiting for each other.
+   */
+  claim<Table extends QueueTable>(queue: Queue<Table>, claim: ClaimRequest): Promise<QueueRows[Table][]>;
+  /** Extends the leases a worker holds (PostgreSQL skips rows its own outcome commit has locked). */
+  renew(queue: Queue, renew: RenewRequest): Promise<void>;
+  /**
+   * Inserts accepted notifications and their usage deltas with one statement, atomic without a
+   * transaction (PostgreSQL's data-modifying WITH: one round trip instead of four). Undefined where
+   * the backend has no such statement, or when the rows do not fit in one; the caller then
+   * inserts them in a transaction.
+   */
+  insertAccepted?(
+    rows: readonly NewNotificationRow[],
+    usage: readonly UsageDeltaRow[],
+  ): Promise<Map<string, number> | undefined>;
   /** Write transactions worth running at once (group-commit batches in flight). */
   readonly writeConcurrency: number;
   /** Applies pending migrations; safe when several processes migrate the same database at once. */
@@ -40,27 +55,4 @@ export interface Storage {
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
-}
-
-export interface ClaimRequest {
-  readonly now: number;
-  readonly owner: string;
-  readonly leaseUntil: number;
-  readonly limit: number;
-  /** Projects whose relay is saturated in this worker: their mail is left for later. */
-  readonly excludeProjects?: readonly number[];
-}
-
-export interface RenewRequest {
-  readonly ids: readonly number[];
-  readonly owner: string;
-  readonly leaseUntil: number;
-}
-
-export interface WebhookClaim {
-  readonly endpointId: number;
-  readonly now: number;
-  readonly owner: string;
-  readonly leaseUntil: number;
-  readonly limit: number;
 }

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database, SuppressionReason, SuppressionRow } from './schema.js';
 
+/** An entry to add; `email` is lowercased by the caller (domain/suppression.ts suppressionKey). */
 export interface NewSuppression {
   readonly projectId: number;
-  /** Lowercased by the caller. */
   readonly email: string;
   readonly reason: SuppressionReason;
   readonly requestId: string | null;

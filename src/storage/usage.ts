@@ -1,16 +1,9 @@
 import { sql, type Kysely } from 'kysely';
+import type { UsageMove } from '../domain/lifecycle.js';
 import type { Database, UsageState } from './schema.js';
 
 /** Usage counters are kept per UTC hour of acceptance; days are sums of hours. */
 export const USAGE_HOUR_MS = 3_600_000;
-
-export interface UsageChange {
-  readonly projectId: number;
-  /** When the message was accepted (its `created_at`): it is counted in that hour. */
-  readonly createdAt: number;
-  readonly state: UsageState;
-  readonly delta: number;
-}
 
 /** A row of `usage_deltas`: the sum of a transaction's changes for one project, hour and state. */
 export interface UsageDeltaRow {
@@ -21,7 +14,7 @@ export interface UsageDeltaRow {
 }
 
 /** Sums changes per project, hour and state; sums of zero are left out. */
-export function usageDeltaRows(changes: readonly UsageChange[]): UsageDeltaRow[] {
+export function usageDeltaRows(changes: readonly UsageMove[]): UsageDeltaRow[] {
   const sums = new Map<string, { -readonly [K in keyof UsageDeltaRow]: UsageDeltaRow[K] }>();
   for (const change of changes) {
     const hour = change.createdAt - (change.createdAt % USAGE_HOUR_MS);
@@ -44,7 +37,7 @@ export function usageDeltaRows(changes: readonly UsageChange[]): UsageDeltaRow[]
  * project, hour and state first. Plain inserts: concurrent transactions never wait on each other
  * for a counter row.
  */
-export async function addUsage(db: Kysely<Database>, changes: readonly UsageChange[]): Promise<void> {
+export async function addUsage(db: Kysely<Database>, changes: readonly UsageMove[]): Promise<void> {
   const rows = usageDeltaRows(changes);
   if (rows.length > 0) await db.insertInto('usage_deltas').values(rows).execute();
 }

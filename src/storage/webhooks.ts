@@ -4,7 +4,6 @@ import type {
   WebhookAttemptRow,
   WebhookAttemptsTable,
   WebhookDeliveryRow,
-  WebhookDeliveryState,
   WebhookEndpointRow,
 } from './schema.js';
 
@@ -111,18 +110,6 @@ export async function dueEndpoints(
   return rows.map((row) => row.endpoint_id);
 }
 
-/** The earliest time a delivery of an enabled endpoint is due, or null when none waits. */
-export async function nextWebhookDueAt(db: Kysely<Database>): Promise<number | null> {
-  const row = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select((eb) => eb.fn.min('d.run_at').as('due'))
-    .where('d.state', '=', 'pending')
-    .where('e.enabled', '=', 1)
-    .executeTakeFirst();
-  return row?.due === null || row?.due === undefined ? null : Number(row.due);
-}
-
 /** The body of each event, by event id. */
 export async function eventsById(
   db: Kysely<Database>,
@@ -137,70 +124,11 @@ export async function eventsById(
   return new Map(rows.map((row) => [row.id, row]));
 }
 
-export interface DeliveryOutcome {
-  readonly state: Exclude<WebhookDeliveryState, 'sending'>;
-  readonly runAt: number;
-  readonly statusCode: number | null;
-  readonly error: string | null;
-  readonly now: number;
-}
-
-/**
- * Stores an attempt's outcome, only while this worker still holds the delivery's lease (a
- * reclaimed delivery belongs to whoever claimed it next). Returns false when the lease was lost.
- */
-export async function finishWebhookDelivery(
-  db: Kysely<Database>,
-  id: number,
-  owner: string,
-  outcome: DeliveryOutcome,
-): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .set({
-      state: outcome.state,
-      run_at: outcome.runAt,
-      last_status_code: outcome.statusCode,
-      last_error: outcome.error,
-      lease_owner: null,
-      lease_until: null,
-      updated_at: outcome.now,
-    })
-    .where('id', '=', id)
-    .where('state', '=', 'sending')
-    .where('lease_owner', '=', owner)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
-}
-
 export async function insertWebhookAttempt(
   db: Kysely<Database>,
   row: Insertable<WebhookAttemptsTable>,
 ): Promise<void> {
   await db.insertInto('webhook_attempts').values(row).execute();
-}
-
-/** Puts deliveries a stopping worker claimed but did not start back, without counting an attempt. */
-export async function releaseWebhookClaims(
-  db: Kysely<Database>,
-  ids: readonly number[],
-  owner: string,
-  now: number,
-): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('webhook_deliveries')
-    .set((eb) => ({
-      state: 'pending',
-      lease_owner: null,
-      lease_until: null,
-      attempts: eb('attempts', '-', 1),
-      updated_at: now,
-    }))
-    .where('id', 'in', ids)
-    .where('state', '=', 'sending')
-    .where('lease_owner', '=', owner)
-    .execute();
 }
 
 /** A new pending delivery of an event already delivered (or not) to an endpoint: same webhook-id. */

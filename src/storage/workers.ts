@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { WorkerBeat } from '../domain/liveness.js';
+import { reclaimOwners } from './queue.js';
 import type { Database } from './schema.js';
 
 /** Writes this worker's heartbeat, creating its row on the first beat (or after it was removed). */
@@ -17,10 +18,10 @@ export async function listHeartbeats(db: Kysely<Database>): Promise<WorkerBeat[]
 }
 
 /**
- * Returns the messages that dead workers were sending to the queue, due now, and removes the dead
- * workers' rows. A worker counts as dead only if its row still holds the heartbeat it was judged
- * on: one that beat again in the meantime (a long pause, not a death) keeps its row and its
- * leases. Returns how many messages and webhook deliveries went back to the queue.
+ * Returns the rows that dead workers held to their queues, due now, and removes the dead workers'
+ * rows. A worker counts as dead only if its row still holds the heartbeat it was judged on: one
+ * that beat again in the meantime (a long pause, not a death) keeps its row and its leases.
+ * Returns how many rows went back.
  */
 export async function reclaimFromDeadWorkers(
   db: Kysely<Database>,
@@ -38,22 +39,9 @@ export async function reclaimFromDeadWorkers(
         .executeTakeFirst();
       if (Number(removed.numDeletedRows) > 0) gone.push(worker.owner);
     }
-    if (gone.length === 0) return 0;
-    const result = await tx
-      .updateTable('notifications')
-      .set({ state: 'queued', lease_owner: null, lease_until: null, run_at: now, updated_at: now })
-      .where('state', '=', 'sending')
-      .where('lease_owner', 'in', gone)
-      .executeTakeFirst();
-    // Webhook deliveries the dead worker was making go back too: at-least-once, so a call that
+    // Work the dead worker was doing goes back too: webhook calls at least once, so a call that
     // may have reached the receiver is made again, with the same webhook-id.
-    const hooks = await tx
-      .updateTable('webhook_deliveries')
-      .set({ state: 'pending', lease_owner: null, lease_until: null, run_at: now, updated_at: now })
-      .where('state', '=', 'sending')
-      .where('lease_owner', 'in', gone)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) + Number(hooks.numUpdatedRows);
+    return gone.length === 0 ? 0 : reclaimOwners(tx, gone, now);
   });
 }
 

@@ -1,32 +1,13 @@
 import type { Mailbox } from '../domain/address.js';
 import { chooseTransport, planDelivery } from '../domain/delivery-plan.js';
 import { Messages } from '../domain/errors.js';
-import type { RenderedMessage } from '../domain/message.js';
-import type { DeliveryFailure } from '../domain/retry.js';
+import type { AttemptResult, DeliveryFailure } from '../domain/attempt.js';
 import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
 import type { SmtpTarget } from '../mail/smtp-target.js';
 import { urlHost } from '../domain/url-host.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { DeliveryContext } from './loader.js';
-
-/** What one delivery attempt came to, before the retry policy decides what happens next. */
-export type AttemptResult =
-  | {
-      readonly ok: true;
-      readonly transport: 'smtp' | 'capture';
-      readonly smtpCode: number;
-      readonly response: string;
-      readonly rendered: RenderedMessage;
-      readonly messageId: string;
-    }
-  | {
-      readonly ok: false;
-      readonly failure: DeliveryFailure;
-      readonly transport: 'smtp' | 'capture' | null;
-      readonly rendered: RenderedMessage | null;
-      readonly messageId: string | null;
-    };
 
 export interface DeliveryDeps {
   readonly mailer: SmtpMailer;

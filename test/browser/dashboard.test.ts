@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotificationService } from '../../src/services/notifications.js';
+import { AcceptService } from '../../src/services/accept.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
 import {
@@ -51,7 +51,7 @@ async function seedHistory(projectName: string): Promise<void> {
   // One service whose clock the loop moves: accept() reads the clock when called, so every message
   // gets its own time while all of them share one group commit.
   let clock = 0;
-  const backdated = new NotificationService(services.storage.db, { now: () => clock });
+  const backdated = new AcceptService(services.storage, () => clock);
   const sends: Promise<unknown>[] = [];
   for (let back = 13; back >= 1; back--) {
     const count = 3 + ((back * 7) % 9);
@@ -61,7 +61,7 @@ async function seedHistory(projectName: string): Promise<void> {
       sends.push(
         backdated.accept({
           project,
-          request: {
+          sends: {
             template: back % 4 === 0 && i === 0 ? 'password_reset' : 'user_created',
             to: { name, address: `${name.toLowerCase()}@example.org` },
             data: { user_name: name, role: i % 3 === 0 ? 'admin' : 'member' },

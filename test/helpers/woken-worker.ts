@@ -1,7 +1,6 @@
 import { expect } from 'vitest';
-import { createWorker } from '../../src/compose.js';
-import type { ClaimRequest } from '../../src/storage/storage.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
+import { createWorker, type Worker } from '../../src/compose.js';
+import type { Storage } from '../../src/storage/storage.js';
 import { createTestContext, seedProject, type TestContext } from './services.js';
 import { SmtpSink } from './smtp-sink.js';
 import { waitUntil } from './wait.js';
@@ -14,7 +13,7 @@ import { waitUntil } from './wait.js';
 export interface WokenWorker {
   readonly sink: SmtpSink;
   readonly ctx: TestContext;
-  readonly worker: DeliveryWorker;
+  readonly worker: Worker;
   readonly apiKey: string;
   /** Claims run so far. */
   claims(): number;
@@ -35,17 +34,17 @@ export async function startWokenWorker(): Promise<WokenWorker> {
   let claims = 0;
   let during: (() => Promise<void>) | null = null;
   const { storage } = ctx.services;
-  const claimDue = storage.claimDue.bind(storage);
-  storage.claimDue = async (claim: ClaimRequest) => {
-    const rows = await claimDue(claim);
+  const claim = storage.claim.bind(storage);
+  storage.claim = (async (queue, request) => {
+    const rows = await claim(queue, request);
+    if (queue.table !== 'notifications') return rows;
     claims++;
     const action = during;
     during = null;
     await action?.();
     return rows;
-  };
+  }) as Storage['claim'];
   const worker = createWorker(ctx.services);
-  ctx.services.notifications.onAccepted(() => worker.wake());
   worker.start();
   await waitUntil(() => (claims > 0 ? true : undefined), { what: 'the first claim' });
   return {

@@ -6,9 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyBounceAddress, bounceToken } from '../../src/bounces/token.js';
 import type { BounceListener } from '../../src/bounces/listener.js';
-import { createBounceListener, createWebhookDispatcher, createWorker } from '../../src/compose.js';
-import type { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
+import { createBounceListener, createWorker, type Worker } from '../../src/compose.js';
 import { loadBounceFixture, type BounceFixture } from '../fixtures/bounces/load.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink, type ReceivedMessage } from '../helpers/smtp-sink.js';
@@ -30,8 +28,7 @@ const MAX_BYTES = 8192;
 
 let ctx: TestContext;
 let sink: SmtpSink;
-let worker: DeliveryWorker;
-let dispatcher: WebhookDispatcher;
+let worker: Worker;
 let listener: BounceListener;
 let listenerPort: number;
 let project: { projectId: number; apiKey: string; name: string };
@@ -241,19 +238,9 @@ beforeAll(async () => {
   });
   verifier = new Webhook(secret);
 
-  // The worker and its webhook lanes, wired as `herald serve` wires them.
+  // The worker with its mail and webhook queues, as `herald serve` runs it.
   worker = createWorker(ctx.services);
-  const w = worker;
-  ctx.services.notifications.onAccepted(() => w.wake());
-  dispatcher = createWebhookDispatcher(ctx.services, worker);
-  const d = dispatcher;
-  const counted = worker.onOutcome;
-  worker.onOutcome = (outcome) => {
-    counted?.(outcome);
-    d.wake();
-  };
   worker.start();
-  dispatcher.start();
 
   listener = createBounceListener(ctx.services);
   listenerPort = await listener.listen();
@@ -262,7 +249,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await listener?.close();
-  await dispatcher?.stop();
   await worker?.stop();
   await ctx?.close();
   await sink?.stop();

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { addUsage, foldUsage } from '../../src/storage/usage.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminService } from '../../src/services/admins.js';
-import { NotificationService } from '../../src/services/notifications.js';
+import { AcceptService } from '../../src/services/accept.js';
 import { UsageService } from '../../src/services/usage.js';
 import { createTestContext, seedProject, testEnv, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -24,10 +24,10 @@ describe('UsageService', () => {
     const project = await ctx.services.projects.resolve(projectId);
     const now = Date.UTC(2030, 4, 15, 12, 30);
     const at = async (ms: number, template: string) => {
-      const service = new NotificationService(ctx.services.storage.db, { now: () => ms });
+      const service = new AcceptService(ctx.services.storage, () => ms);
       const outcome = await service.accept({
         project,
-        request: { template, to: { address: 'a@example.org' }, data: {}, type: 'email', sendAt: null },
+        sends: { template, to: { address: 'a@example.org' }, data: {}, type: 'email', sendAt: null },
       });
       expect(outcome.kind).toBe('accepted');
     };

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/compose.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
+import type { Worker } from '../../src/compose.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { settledStatus } from '../helpers/http.js';
@@ -9,7 +9,7 @@ import { settledStatus } from '../helpers/http.js';
 
 let sink: SmtpSink;
 let ctx: TestContext;
-let worker: DeliveryWorker;
+let worker: Worker;
 
 const FAST_RETRIES = {
   HERALD_DELIVERY_RETRY_BASE_MS: '20',
@@ -21,7 +21,6 @@ const FAST_RETRIES = {
 async function start(env: Record<string, string>): Promise<void> {
   ctx = await createTestContext({ ...FAST_RETRIES, ...env });
   worker = createWorker(ctx.services);
-  ctx.services.notifications.onAccepted(() => worker.wake());
   worker.start();
 }
 

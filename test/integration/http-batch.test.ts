@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Messages } from '../../src/domain/errors.js';
-import { NotificationService } from '../../src/services/notifications.js';
+import { AcceptService } from '../../src/services/accept.js';
 import { bearer, countNotifications, expectError, send } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -212,9 +212,7 @@ describe('quota, all or nothing', () => {
       const { apiKey, projectId } = await seedProject(ctx.services, { quotaLimit: 10 });
       accepted(await sendBatch(apiKey, items(4)));
       // Two separate accept paths on the same store: their transactions race for the counter row.
-      const other = new NotificationService(ctx.services.storage.db, {
-        commitConcurrency: ctx.services.storage.writeConcurrency,
-      });
+      const other = new AcceptService(ctx.services.storage);
       const project = await ctx.services.projects.resolve(projectId);
       const requests = Array.from({ length: 4 }, () => ({
         template: 'user_created',
@@ -225,7 +223,7 @@ describe('quota, all or nothing', () => {
       }));
       const [viaHttp, direct] = await Promise.all([
         sendBatch(apiKey, items(4)),
-        other.acceptBatch({ project: { ...project, contact_email: 'x@example.org' }, requests }),
+        other.accept({ project: { ...project, contact_email: 'x@example.org' }, sends: requests }),
       ]);
       const wins = [viaHttp.statusCode === 202, direct.kind === 'accepted'].filter(Boolean).length;
       expect(wins, `round ${round}`).toBe(1);

@@ -3,7 +3,7 @@ import { closeServices, createWorker, openServices } from '../../src/compose.js'
 import { Messages } from '../../src/domain/errors.js';
 import { createLogger } from '../../src/logger.js';
 import type { StatusBody } from '../../src/services/notifications.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
+import type { Worker } from '../../src/compose.js';
 import { bearer, expectError, send, sendOk } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -18,7 +18,7 @@ const DAY = 86_400_000;
 
 let sink: SmtpSink;
 let ctx: TestContext;
-let worker: DeliveryWorker;
+let worker: Worker;
 let apiKey: string;
 
 beforeAll(async () => {
@@ -31,7 +31,7 @@ beforeAll(async () => {
     HERALD_SMTP_TIMEOUT_MS: '5000',
   });
   worker = createWorker(ctx.services);
-  ctx.services.notifications.onAccepted(() => worker.wake());
+  ctx.services.accept.onAccepted(() => worker.wake());
   worker.start();
   ({ apiKey } = await seedProject(ctx.services));
 });

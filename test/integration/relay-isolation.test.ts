@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/compose.js';
 import { DEADLINE_EXCEEDED, NOT_SMTP } from '../../src/mail/smtp.js';
 import type { StatusBody } from '../../src/services/notifications.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
+import type { Worker } from '../../src/compose.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -97,7 +97,7 @@ const FAULTS: { name: string; fault: Fault; tls?: boolean; error: RegExp }[] = [
 
 let sink: SmtpSink;
 let ctx: TestContext;
-let worker: DeliveryWorker;
+let worker: Worker;
 const servers: Server[] = [];
 const sockets = new Set<Socket>();
 
@@ -142,7 +142,6 @@ beforeAll(async () => {
     HERALD_SMTP_MAX_CONNECTIONS: '5',
   });
   worker = createWorker(ctx.services);
-  ctx.services.notifications.onAccepted(() => worker.wake());
   worker.start();
 });
 

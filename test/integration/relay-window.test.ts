@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/compose.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
+import type { Worker } from '../../src/compose.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -76,7 +76,7 @@ class ThrottlingRelay {
 }
 
 let ctx: TestContext | null = null;
-let worker: DeliveryWorker | null = null;
+let worker: Worker | null = null;
 let relay: ThrottlingRelay | null = null;
 
 afterEach(async () => {
@@ -145,7 +145,7 @@ describe('the window of transactions per relay', () => {
       });
       // It started at 5 and never went past the ceiling.
       expect(relay.peakInFlight).toBe(12);
-      expect([...worker!.relayWindows().values()]).toEqual([12]);
+      expect([...worker!.mail.relayWindows().values()]).toEqual([12]);
       expect(relay.refused).toBe(0);
       await worker!.stop();
       expect(await finalStates(ids, apiKey)).toEqual({ 'sent after 1': ids.length });
@@ -169,7 +169,7 @@ describe('the window of transactions per relay', () => {
       // A connection refused while others of the relay's transactions were being served is no
       // failed attempt: the message waited for a lane there and went out on its first attempt.
       expect(await finalStates(ids, apiKey)).toEqual({ 'sent after 1': ids.length });
-      const window = [...worker!.relayWindows().values()];
+      const window = [...worker!.mail.relayWindows().values()];
       expect(window).toHaveLength(1);
       expect(window[0]).toBeLessThanOrEqual(3);
       // Held at the initial 5 lanes, three of every five connections would be refused (about 150

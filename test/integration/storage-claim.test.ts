@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  finishDelivery,
-  type FinishedColumns,
+  FinishStatement,
   nextDueAt,
+  NOTIFICATION_QUEUE,
   reclaimExpiredLeases,
   releaseClaims,
-} from '../../src/storage/notifications.js';
+  WEBHOOK_QUEUE,
+} from '../../src/storage/queue.js';
 import type { NotificationRow } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { beat } from '../../src/storage/workers.js';
 import {
   addNotification,
   addProject,
@@ -20,6 +22,8 @@ import {
 /**
  * The queue contract of every storage backend: batch claims under a lease, lease renewal and
  * outcome recording by the owner only, and the return of expired or released claims to the queue.
+ * Written against the notification queue; the webhook queue runs through the same statements,
+ * and its own filter (per endpoint) is checked at the end.
  */
 const NOW = 1_700_000_000_000;
 const LEASE_MS = 60_000;
@@ -37,7 +41,32 @@ beforeEach(async () => {
 });
 
 function claim(storage: Storage, owner: string, limit: number, now = NOW): Promise<NotificationRow[]> {
-  return storage.claimDue({ now, owner, leaseUntil: now + LEASE_MS, limit });
+  return storage.claim(NOTIFICATION_QUEUE, { now, owner, leaseUntil: now + LEASE_MS, limit });
+}
+
+const renew = (owner: string, ids: readonly number[], leaseUntil: number) =>
+  fx.storage.renew(NOTIFICATION_QUEUE, { ids, owner, leaseUntil });
+
+const release = (ids: readonly number[], owner: string, now: number) =>
+  releaseClaims(fx.db, NOTIFICATION_QUEUE, ids, owner, now);
+
+const COLUMNS = [
+  'state',
+  'run_at',
+  'sent_at',
+  'error_message',
+  'transport',
+  'message_id',
+  'subject',
+  'text_body',
+  'html_body',
+  'updated_at',
+] as const;
+type FinishedColumns = Pick<NotificationRow, (typeof COLUMNS)[number]>;
+const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
+
+function finishDelivery(db: typeof fx.db, id: number, owner: string, columns: FinishedColumns) {
+  return FINISH.run(db, id, owner, columns);
 }
 
 async function addDue(count: number): Promise<number[]> {
@@ -47,7 +76,7 @@ async function addDue(count: number): Promise<number[]> {
   return ids;
 }
 
-describe(`claimDue (${backend})`, () => {
+describe(`claim (${backend})`, () => {
   it('claims due queued rows oldest first, up to the limit, as sending under a lease', async () => {
     const due = await addDue(5);
     await addNotification(fx.db, projectId, { run_at: NOW + 1 });
@@ -83,10 +112,11 @@ describe(`claimDue (${backend})`, () => {
   it('takes a row that becomes due only once its run_at has come', async () => {
     const id = await addNotification(fx.db, projectId, { run_at: NOW + 5_000 });
     expect(await claim(fx.storage, 'worker-a', 10)).toEqual([]);
-    expect(await nextDueAt(fx.db)).toBe(NOW + 5_000);
+    expect(await nextDueAt(fx.db, NOTIFICATION_QUEUE, NOW)).toBe(NOW + 5_000);
+    expect(await nextDueAt(fx.db, NOTIFICATION_QUEUE, NOW + 5_000)).toBeNull();
     const later = await claim(fx.storage, 'worker-a', 10, NOW + 5_000);
     expect(later.map((row) => row.id)).toEqual([id]);
-    expect(await nextDueAt(fx.db)).toBeNull();
+    expect(await nextDueAt(fx.db, NOTIFICATION_QUEUE, 0)).toBeNull();
   });
 
   it('never gives the same row to two concurrent claims', async () => {
@@ -160,17 +190,17 @@ describe(`leases (${backend})`, () => {
       finished({ state: 'sent', sent_at: NOW, updated_at: NOW }),
     );
 
-    await fx.storage.renewLeases({ ids: [id!, sentId!], owner: 'worker-b', leaseUntil: NOW + 10 * LEASE_MS });
+    await renew('worker-b', [id!, sentId!], NOW + 10 * LEASE_MS);
     expect((await notification(fx.db, id!)).lease_until).toBe(NOW + LEASE_MS);
 
-    await fx.storage.renewLeases({ ids: [id!, sentId!], owner: 'worker-a', leaseUntil: NOW + 2 * LEASE_MS });
+    await renew('worker-a', [id!, sentId!], NOW + 2 * LEASE_MS);
     expect(await notification(fx.db, id!)).toMatchObject({
       state: 'sending',
       lease_owner: 'worker-a',
       lease_until: NOW + 2 * LEASE_MS,
     });
     expect(await notification(fx.db, sentId!)).toMatchObject({ state: 'sent', lease_until: null });
-    await fx.storage.renewLeases({ ids: [], owner: 'worker-a', leaseUntil: NOW });
+    await renew('worker-a', [], NOW);
   });
 
   it('records an outcome only for the worker holding the lease, and only once', async () => {
@@ -198,7 +228,7 @@ describe(`leases (${backend})`, () => {
   it('returns rows whose lease expired to the queue, keeping the attempt counted', async () => {
     const [expired, renewed] = await addDue(2);
     await claim(fx.storage, 'worker-dead', 2);
-    await fx.storage.renewLeases({ ids: [renewed!], owner: 'worker-dead', leaseUntil: NOW + 3 * LEASE_MS });
+    await renew('worker-dead', [renewed!], NOW + 3 * LEASE_MS);
 
     expect(await reclaimExpiredLeases(fx.db, NOW + LEASE_MS - 1)).toBe(0);
     // The lease runs until lease_until; it is expired strictly after.
@@ -229,14 +259,27 @@ describe(`leases (${backend})`, () => {
     expect(await reclaimExpiredLeases(fx.db, later)).toBe(0);
   });
 
+  it('leaves an expired lease to an owner whose heartbeat is alive', async () => {
+    const [id] = await addDue(1);
+    await claim(fx.storage, 'worker-alive', 1);
+    // A live worker whose outcome the store refused (a full disk) keeps retrying it: taking the
+    // row back would send the message twice. Only a dead owner's rows go back.
+    await beat(fx.db, 'worker-alive', NOW);
+    const later = NOW + 10 * LEASE_MS;
+    expect(await reclaimExpiredLeases(fx.db, later)).toBe(0);
+    expect(await notification(fx.db, id!)).toMatchObject({ state: 'sending', lease_owner: 'worker-alive' });
+    await fx.db.deleteFrom('workers').where('owner', '=', 'worker-alive').execute();
+    expect(await reclaimExpiredLeases(fx.db, later)).toBe(1);
+  });
+
   it('releases claims of its owner back to the queue without counting an attempt', async () => {
     const ids = await addDue(3);
     await claim(fx.storage, 'worker-a', 3);
 
-    await releaseClaims(fx.db, ids.slice(0, 2), 'worker-b', NOW + 1);
+    await release(ids.slice(0, 2), 'worker-b', NOW + 1);
     for (const id of ids) expect((await notification(fx.db, id)).state).toBe('sending');
 
-    await releaseClaims(fx.db, ids.slice(0, 2), 'worker-a', NOW + 1);
+    await release(ids.slice(0, 2), 'worker-a', NOW + 1);
     for (const id of ids.slice(0, 2)) {
       expect(await notification(fx.db, id)).toMatchObject({
         state: 'queued',
@@ -247,10 +290,73 @@ describe(`leases (${backend})`, () => {
       });
     }
     expect(await notification(fx.db, ids[2]!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
-    await releaseClaims(fx.db, [], 'worker-a', NOW + 1);
+    await release([], 'worker-a', NOW + 1);
 
     const again = await claim(fx.storage, 'worker-b', 10, NOW + 2);
     expect(again.map((row) => row.id)).toEqual(ids.slice(0, 2));
     expect(again.every((row) => row.attempts === 1)).toBe(true);
+  });
+});
+
+describe(`the webhook queue (${backend})`, () => {
+  it('claims per endpoint through the same statements, and returns expired leases', async () => {
+    const endpoints: number[] = [];
+    for (const url of ['https://a.example/hooks', 'https://b.example/hooks'])
+      endpoints.push(
+        (
+          await fx.db
+            .insertInto('webhook_endpoints')
+            .values({
+              project_id: projectId,
+              url,
+              events: null,
+              secret_enc: 'x',
+              enabled: 1,
+              created_at: NOW,
+              updated_at: NOW,
+            })
+            .returning('id')
+            .executeTakeFirstOrThrow()
+        ).id,
+      );
+    const event = await fx.db
+      .insertInto('webhook_events')
+      .values({
+        project_id: projectId,
+        notification_id: null,
+        webhook_id: 'msg_1',
+        type: 'webhook.test',
+        payload: '{}',
+        created_at: NOW,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    for (const endpoint of [...endpoints, endpoints[0]!])
+      await fx.db
+        .insertInto('webhook_deliveries')
+        .values({
+          event_id: event.id,
+          endpoint_id: endpoint,
+          project_id: projectId,
+          state: 'pending',
+          attempts: 0,
+          run_at: NOW - 1,
+          created_at: NOW,
+          updated_at: NOW,
+        })
+        .execute();
+    const lease = { now: NOW, owner: 'worker-a', leaseUntil: NOW + LEASE_MS };
+    const a = await fx.storage.claim(WEBHOOK_QUEUE, { ...lease, limit: 10, endpointId: endpoints[0]! });
+    expect(a.map((row) => [row.endpoint_id, row.state, row.attempts])).toEqual([
+      [endpoints[0], 'sending', 1],
+      [endpoints[0], 'sending', 1],
+    ]);
+    expect(await nextDueAt(fx.db, WEBHOOK_QUEUE, 0)).toBe(NOW - 1);
+    const rest = await fx.storage.claim(WEBHOOK_QUEUE, { ...lease, owner: 'worker-b', limit: 10 });
+    expect(rest.map((row) => row.endpoint_id)).toEqual([endpoints[1]]);
+    await releaseClaims(fx.db, WEBHOOK_QUEUE, [rest[0]!.id], 'worker-b', NOW + 1);
+    expect(await reclaimExpiredLeases(fx.db, NOW + LEASE_MS + 1)).toBe(2);
+    const again = await fx.storage.claim(WEBHOOK_QUEUE, { ...lease, now: NOW + LEASE_MS + 2, limit: 10 });
+    expect(again.map((row) => row.attempts).sort()).toEqual([1, 2, 2]);
   });
 });

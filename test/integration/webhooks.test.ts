@@ -3,13 +3,10 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWebhookDispatcher, createWorker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/compose.js';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbound.js';
-import { createLogger } from '../../src/logger.js';
 import type { WebhookDelivery } from '../../src/services/webhooks.js';
-import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
-import type { DeliveryWorker } from '../../src/worker/worker.js';
 import { bearer, settledStatus, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -164,7 +161,7 @@ async function closedPort(): Promise<number> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Herald: services, the worker and the webhook dispatcher, as `herald serve --role all` wires them
+// Herald: services and the worker (mail and webhook queues), as `herald serve --role all` runs them
 
 const BASE_ENV = {
   HERALD_DELIVERY_POLL_MS: '20',
@@ -177,33 +174,21 @@ const BASE_ENV = {
 
 interface Stack {
   readonly ctx: TestContext;
-  readonly worker: DeliveryWorker;
-  readonly dispatcher: WebhookDispatcher;
+  readonly worker: Worker;
   stop(): Promise<void>;
 }
 
 async function startStack(env: Record<string, string>): Promise<Stack> {
   const ctx = await createTestContext({ ...BASE_ENV, ...env });
   const worker = createWorker(ctx.services);
-  const dispatcher = createWebhookDispatcher(ctx.services, worker);
-  // As src/server.ts does: a stored outcome may have written events, so the webhook lanes look.
-  const counted = worker.onOutcome;
-  worker.onOutcome = (outcome) => {
-    counted?.(outcome);
-    dispatcher.wake();
-  };
-  ctx.services.webhooks.onQueued(() => dispatcher.wake());
-  ctx.services.notifications.onAccepted(() => worker.wake());
   worker.start();
-  dispatcher.start();
   return {
     ctx,
     worker,
-    dispatcher,
     async stop() {
       // Receivers first: a call held open by a receiver that never answers ends at once.
       await stopReceivers();
-      await Promise.all([worker.stop(), dispatcher.stop()]);
+      await worker.stop();
       await ctx.close();
     },
   };
@@ -918,34 +903,26 @@ describe('isolation between projects', () => {
 
 describe('outbound rules for webhook URLs', () => {
   let ctx: TestContext;
-  let dispatcher: WebhookDispatcher | null = null;
+  let dispatcher: Worker | null = null;
 
-  function startDispatcher(outbound: OutboundPolicy): WebhookDispatcher {
-    const d = new WebhookDispatcher(
-      {
-        storage: ctx.services.storage,
-        openSecret: ctx.services.openWebhookSecret,
-        outbound,
-        logger: createLogger('silent'),
-        owner: `outbound-test-${process.pid}`,
-      },
-      {
-        maxAttempts: 1,
-        retryBaseMs: 50,
-        timeoutMs: 2000,
-        concurrency: 4,
-        perEndpoint: 2,
-        pollMs: 20,
-        stopTimeoutMs: 2000,
-      },
-    );
-    d.start();
-    return (dispatcher = d);
+  /** A worker whose webhook calls follow these outbound rules instead of the configured ones. */
+  function startDispatcher(outbound: OutboundPolicy): Worker {
+    const worker = createWorker(ctx.services, { outbound });
+    worker.start();
+    return (dispatcher = worker);
   }
 
   beforeAll(async () => {
-    // No worker: the events are test events, and only the dispatchers built here deliver them.
-    ctx = await createTestContext({ HERALD_STOP_TIMEOUT_MS: '5000' });
+    // No worker but the ones built here: the events are test events, delivered under their rules.
+    ctx = await createTestContext({
+      HERALD_STOP_TIMEOUT_MS: '5000',
+      HERALD_DELIVERY_POLL_MS: '20',
+      HERALD_WEBHOOK_MAX_ATTEMPTS: '1',
+      HERALD_WEBHOOK_RETRY_BASE_MS: '50',
+      HERALD_WEBHOOK_TIMEOUT_MS: '2000',
+      HERALD_WEBHOOK_CONCURRENCY: '4',
+      HERALD_WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+    });
   });
   afterAll(async () => {
     await dispatcher?.stop();

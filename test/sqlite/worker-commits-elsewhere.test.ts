@@ -25,9 +25,9 @@ afterAll(() => w.stop());
  */
 async function deliveredFromElsewhere(other: Services, to: string, before: number): Promise<void> {
   const project = await other.projects.authenticate(w.apiKey);
-  const accepted = await other.notifications.accept({
+  const accepted = await other.accept.accept({
     project: project!,
-    request: parseSendRequest({ template: 'user_created', to }),
+    sends: parseSendRequest({ template: 'user_created', to }),
   });
   expect(accepted.kind).toBe('accepted');
   await waitUntil(() => (w.sink.messages.length > before ? true : undefined), {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommit } from '../../src/services/group-commit.js';
+import { GroupCommit } from '../../src/storage/group-commit.js';
 
 /** A commit function that records each batch it is given and lets the test decide when it ends. */
 function recorder<T>() {

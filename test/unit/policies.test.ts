@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkQuotaLimit, parseQuotaLimit, quotaState, quotaWindow } from '../../src/domain/quota.js';
-import { retryDelay } from '../../src/domain/retry.js';
+import { backoffDelay, deliveryBackoff, webhookBackoff } from '../../src/domain/backoff.js';
 import { parseSendRequest } from '../../src/domain/send-request.js';
 import { classifySmtpError } from '../../src/mail/smtp.js';
 import { describeSmtpTarget, parseSmtpUrl } from '../../src/mail/smtp-target.js';
@@ -57,12 +57,22 @@ describe('quota windows', () => {
 });
 
 describe('retry delay', () => {
-  it('doubles from the base, with jitter in [delay/2, delay]', () => {
-    expect(retryDelay(1, 1000, () => 0)).toBe(500);
-    expect(retryDelay(1, 1000, () => 1)).toBe(1000);
-    expect(retryDelay(3, 1000, () => 1)).toBe(4000);
-    expect(retryDelay(3, 1000, () => 0)).toBe(2000);
-    expect(retryDelay(40, 1000, () => 1)).toBe(6 * 3_600_000);
+  it('doubles from the base for mail, with equal jitter in [delay/2, delay]', () => {
+    const mail = deliveryBackoff(1000);
+    expect(backoffDelay(1, mail, () => 0)).toBe(500);
+    expect(backoffDelay(1, mail, () => 1)).toBe(1000);
+    expect(backoffDelay(3, mail, () => 1)).toBe(4000);
+    expect(backoffDelay(3, mail, () => 0)).toBe(2000);
+    expect(backoffDelay(40, mail, () => 1)).toBe(6 * 3_600_000);
+  });
+
+  it('only lengthens a webhook delay, by up to a fifth, so the documented schedule is a lower bound', () => {
+    const hooks = webhookBackoff(10_000);
+    expect(backoffDelay(1, hooks, () => 0)).toBe(10_000);
+    expect(backoffDelay(1, hooks, () => 1)).toBe(12_000);
+    expect(backoffDelay(4, hooks, () => 0)).toBe(80_000);
+    expect(backoffDelay(40, hooks, () => 0)).toBe(6 * 3_600_000);
+    expect(backoffDelay(40, hooks, () => 1)).toBe(25_920_000);
   });
 });
 

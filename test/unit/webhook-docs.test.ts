@@ -5,7 +5,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateWebhookSecret, webhookHeaders } from '../../src/webhooks/signature.js';
+import { generateWebhookSecret, webhookHeaders } from '../../src/security/webhook-signature.js';
 import { REPO_ROOT } from '../helpers/processes.js';
 
 /**

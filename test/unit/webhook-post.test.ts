@@ -3,7 +3,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OPEN_OUTBOUND, parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbound.js';
-import { parseWebhookUrl, postWebhook, type PostOptions, type WebhookPost } from '../../src/webhooks/post.js';
+import { parseWebhookUrl } from '../../src/domain/webhook-url.js';
+import { postWebhook, type PostOptions, type WebhookPost } from '../../src/webhooks/post.js';
 
 const ENFORCED: OutboundPolicy = { enforce: true, allow: [] };
 const NOT_ALLOWED = /^Host is not allowed: /;

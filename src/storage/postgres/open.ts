@@ -3,9 +3,8 @@ import pg from 'pg';
 import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
-import { claimDuePostgres } from './claim.js';
-import { claimWebhooksPostgres } from './claim-webhooks.js';
-import { renewLeasesPostgres } from './renew.js';
+import { claimPostgres, renewPostgres } from './claim.js';
+import { insertAcceptedPostgres } from './insert-accepted.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 import { changesSettleMs, ProjectChanges, type ProjectChangesState } from './project-changes.js';
 
@@ -54,9 +53,9 @@ export function openPostgres(options: PostgresOptions): Storage {
   return {
     kind: 'postgres',
     db,
-    claimDue: (claim) => claimDuePostgres(db, claim),
-    claimWebhooks: (claim) => claimWebhooksPostgres(db, claim),
-    renewLeases: (renew) => renewLeasesPostgres(db, renew),
+    claim: (queue, claim) => claimPostgres(db, queue, claim),
+    renew: (queue, renew) => renewPostgres(db, queue, renew),
+    insertAccepted: (rows, usage) => insertAcceptedPostgres(db, rows, usage),
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,

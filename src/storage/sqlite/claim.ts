@@ -1,34 +1,52 @@
 import type { Kysely } from 'kysely';
-import type { Database, NotificationRow } from '../schema.js';
-import type { ClaimRequest } from '../storage.js';
+import {
+  byDueTime,
+  dueIds,
+  leaseDb,
+  LEASED,
+  type ClaimRequest,
+  type Queue,
+  type QueueRows,
+  type QueueTable,
+  type RenewRequest,
+} from '../queue.js';
+import type { Database } from '../schema.js';
 
 /**
- * SQLite has one writer at a time, so the UPDATE … WHERE id IN (SELECT … LIMIT n) is atomic on its
+ * SQLite has one writer at a time, so `UPDATE … WHERE id IN (SELECT … LIMIT n)` is atomic on its
  * own: no two workers can claim the same row.
  */
-export async function claimDueSqlite(db: Kysely<Database>, claim: ClaimRequest): Promise<NotificationRow[]> {
-  const rows = await db
-    .updateTable('notifications')
+export async function claimSqlite<Table extends QueueTable>(
+  db: Kysely<Database>,
+  queue: Queue<Table>,
+  claim: ClaimRequest,
+): Promise<QueueRows[Table][]> {
+  // One query for every queue: the table is taken as any of them (they share these columns).
+  const table: QueueTable = queue.table;
+  const leases = leaseDb(db);
+  const rows = await leases
+    .updateTable(table)
     .set((eb) => ({
-      state: 'sending',
+      state: LEASED,
       lease_owner: claim.owner,
       lease_until: claim.leaseUntil,
       attempts: eb('attempts', '+', 1),
       updated_at: claim.now,
     }))
-    .where('id', 'in', (qb) =>
-      qb
-        .selectFrom('notifications')
-        .select('id')
-        .where('state', '=', 'queued')
-        .where('run_at', '<=', claim.now)
-        .$if((claim.excludeProjects?.length ?? 0) > 0, (qb) =>
-          qb.where('project_id', 'not in', claim.excludeProjects!),
-        )
-        .orderBy('run_at')
-        .limit(claim.limit),
-    )
+    .where('id', 'in', dueIds(leases, queue, claim))
     .returningAll()
     .execute();
-  return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+  return byDueTime(rows as unknown as QueueRows[Table][]);
+}
+
+/** Extends the leases this worker holds (the single writer needs no row locks). */
+export async function renewSqlite(db: Kysely<Database>, queue: Queue, renew: RenewRequest): Promise<void> {
+  if (renew.ids.length === 0) return;
+  await leaseDb(db)
+    .updateTable(queue.table)
+    .set({ lease_until: renew.leaseUntil })
+    .where('id', 'in', renew.ids)
+    .where('state', '=', LEASED)
+    .where('lease_owner', '=', renew.owner)
+    .execute();
 }

@@ -6,10 +6,8 @@ import { isLockTimeout } from '../lock-timeout.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
-import { claimDueSqlite } from './claim.js';
+import { claimSqlite, renewSqlite } from './claim.js';
 import { LockWaitingSqliteDialect } from './lock-wait.js';
-import { claimWebhooksSqlite } from './claim-webhooks.js';
-import { renewLeasesSqlite } from './renew.js';
 import { migrateSqlite } from './migrate.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -101,9 +99,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   return {
     kind: 'sqlite',
     db,
-    claimDue: (claim) => claimDueSqlite(db, claim),
-    claimWebhooks: (claim) => claimWebhooksSqlite(db, claim),
-    renewLeases: (renew) => renewLeasesSqlite(db, renew),
+    claim: (queue, claim) => claimSqlite(db, queue, claim),
+    renew: (queue, renew) => renewSqlite(db, queue, renew),
     externalChanges: dataVersion,
     otherCommits: dataVersion,
     // Every lookup reads data_version first: a commit is seen by the next lookup anywhere.

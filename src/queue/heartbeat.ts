@@ -1,18 +1,19 @@
 import type { Logger } from 'pino';
 import { HEARTBEAT_MS, LivenessJudge } from '../domain/liveness.js';
-import { reclaimExpiredLeases } from '../storage/notifications.js';
+import { reclaimExpiredLeases } from '../storage/queue.js';
 import type { Storage } from '../storage/storage.js';
 import { beat, listHeartbeats, reclaimFromDeadWorkers, removeWorker } from '../storage/workers.js';
 
 /**
- * A worker's heartbeat, and the reclaim pass that runs with it. Every HEARTBEAT_MS the worker
- * moves its own heartbeat, then returns to the queue (due at once) the messages of workers whose
- * heartbeat stopped moving, and, every quarter of a lease, the messages whose lease ran out (a
- * worker that is alive but stuck, or one that died before heartbeats existed). So after a kill -9 in-flight mail waits seconds,
- * not a whole lease; a live worker never loses its leases to a pause shorter than the stale time.
+ * A worker process's heartbeat, and the reclaim pass that runs with it for every queue. Every
+ * HEARTBEAT_MS the worker moves its own heartbeat, then returns to their queues (due at once) the
+ * rows of workers whose heartbeat stopped moving, and, every quarter of a lease, the rows whose
+ * lease ran out while their owner has no heartbeat (one that died before heartbeats existed). So
+ * after a kill -9 in-flight work waits seconds, not a whole lease; a live worker never loses its
+ * leases to a pause shorter than the stale time.
  *
- * The pass runs on its own timer rather than in the claim loop: a worker whose lanes are all busy
- * stops claiming, but must still beat and still rescue a dead peer's mail.
+ * The pass runs on its own timer rather than in a claim loop: a worker whose lanes are all busy
+ * stops claiming, but must still beat and still rescue a dead peer's work.
  */
 export class Heartbeat {
   private readonly judge = new LivenessJudge();
@@ -30,7 +31,7 @@ export class Heartbeat {
      * at every beat.
      */
     private readonly leaseCheckMs: number,
-    /** Told when messages went back to the queue, so the loop claims them without waiting. */
+    /** Told when rows went back to their queues, so the loops claim them without waiting. */
     private readonly onReclaimed: () => void,
     private readonly now: () => number = Date.now,
   ) {}
@@ -64,10 +65,10 @@ export class Heartbeat {
       if (fromDead > 0 || dead.length > 0)
         this.logger.warn(
           { workers: dead.map((worker) => worker.owner), reclaimed: fromDead },
-          'returned the messages of stopped workers to the queue',
+          'returned the work of stopped workers to the queue',
         );
       if (expired > 0)
-        this.logger.warn({ reclaimed: expired }, 'returned messages with expired leases to the queue');
+        this.logger.warn({ reclaimed: expired }, 'returned work with expired leases to the queue');
       if (fromDead + expired > 0) this.onReclaimed();
     } catch (err) {
       this.logger.warn({ err }, 'heartbeat failed; retrying');
@@ -75,9 +76,9 @@ export class Heartbeat {
   }
 
   /**
-   * Stops beating. A worker that still holds leases (transactions that outlived the stop timeout)
-   * leaves its heartbeat to go stale, so another worker takes that mail back within seconds; one
-   * that holds nothing removes its row.
+   * Stops beating. A worker that still holds leases (work that outlived the stop timeout, or
+   * outcomes the store refused) leaves its heartbeat to go stale, so another worker takes that work
+   * back within seconds; one that holds nothing removes its row.
    */
   async stop(holdsLeases: boolean): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);

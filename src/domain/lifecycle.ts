@@ -1,0 +1,318 @@
+import type { AttemptResult } from './attempt.js';
+import { backoffDelay, type Backoff } from './backoff.js';
+import { Messages } from './errors.js';
+import type { NotificationEvent } from './events.js';
+import type { Notification, NotificationView } from './notification.js';
+import type { NotificationState } from './notification-state.js';
+import { enhancedStatusIn, provesBadMailbox, suppressionKey, type SuppressionReason } from './suppression.js';
+
+/**
+ * The life of a notification, every state change in one place: accept, the outcome of an
+ * attempt (sent, retry or fail, and whether the failure suppresses the address), cancel, a
+ * bounce report, a complaint. Each is a pure function of the row as it is now, and returns what
+ * changes: the row's columns (and what the row must still hold for them to apply, so of two
+ * racing changes exactly one does), the usage counters, the event, the suppression. The service,
+ * the worker and the bounce intake apply the result in their transaction (storage/transitions.ts)
+ * and decide nothing themselves.
+ */
+
+/** A public state (`sending` counts as `queued`) as kept in the usage counters. */
+export type UsageState = 'queued' | 'sent' | 'failed';
+
+/** A move of one message in the usage counters, in the hour it was accepted. */
+export interface UsageMove {
+  readonly projectId: number;
+  readonly createdAt: number;
+  readonly state: UsageState;
+  readonly delta: number;
+}
+
+export interface SuppressionEntry {
+  readonly projectId: number;
+  /** The bare address, lowercased (suppressionKey). */
+  readonly email: string;
+  readonly reason: SuppressionReason;
+  readonly requestId: string;
+  readonly detail: string;
+}
+
+/** What a bounce report said about the message's recipient. */
+export interface BounceFacts {
+  readonly type: 'hard' | 'soft';
+  /** The enhanced status code, e.g. `5.1.1`; null when the report gave none. */
+  readonly status: string | null;
+  readonly diagnostic: string;
+}
+
+/** What an event adds to the notification's view. */
+export interface EventExtra {
+  readonly bounce?: BounceFacts;
+  readonly complaint?: { readonly feedback_type: string };
+}
+
+/** The `data` of a notification event (the outbox adds the project's name). */
+export type EventData = NotificationView & EventExtra;
+
+export interface LifecycleEvent {
+  readonly type: NotificationEvent;
+  readonly extra: EventExtra;
+}
+
+/** Columns a transition may write. */
+export type NotificationChanges = Partial<
+  Pick<
+    Notification,
+    | 'state'
+    | 'run_at'
+    | 'sent_at'
+    | 'error_message'
+    | 'transport'
+    | 'message_id'
+    | 'subject'
+    | 'text_body'
+    | 'html_body'
+    | 'updated_at'
+    | 'bounced_at'
+    | 'complained_at'
+  >
+>;
+
+export interface Transition {
+  /** The columns the row takes; empty when the row stays as it is (a soft bounce). */
+  readonly changes: NotificationChanges;
+  /** What the row must still hold for the change to apply (checked in the update itself). */
+  readonly requires: Partial<Pick<Notification, 'state' | 'complained_at'>>;
+  readonly usage: readonly UsageMove[];
+  readonly event: LifecycleEvent | null;
+  readonly suppression: SuppressionEntry | null;
+}
+
+/** The longest diagnostic kept from a report or a reply. */
+export const MAX_DIAGNOSTIC = 500;
+
+/** A message moves from one public state to another in the usage counters. */
+function moved(row: Notification, from: UsageState, to: UsageState): UsageMove[] {
+  return [
+    { projectId: row.project_id, createdAt: row.created_at, state: from, delta: -1 },
+    { projectId: row.project_id, createdAt: row.created_at, state: to, delta: 1 },
+  ];
+}
+
+function suppression(row: Notification, reason: SuppressionReason, detail: string): SuppressionEntry | null {
+  const email = suppressionKey(row.recipient);
+  if (email === null) return null;
+  return {
+    projectId: row.project_id,
+    email,
+    reason,
+    requestId: row.request_id,
+    detail: detail.slice(0, MAX_DIAGNOSTIC),
+  };
+}
+
+// Accept --------------------------------------------------------------------------------------
+
+export interface AcceptedSend {
+  readonly requestId: string;
+  readonly projectId: number;
+  readonly template: string;
+  readonly recipient: string;
+  /** The placeholder values as JSON text. */
+  readonly data: string;
+  readonly type: string;
+  readonly sendAt: number | null;
+}
+
+export type AcceptedRow = Pick<
+  Notification,
+  | 'request_id'
+  | 'project_id'
+  | 'template'
+  | 'recipient'
+  | 'data'
+  | 'type'
+  | 'state'
+  | 'attempts'
+  | 'run_at'
+  | 'send_at'
+  | 'created_at'
+  | 'updated_at'
+>;
+
+/** A new notification: queued, due at its `send_at` (a time already past means now, product.md §6). */
+export function accepted(send: AcceptedSend, now: number): { row: AcceptedRow; usage: UsageMove } {
+  return {
+    row: {
+      request_id: send.requestId,
+      project_id: send.projectId,
+      template: send.template,
+      recipient: send.recipient,
+      data: send.data,
+      type: send.type,
+      state: 'queued',
+      attempts: 0,
+      run_at: Math.max(now, send.sendAt ?? now),
+      send_at: send.sendAt,
+      created_at: now,
+      updated_at: now,
+    },
+    // Each accepted message counts once as queued, in the hour it was accepted.
+    usage: { projectId: send.projectId, createdAt: now, state: 'queued', delta: 1 },
+  };
+}
+
+// An attempt's outcome ------------------------------------------------------------------------
+
+export type AttemptOutcome = 'sent' | 'retry' | 'failed';
+
+export interface AttemptPolicy {
+  readonly maxAttempts: number;
+  readonly backoff: Backoff;
+}
+
+export interface AttemptTransition extends Transition {
+  readonly outcome: AttemptOutcome;
+  /** The attempt as the delivery log keeps it, with the relay's reply. */
+  readonly attempt: {
+    readonly smtpCode: number | null;
+    readonly response: string;
+    readonly transport: string | null;
+  };
+}
+
+const EVENT_OF: Record<AttemptOutcome, NotificationEvent> = {
+  sent: 'notification.sent',
+  retry: 'notification.deferred',
+  failed: 'notification.failed',
+};
+
+/**
+ * What an attempt of a claimed (`sending`) message comes to: `sent`; back to `queued` for a retry
+ * (a transient failure with attempts left, due after the backoff); or `failed`. What the outcome
+ * leaves alone keeps the row's values (content not rendered this time, the time it was due, no
+ * sent time yet).
+ */
+export function attemptFinished(
+  row: Notification,
+  result: AttemptResult,
+  policy: AttemptPolicy,
+  now: number,
+  random: () => number = Math.random,
+): AttemptTransition {
+  const common = {
+    subject: result.rendered ? result.rendered.subject : row.subject,
+    text_body: result.rendered ? result.rendered.text : row.text_body,
+    html_body: result.rendered ? result.rendered.html : row.html_body,
+    transport: result.transport,
+    message_id: result.messageId,
+    updated_at: now,
+  };
+  const requires = { state: 'sending' as NotificationState };
+  if (result.ok) {
+    return {
+      outcome: 'sent',
+      changes: { ...common, state: 'sent', run_at: row.run_at, sent_at: now, error_message: null },
+      requires,
+      usage: moved(row, 'queued', 'sent'),
+      event: { type: EVENT_OF.sent, extra: {} },
+      suppression: null,
+      attempt: { smtpCode: result.smtpCode, response: result.response, transport: result.transport },
+    };
+  }
+  const { failure } = result;
+  const outcome = failure.kind === 'transient' && row.attempts < policy.maxAttempts ? 'retry' : 'failed';
+  return {
+    outcome,
+    changes: {
+      ...common,
+      state: outcome === 'retry' ? 'queued' : 'failed',
+      run_at: outcome === 'retry' ? now + backoffDelay(row.attempts, policy.backoff, random) : row.run_at,
+      sent_at: row.sent_at,
+      error_message: failure.message,
+    },
+    requires,
+    usage: outcome === 'retry' ? [] : moved(row, 'queued', 'failed'),
+    event: { type: EVENT_OF[outcome], extra: {} },
+    suppression: refusalSuppresses(result) ? suppression(row, 'hard_bounce', failure.message) : null,
+    attempt: { smtpCode: failure.smtpCode, response: failure.message, transport: result.transport },
+  };
+}
+
+/**
+ * A relay's permanent refusal of the recipient that proves the mailbox is bad (5.1.1, 5.1.10,
+ * 5.2.1) puts the address on the project's suppression list; a policy refusal (5.7.x) or any other
+ * failure does not. Only a reply to RCPT TO (or DATA) is about the recipient: a relay that checks
+ * the sender answers MAIL FROM with 5.1.1 when the Return-Path is in trouble, which says nothing
+ * about the mailbox being mailed.
+ */
+function refusalSuppresses(result: Extract<AttemptResult, { ok: false }>): boolean {
+  const { failure } = result;
+  if (failure.kind !== 'permanent' || (failure.smtpCode ?? 0) < 500) return false;
+  if (failure.command !== 'RCPT TO' && failure.command !== 'DATA') return false;
+  return provesBadMailbox(enhancedStatusIn(failure.message));
+}
+
+// Cancel --------------------------------------------------------------------------------------
+
+/** A queued message canceled by its sender: `failed` with `Canceled` (product.md §6); null once it is not queued. */
+export function canceled(row: Notification, now: number): Transition | null {
+  if (row.state !== 'queued') return null;
+  return {
+    changes: { state: 'failed', error_message: Messages.canceled, updated_at: now },
+    requires: { state: 'queued' },
+    usage: moved(row, 'queued', 'failed'),
+    event: { type: 'notification.failed', extra: {} },
+    suppression: null,
+  };
+}
+
+// Reports that come back ----------------------------------------------------------------------
+
+/**
+ * A bounce report about the message's recipient. A hard bounce turns a `sent` message `failed`
+ * with `Bounced: <diagnostic>` and, when its status proves the mailbox bad, suppresses the
+ * address; a soft bounce only becomes an event. Null when the message has bounced already (a
+ * report resent by its MTA changes nothing).
+ */
+export function bounced(row: Notification, facts: BounceFacts, now: number): Transition | null {
+  const bounce = { ...facts, diagnostic: facts.diagnostic.slice(0, MAX_DIAGNOSTIC) };
+  const event: LifecycleEvent = { type: 'notification.bounced', extra: { bounce } };
+  if (facts.type === 'soft') return { changes: {}, requires: {}, usage: [], event, suppression: null };
+  if (row.bounced_at !== null) return null;
+  const suppresses = provesBadMailbox(facts.status)
+    ? suppression(row, 'hard_bounce', bounce.diagnostic)
+    : null;
+  if (row.state !== 'sent')
+    // Already failed otherwise: the report still tells who the mailbox belongs to.
+    return { changes: {}, requires: {}, usage: [], event, suppression: suppresses };
+  return {
+    changes: {
+      state: 'failed',
+      error_message: `Bounced: ${bounce.diagnostic}`,
+      bounced_at: now,
+      updated_at: now,
+    },
+    requires: { state: 'sent' },
+    usage: moved(row, 'sent', 'failed'),
+    event,
+    suppression: suppresses,
+  };
+}
+
+/**
+ * A spam complaint: the address is suppressed and `notification.complained` emitted, once: a
+ * reporter resending a report it got no 250 for changes nothing the second time.
+ */
+export function complained(row: Notification, feedbackType: string, now: number): Transition | null {
+  if (row.complained_at !== null) return null;
+  return {
+    changes: { complained_at: now },
+    requires: { complained_at: null },
+    usage: [],
+    event: {
+      type: 'notification.complained',
+      extra: { complaint: { feedback_type: feedbackType.slice(0, 100) } },
+    },
+    suppression: suppression(row, 'complaint', `Feedback-Type: ${feedbackType}`),
+  };
+}

@@ -1,0 +1,100 @@
+import { publicStatus, type NotificationState, type PublicStatus } from './notification-state.js';
+
+/**
+ * A notification as it is stored: the row is the job and its whole history's summary. Times are
+ * epoch milliseconds; `data` is the placeholder values as JSON text.
+ */
+export interface Notification {
+  readonly id: number;
+  readonly request_id: string;
+  readonly project_id: number;
+  readonly template: string;
+  readonly recipient: string;
+  readonly data: string;
+  readonly type: string;
+  readonly state: NotificationState;
+  readonly attempts: number;
+  readonly run_at: number;
+  readonly lease_until: number | null;
+  readonly lease_owner: string | null;
+  readonly error_message: string | null;
+  readonly transport: string | null;
+  readonly message_id: string | null;
+  readonly subject: string | null;
+  readonly text_body: string | null;
+  readonly html_body: string | null;
+  readonly created_at: number;
+  readonly updated_at: number;
+  readonly sent_at: number | null;
+  /** The time a scheduled send asked for; null for a send without `send_at`. */
+  readonly send_at: number | null;
+  /** When the placeholder values and rendered content were erased (content retention). */
+  readonly content_erased_at: number | null;
+  /** When a bounce report turned this sent message failed. */
+  readonly bounced_at: number | null;
+  /** When the first spam complaint about this message arrived. */
+  readonly complained_at: number | null;
+}
+
+/**
+ * What a caller sees of a notification: the status body of `GET /notifications/{request_id}`
+ * (spec §4.2, product.md §3, §6), and the heart of every event's data.
+ */
+export interface NotificationView {
+  id: number;
+  request_id: string;
+  status: PublicStatus;
+  template: string;
+  to: string;
+  type: string;
+  attempts: number;
+  created_at: string;
+  updated_at: string;
+  sent_at?: string;
+  transport?: string;
+  error_message?: string;
+  send_at?: string;
+  last_error?: string;
+  next_attempt_at?: string;
+  bounced_at?: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function notificationView(row: Notification): NotificationView {
+  const status = publicStatus(row.state);
+  const view: NotificationView = {
+    id: row.id,
+    request_id: row.request_id,
+    status,
+    template: row.template,
+    to: row.recipient,
+    type: row.type,
+    attempts: row.attempts,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+  if (status === 'sent') {
+    if (row.sent_at !== null) view.sent_at = iso(row.sent_at);
+    if (row.transport !== null) view.transport = row.transport;
+  }
+  if (status === 'failed') {
+    view.error_message = row.error_message ?? 'Delivery failed';
+    if (row.bounced_at !== null) {
+      // It was sent before the report came back: both times stay visible.
+      if (row.sent_at !== null) view.sent_at = iso(row.sent_at);
+      view.bounced_at = iso(row.bounced_at);
+    }
+  }
+  if (status === 'queued') {
+    // Only while it waits for its time: a send_at already past when accepted meant "now".
+    if (row.send_at !== null && row.attempts === 0 && row.send_at > row.created_at)
+      view.send_at = iso(row.send_at);
+    // Back in the queue after a failed attempt: why, and when the next attempt is due.
+    if (row.state === 'queued' && row.attempts > 0 && row.error_message !== null) {
+      view.last_error = row.error_message;
+      view.next_attempt_at = iso(row.run_at);
+    }
+  }
+  return view;
+}

@@ -1,0 +1,188 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { GroupCommit } from '../storage/group-commit.js';
+import { isLockTimeout } from '../storage/lock-timeout.js';
+import {
+  releaseClaims,
+  type ClaimRequest,
+  type Queue,
+  type QueueRows,
+  type QueueTable,
+} from '../storage/queue.js';
+import type { Database } from '../storage/schema.js';
+import type { Storage } from '../storage/storage.js';
+
+/** What a worker asks of a claim; the lease's owner and times are the queue's. */
+export type ClaimFilter = Omit<ClaimRequest, 'now' | 'owner' | 'leaseUntil'>;
+
+/** A finished job waiting for its outcome to be stored. */
+export interface Finished<Row, Outcome> {
+  readonly row: Row;
+  readonly outcome: Outcome;
+}
+
+/**
+ * Stores a group of outcomes in the transaction it is given: for each, whether it was stored
+ * (false: the lease had been lost, and nothing of it was written).
+ */
+export type RecordOutcomes<Row, Outcome> = (
+  tx: Kysely<Database>,
+  finished: readonly Finished<Row, Outcome>[],
+) => Promise<boolean[]>;
+
+export interface LeaseQueueOptions {
+  /** The lease owner: this worker process (host, pid and a random part). */
+  readonly owner: string;
+  /** How long a claim is invisible to other workers; renewed every third of it while held. */
+  readonly leaseMs: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+/** Retries of an outcome the store refused: from a second, doubling, at most half a minute apart. */
+const RECORD_RETRY_MS = 1_000;
+const RECORD_RETRY_MAX_MS = 30_000;
+
+/**
+ * One queue table as a worker process holds it: the rows it claimed (renewed while held), and the
+ * way each of them leaves its hands, finished or released. An outcome is committed in a group with
+ * others that finish at about the same time (with a durable commit per job the store, not the
+ * work, would bound throughput), only while the lease is still this worker's; an outcome the store
+ * cannot take (a full disk, a lost connection) is retried until it is stored, the lease held and
+ * renewed meanwhile, because giving the row back would do the job twice.
+ */
+export class LeaseQueue<Table extends QueueTable, Outcome> {
+  private readonly held = new Set<number>();
+  private readonly recorder: GroupCommit<Finished<QueueRows[Table], Outcome>, boolean>;
+  private readonly now: () => number;
+  private renewTimer: NodeJS.Timeout | null = null;
+  /** Set by `giveUp`: outcomes still refused are left to the lease (see `giveUp`). */
+  private abandoned = false;
+  /** Ends the waits of outcomes between two tries (`giveUp` ends them at once). */
+  private readonly retryWaits = new Set<() => void>();
+
+  constructor(
+    private readonly storage: Storage,
+    readonly queue: Queue<Table>,
+    private readonly options: LeaseQueueOptions,
+    record: RecordOutcomes<QueueRows[Table], Outcome>,
+  ) {
+    this.now = options.now ?? Date.now;
+    // Outcomes trickle in one lane at a time; a few milliseconds of gathering lets a commit carry
+    // dozens of them instead of one or two. Only the bookkeeping waits, never the work.
+    this.recorder = new GroupCommit(
+      (items) => storage.db.transaction().execute((tx) => record(tx, items)),
+      // SQLite's lock held past the wait is the store's failure, not one item's: the group is
+      // retried whole rather than item by item.
+      { maxDelayMs: 10, maxBatch: 500, storeFailure: isLockTimeout },
+    );
+  }
+
+  get owner(): string {
+    return this.options.owner;
+  }
+
+  /** The store's connection, for what a consumer reads about the rows it claimed. */
+  get db(): Kysely<Database> {
+    return this.storage.db;
+  }
+
+  /** Rows this worker holds a lease on: claimed and waiting, at work, or waiting to be recorded. */
+  get holding(): number {
+    return this.held.size;
+  }
+
+  /** Claims due rows for this worker; they are held (and renewed) until finished or released. */
+  async claim(filter: ClaimFilter): Promise<QueueRows[Table][]> {
+    const now = this.now();
+    const rows = await this.storage.claim(this.queue, {
+      ...filter,
+      now,
+      owner: this.options.owner,
+      leaseUntil: now + this.options.leaseMs,
+    });
+    for (const row of rows) this.held.add(row.id);
+    this.renewTimer ??= setInterval(
+      () => void this.renew(),
+      Math.max(100, Math.floor(this.options.leaseMs / 3)),
+    );
+    return rows;
+  }
+
+  /**
+   * Stores a job's outcome; resolves once it is durable, or once the lease turned out to be lost
+   * (false). Retries while the store refuses it.
+   */
+  async finish(row: QueueRows[Table], outcome: Outcome): Promise<boolean> {
+    for (let retry = 0; ; retry++) {
+      try {
+        const stored = await this.recorder.submit({ row, outcome });
+        this.held.delete(row.id);
+        return stored;
+      } catch (err) {
+        if (this.abandoned) throw err;
+        if (retry === 0)
+          this.options.logger.error(
+            { err, queue: this.queue.table, id: row.id },
+            'recording an outcome failed; holding the lease and retrying until it is stored',
+          );
+        await this.waitToRetry(Math.min(RECORD_RETRY_MS * 2 ** retry, RECORD_RETRY_MAX_MS));
+        if (this.abandoned) throw err;
+      }
+    }
+  }
+
+  /** Gives claimed rows back to the queue without counting an attempt (work never started). */
+  async release(rows: readonly QueueRows[Table][]): Promise<void> {
+    if (rows.length === 0) return;
+    const ids = rows.map((row) => row.id);
+    for (const id of ids) this.held.delete(id);
+    await releaseClaims(this.storage.db, this.queue, ids, this.options.owner, this.now());
+  }
+
+  /** Waits until every outcome submitted so far has been committed or refused. */
+  flush(): Promise<void> {
+    return this.recorder.flush();
+  }
+
+  /**
+   * A stopping worker whose outcomes the store still refuses stops retrying them. Their rows keep
+   * this worker's lease: its heartbeat, left to go stale, returns them to the queue once another
+   * worker judges this one dead, so they are done again (the only duplicate a stop can cause).
+   */
+  giveUp(): void {
+    this.abandoned = true;
+    for (const end of [...this.retryWaits]) end();
+  }
+
+  /** Stops renewing. Whatever is still held stays leased to this worker (see `giveUp`). */
+  close(): void {
+    if (this.renewTimer !== null) clearInterval(this.renewTimer);
+    this.renewTimer = null;
+  }
+
+  private waitToRetry(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.retryWaits.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      this.retryWaits.add(end);
+    });
+  }
+
+  private async renew(): Promise<void> {
+    if (this.held.size === 0) return;
+    try {
+      await this.storage.renew(this.queue, {
+        ids: [...this.held],
+        owner: this.options.owner,
+        leaseUntil: this.now() + this.options.leaseMs,
+      });
+    } catch (err) {
+      this.options.logger.warn({ err, queue: this.queue.table }, 'renewing leases failed');
+    }
+  }
+}

@@ -1,0 +1,214 @@
+import type { Kysely, SelectQueryBuilder } from 'kysely';
+import { Precompiled } from './precompiled.js';
+import type { Database, NotificationRow, WebhookDeliveryRow } from './schema.js';
+
+/**
+ * The tables that are lease queues. A row is the job: `ready` and due (`run_at`) it may be claimed;
+ * claimed, it is `sending` under a lease (`lease_owner`, `lease_until`) until its owner finishes
+ * it, releases it, or dies and another process returns it. Everything here is written once for
+ * every queue; what differs per backend (the claim's locking, the renewal's) is in sqlite/ and
+ * postgres/ behind `Storage`.
+ */
+export interface Queue<Table extends QueueTable = QueueTable> {
+  readonly table: Table;
+  /** The state of a row waiting for its time or for a worker. */
+  readonly ready: 'queued' | 'pending';
+}
+
+export type QueueTable = 'notifications' | 'webhook_deliveries';
+
+/** A claimed row of each queue. */
+export interface QueueRows {
+  notifications: NotificationRow;
+  webhook_deliveries: WebhookDeliveryRow;
+}
+
+export const NOTIFICATION_QUEUE: Queue<'notifications'> = { table: 'notifications', ready: 'queued' };
+export const WEBHOOK_QUEUE: Queue<'webhook_deliveries'> = { table: 'webhook_deliveries', ready: 'pending' };
+export const QUEUES: readonly Queue[] = [NOTIFICATION_QUEUE, WEBHOOK_QUEUE];
+
+/** The state of a claimed row, the same in every queue. */
+export const LEASED = 'sending';
+
+/** The columns every queue table has. */
+interface LeaseColumns {
+  id: number;
+  project_id: number;
+  state: string;
+  attempts: number;
+  run_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  updated_at: number;
+  endpoint_id: number;
+}
+
+/** The queue tables seen through the columns they share, so one query serves each of them. */
+export type LeaseDatabase = Record<QueueTable, LeaseColumns>;
+
+export function leaseDb(db: Kysely<Database>): Kysely<LeaseDatabase> {
+  return db as unknown as Kysely<LeaseDatabase>;
+}
+
+export interface ClaimRequest {
+  readonly now: number;
+  readonly owner: string;
+  readonly leaseUntil: number;
+  readonly limit: number;
+  /** Projects whose lanes are full in this worker: their rows are left for later. */
+  readonly excludeProjects?: readonly number[];
+  /** Only rows of this webhook endpoint (the webhook queue claims per endpoint). */
+  readonly endpointId?: number;
+}
+
+export interface RenewRequest {
+  readonly ids: readonly number[];
+  readonly owner: string;
+  readonly leaseUntil: number;
+}
+
+/**
+ * The ids a claim takes: due ready rows, oldest due first, within the request's filters. Each
+ * backend wraps it in its own claiming statement (sqlite/claim.ts, postgres/claim.ts).
+ */
+export function dueIds(
+  db: Kysely<LeaseDatabase>,
+  queue: Queue,
+  claim: ClaimRequest,
+): SelectQueryBuilder<LeaseDatabase, QueueTable, { id: number }> {
+  return db
+    .selectFrom(queue.table)
+    .select('id')
+    .where('state', '=', queue.ready)
+    .where('run_at', '<=', claim.now)
+    .$if(claim.endpointId !== undefined, (qb) => qb.where('endpoint_id', '=', claim.endpointId!))
+    .$if((claim.excludeProjects?.length ?? 0) > 0, (qb) =>
+      qb.where('project_id', 'not in', claim.excludeProjects!),
+    )
+    .orderBy('run_at')
+    .limit(claim.limit);
+}
+
+/** Claimed rows in the order they fell due. */
+export function byDueTime<Row extends { run_at: number; id: number }>(rows: Row[]): Row[] {
+  return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+}
+
+/**
+ * Puts claimed rows back without counting an attempt: a stopping worker's rows it had not
+ * started. Only the owner's, and only while they are still leased.
+ */
+export async function releaseClaims(
+  db: Kysely<Database>,
+  queue: Queue,
+  ids: readonly number[],
+  owner: string,
+  now: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await leaseDb(db)
+    .updateTable(queue.table)
+    .set((eb) => ({
+      state: queue.ready,
+      lease_owner: null,
+      lease_until: null,
+      attempts: eb('attempts', '-', 1),
+      updated_at: now,
+    }))
+    .where('id', 'in', ids)
+    .where('state', '=', LEASED)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/**
+ * Returns to their queues, due now, the rows whose lease ran out while their owner has no
+ * heartbeat (a worker that died before heartbeats existed, or whose row was removed as dead). A
+ * live owner keeps its rows past the lease: it may be waiting to record an outcome the store
+ * refused (a full disk), and taking the row from it would send the message twice. The attempt
+ * counted stays counted: the message may or may not have reached the relay.
+ */
+export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): Promise<number> {
+  let returned = 0;
+  for (const queue of QUEUES) {
+    const result = await leaseDb(db)
+      .updateTable(queue.table)
+      .set({ state: queue.ready, lease_owner: null, lease_until: null, run_at: now, updated_at: now })
+      .where('state', '=', LEASED)
+      .where('lease_until', '<', now)
+      .where('lease_owner', 'not in', db.selectFrom('workers').select('owner'))
+      .executeTakeFirst();
+    returned += Number(result.numUpdatedRows);
+  }
+  return returned;
+}
+
+/** Returns every leased row of these owners to its queue, due now (the owners are dead). */
+export async function reclaimOwners(
+  tx: Kysely<Database>,
+  owners: readonly string[],
+  now: number,
+): Promise<number> {
+  if (owners.length === 0) return 0;
+  let returned = 0;
+  for (const queue of QUEUES) {
+    const result = await leaseDb(tx)
+      .updateTable(queue.table)
+      .set({ state: queue.ready, lease_owner: null, lease_until: null, run_at: now, updated_at: now })
+      .where('state', '=', LEASED)
+      .where('lease_owner', 'in', owners)
+      .executeTakeFirst();
+    returned += Number(result.numUpdatedRows);
+  }
+  return returned;
+}
+
+/** The earliest time after `after` at which a ready row of the queue falls due, or null. */
+export async function nextDueAt(db: Kysely<Database>, queue: Queue, after: number): Promise<number | null> {
+  const row = await leaseDb(db)
+    .selectFrom(queue.table)
+    .select((eb) => eb.fn.min('run_at').as('next'))
+    .where('state', '=', queue.ready)
+    .where('run_at', '>', after)
+    .executeTakeFirst();
+  return row?.next == null ? null : Number(row.next);
+}
+
+/**
+ * The statement that finishes a leased row: it writes `columns` and clears the lease, but only
+ * while `owner` still holds it, so a worker whose lease was taken back (its row returned to the
+ * queue and claimed again) cannot overwrite what happened since. Built once per queue and column
+ * set (see precompiled.ts): it runs once per job.
+ */
+export class FinishStatement<Column extends string> {
+  private readonly statement: Precompiled<Column | 'id' | 'owner'>;
+
+  constructor(queue: Queue, columns: readonly Column[]) {
+    this.statement = new Precompiled([...columns, 'id', 'owner'], (db, slot) =>
+      leaseDb(db)
+        .updateTable(queue.table)
+        .set({
+          ...(Object.fromEntries(columns.map((column) => [column, slot(column)])) as Record<string, never>),
+          lease_owner: null,
+          lease_until: null,
+        })
+        .where('id', '=', slot('id'))
+        .where('state', '=', LEASED)
+        .where('lease_owner', '=', slot('owner')),
+    );
+  }
+
+  /** False when the owner no longer holds the row's lease, and nothing was written. */
+  async run(
+    db: Kysely<Database>,
+    id: number,
+    owner: string,
+    values: Readonly<Record<Column, unknown>>,
+  ): Promise<boolean> {
+    const result = await this.statement.run(db, { ...values, id, owner } as Record<
+      Column | 'id' | 'owner',
+      unknown
+    >);
+    return (result.numAffectedRows ?? 0n) > 0n;
+  }
+}

@@ -1,0 +1,331 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { failedBeforeSending, type AttemptResult } from '../domain/attempt.js';
+import { deliveryBackoff } from '../domain/backoff.js';
+import { lanePolicy, type LanePolicy } from '../domain/lanes.js';
+import { attemptFinished, type AttemptOutcome, type AttemptPolicy } from '../domain/lifecycle.js';
+import { windowPolicy } from '../domain/relay-window.js';
+import { suppressedMessage, suppressionKey, type SuppressionReason } from '../domain/suppression.js';
+import type { LeaseQueue } from '../queue/lease-queue.js';
+import type { Consumer, Fill } from '../queue/loop.js';
+import type { NotificationRow } from '../storage/schema.js';
+import { suppressedAmong } from '../storage/suppressions.js';
+import type { Deliverer } from './deliver.js';
+import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
+import type { Attempted } from './outcomes.js';
+import { RelayLanes } from './relay-lanes.js';
+
+/** The delivery settings the mail lanes use (documented in config.ts). */
+export type MailOptions = Pick<
+  Config['delivery'],
+  'maxAttempts' | 'retryBaseMs' | 'batchSize' | 'concurrency' | 'smtpMaxConnections' | 'smtpTimeoutMs'
+>;
+
+/** What an attempt came to, for the worker's logs and metrics. */
+export interface DeliveryOutcome {
+  readonly projectId: number;
+  readonly outcome: AttemptOutcome;
+  readonly transport: 'smtp' | 'capture' | null;
+  readonly durationMs: number;
+}
+
+interface Job {
+  readonly row: NotificationRow;
+  readonly batch: BatchLoader;
+  /** Why the recipient is on the project's suppression list; null when it is not. */
+  readonly suppressed: SuppressionReason | null;
+}
+
+/** A loaded job that waits for a lane of its relay. */
+interface Parked {
+  readonly job: Job;
+  readonly context: DeliveryContext;
+}
+
+/**
+ * Mail delivery as a consumer of the notification queue. Claimed rows wait in a backlog and run
+ * in lanes, at most `concurrency` SMTP transactions at once, each relay at most its window of them
+ * (relay-lanes.ts); a message whose relay has no room waits parked without a lane, while its
+ * project is left out of claims. Each attempt's outcome is decided by the lifecycle
+ * (domain/lifecycle.ts) and stored through the lease queue.
+ */
+export class MailConsumer implements Consumer {
+  private readonly backlog: Job[] = [];
+  private readonly relays: RelayLanes<Parked>;
+  private readonly lanes: LanePolicy;
+  private readonly policy: AttemptPolicy;
+  private active = 0;
+  /** Jobs loaded after a stop began: given back with the backlog. */
+  private readonly unstarted: Job[] = [];
+  private readonly running = new Set<Promise<void>>();
+  private leftOut = new Set<number>();
+  private stopping = false;
+  /** Told when lanes came free (the loop may claim more). */
+  onRoom: () => void = () => {};
+  /** Told about every stored outcome (metrics); must not throw or block. */
+  onOutcome: ((outcome: DeliveryOutcome) => void) | null = null;
+
+  constructor(
+    private readonly queue: LeaseQueue<'notifications', Attempted>,
+    private readonly loader: DeliveryLoader,
+    private readonly deliverer: Deliverer,
+    private readonly options: MailOptions,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.lanes = lanePolicy(options);
+    this.relays = new RelayLanes(this.lanes, windowPolicy(options), logger);
+    this.policy = { maxAttempts: options.maxAttempts, backoff: deliveryBackoff(options.retryBaseMs) };
+  }
+
+  /** Refills before the backlog runs dry, so the lanes never wait for a claim. */
+  hasRoom(): boolean {
+    return this.backlog.length < Math.max(this.options.concurrency, this.options.batchSize / 2);
+  }
+
+  busy(): boolean {
+    return this.active > 0;
+  }
+
+  roomReturned(): boolean {
+    const leaveOut = new Set(this.saturatedProjects());
+    return [...this.leftOut].some((project) => !leaveOut.has(project));
+  }
+
+  /** The window each relay this worker has sent to has now (metrics, tests). */
+  relayWindows(): Map<string, number> {
+    return this.relays.windowSizes();
+  }
+
+  async fill(): Promise<Fill> {
+    const leaveOut = this.saturatedProjects();
+    const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: leaveOut });
+    this.leftOut = new Set(leaveOut);
+    if (rows.length > 0) await this.take(rows);
+    this.pump();
+    return {
+      claimed: rows.length,
+      full: rows.length >= this.options.batchSize,
+      filtered: leaveOut.length > 0,
+    };
+  }
+
+  /**
+   * Stops starting mail, waits for transactions in flight (until `deadline`) to finish and be
+   * recorded, and gives back the claimed mail that was never started, so the next worker takes
+   * it at once.
+   */
+  async drain(deadline: number): Promise<void> {
+    this.stopping = true;
+    const waiting = this.backlog.splice(0);
+    while (this.running.size > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // Outcomes the store still refuses stay leased; the stale heartbeat returns them.
+    this.queue.giveUp();
+    // Parked only now: a job still loading when the stop began may have parked since.
+    waiting.push(...this.relays.unparkAll().map((parked) => parked.job), ...this.unstarted.splice(0));
+    await this.queue.flush();
+    try {
+      await this.queue.release(waiting.map((job) => job.row));
+    } catch (err) {
+      this.logger.warn({ err }, 'releasing claimed messages failed; their leases will expire');
+    }
+    this.queue.close();
+    if (this.active > 0)
+      this.logger.warn({ inFlight: this.active }, 'stopped with SMTP transactions still in flight');
+  }
+
+  /** Claimed rows join the backlog, with their suppression looked up once for the whole batch. */
+  private async take(rows: readonly NotificationRow[]): Promise<void> {
+    const batch = this.loader.batch();
+    const keys = rows.map((row) => suppressionKey(row.recipient));
+    let suppressed: Map<string, SuppressionReason>;
+    try {
+      suppressed = await suppressedAmong(
+        this.queue.db,
+        rows.flatMap((row, i) => (keys[i] === null ? [] : [{ projectId: row.project_id, email: keys[i]! }])),
+      );
+    } catch (error) {
+      // The claim is given back, not left leased.
+      await this.queue.release(rows).catch(() => {});
+      throw error;
+    }
+    rows.forEach((row, i) => {
+      const reason = keys[i] === null ? undefined : suppressed.get(`${row.project_id}\n${keys[i]}`);
+      this.backlog.push({ row, batch, suppressed: reason ?? null });
+    });
+  }
+
+  /**
+   * Projects not to claim for now: those with mail parked behind a relay that has a whole window
+   * of mail parked already. Their relay has work for when it has room; the backlog is left to
+   * other relays' mail, and nothing more of theirs is leased away from other workers.
+   */
+  private saturatedProjects(): number[] {
+    return [...new Set(this.relays.saturated().map((parked) => parked.job.row.project_id))];
+  }
+
+  private pump(): void {
+    while (!this.stopping && this.active < this.options.concurrency && this.backlog.length > 0)
+      this.start(this.backlog.shift()!);
+  }
+
+  /**
+   * Takes a lane for a claimed job: loads what it needs (once per claimed batch), then sends it,
+   * or parks it behind its relay when the relay has no room.
+   */
+  private start(job: Job): void {
+    this.active++;
+    const starting = (async () => {
+      if (job.suppressed !== null) {
+        // Fails without rendering or any SMTP transaction (product.md §5).
+        const failure = {
+          kind: 'permanent' as const,
+          message: suppressedMessage(job.suppressed),
+          smtpCode: null,
+        };
+        return this.attempt(job, null, () => Promise.resolve(failedBeforeSending(failure)));
+      }
+      let context: DeliveryContext | null;
+      try {
+        context = await job.batch.load(job.row.project_id, job.row.template);
+      } catch (err) {
+        return this.attempt(job, null, () => Promise.reject(err));
+      }
+      if (this.stopping) {
+        // Loaded after the stop began: given back with the backlog, never started.
+        this.active--;
+        this.unstarted.push(job);
+        return;
+      }
+      const relay = context === null ? null : this.deliverer.relayOf(context);
+      if (context === null || relay === null)
+        return this.attempt(job, null, () => this.deliverer.attempt(job.row, context));
+      if (!this.relays.mayStart(relay, this.active)) {
+        // The relay holds its window, or only the reserved lanes are left: give the lane back.
+        this.active--;
+        this.relays.park(relay, { job, context });
+        return this.onRoom();
+      }
+      this.attempt(job, { relay, context }, () => this.deliverer.attempt(job.row, context));
+    })().catch((err: unknown) => {
+      // Nothing above throws today; if it ever does, the lane and the lease must not leak.
+      this.logger.error({ err, requestId: job.row.request_id }, 'starting a delivery failed');
+      this.active--;
+      this.unstarted.push(job);
+    });
+    this.track(starting);
+  }
+
+  /**
+   * A relay that refused a connection while it was serving others of ours has no room for more
+   * just now: its window has shrunk, and the message waits for a lane of that relay instead of
+   * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
+   */
+  private refusedForRoom(relay: string, result: AttemptResult): boolean {
+    return (
+      !result.ok &&
+      result.transport === 'smtp' &&
+      result.failure.kind === 'transient' &&
+      result.failure.command === 'CONN' &&
+      this.relays.inFlight(relay) > 1
+    );
+  }
+
+  /**
+   * One attempt in a lane (already counted in `active`); its outcome is recorded after it. `lane`
+   * names the relay the attempt goes to and what it needs to wait for a lane there again.
+   */
+  private attempt(
+    job: Job,
+    lane: { relay: string; context: DeliveryContext } | null,
+    send: () => Promise<AttemptResult>,
+  ): void {
+    const startedAt = this.now();
+    const round = lane === null ? 0 : this.relays.take(lane.relay);
+    const work = send()
+      .catch((err: unknown): AttemptResult => {
+        this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
+        const message = err instanceof Error ? err.message : String(err);
+        return failedBeforeSending({ kind: 'transient', message, smtpCode: null });
+      })
+      .then(async (result) => {
+        // The lane is free as soon as the relay has answered: the outcome is committed with the
+        // next group, so SMTP concurrency does not wait on the database's sync. The lease is
+        // held (and renewed) until the outcome is stored.
+        this.active--;
+        const finishedAt = this.now();
+        let waitsAgain = false;
+        if (lane !== null) {
+          const inFlight = this.relays.inFlight(lane.relay);
+          this.relays.learn(lane.relay, { round, inFlight, durationMs: finishedAt - startedAt }, result);
+          waitsAgain = this.refusedForRoom(lane.relay, result);
+          // Still leased: it goes first when the relay has room again.
+          if (waitsAgain) this.relays.park(lane.relay, { job, context: lane.context }, true);
+          this.freeRelay(lane.relay);
+        }
+        this.pump();
+        this.onRoom();
+        if (!waitsAgain) await this.record(job.row, result, startedAt, finishedAt);
+      })
+      .catch((err: unknown) => {
+        // Only a stop gives up on an outcome the store refused: the row stays leased to this
+        // worker, and its stale heartbeat returns it.
+        this.logger.error({ err, requestId: job.row.request_id }, 'recording a delivery outcome failed');
+      });
+    this.track(work);
+  }
+
+  private async record(row: NotificationRow, result: AttemptResult, startedAt: number, finishedAt: number) {
+    const transition = attemptFinished(row, result, this.policy, finishedAt);
+    if (!(await this.queue.finish(row, { transition, startedAt, finishedAt }))) {
+      this.logger.warn({ requestId: row.request_id }, 'lease lost before the outcome was recorded');
+      return;
+    }
+    if (!result.ok)
+      this.logger.warn(
+        {
+          projectId: row.project_id,
+          requestId: row.request_id,
+          attempt: row.attempts,
+          smtpCode: result.failure.smtpCode,
+          reply: result.failure.message,
+        },
+        transition.outcome === 'retry' ? 'delivery failed; will retry' : 'delivery failed permanently',
+      );
+    try {
+      this.onOutcome?.({
+        projectId: row.project_id,
+        outcome: transition.outcome,
+        transport: result.transport,
+        durationMs: this.now() - startedAt,
+      });
+    } catch {
+      // Logging and metrics only; the outcome is stored.
+    }
+  }
+
+  /**
+   * A relay's lane came free: the jobs parked behind that relay take it at once, and as many more
+   * lanes as its window has grown by.
+   */
+  private freeRelay(relay: string): void {
+    this.relays.free(relay);
+    while (
+      !this.stopping &&
+      this.active < this.options.concurrency &&
+      this.relays.mayStart(relay, this.active + 1)
+    ) {
+      const next = this.relays.unpark(relay);
+      if (next === undefined) return;
+      this.active++;
+      this.attempt(next.job, { relay, context: next.context }, () =>
+        this.deliverer.attempt(next.job.row, next.context),
+      );
+    }
+  }
+
+  private track(work: Promise<void>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+}

@@ -1,0 +1,133 @@
+import type { Logger } from 'pino';
+import type { AttemptResult } from '../domain/attempt.js';
+import { mayUseLane, type LanePolicy } from '../domain/lanes.js';
+import {
+  nextWindow,
+  openWindow,
+  relaySignal,
+  windowSize,
+  type RelayWindow,
+  type WindowPolicy,
+} from '../domain/relay-window.js';
+
+/**
+ * How a worker's mail lanes are shared between relays (host and port): each relay holds at most
+ * its window of them (domain/relay-window.ts, learned from its answers), never more than its
+ * share and never the reserved quarter (domain/lanes.ts). Mail for a relay with no room waits
+ * here, parked without a lane, in the order it came.
+ */
+export class RelayLanes<Parked> {
+  private readonly busy = new Map<string, number>();
+  private readonly parked = new Map<string, Parked[]>();
+  private readonly windows = new Map<string, RelayWindow>();
+
+  constructor(
+    private readonly lanes: LanePolicy,
+    private readonly policy: WindowPolicy,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Whether one more transaction to the relay may start, with `active` lanes in use (its own included). */
+  mayStart(relay: string, active: number): boolean {
+    return mayUseLane(this.lanes, this.inFlight(relay), active, this.limit(relay));
+  }
+
+  inFlight(relay: string): number {
+    return this.busy.get(relay) ?? 0;
+  }
+
+  /** A transaction to the relay starts: the round it belongs to, its answer judged against it. */
+  take(relay: string): number {
+    this.busy.set(relay, this.inFlight(relay) + 1);
+    return this.window(relay).round;
+  }
+
+  /** A transaction to the relay ended. */
+  free(relay: string): void {
+    const busy = this.inFlight(relay) - 1;
+    if (busy <= 0) this.busy.delete(relay);
+    else this.busy.set(relay, busy);
+  }
+
+  park(relay: string, entry: Parked, first = false): void {
+    let waiting = this.parked.get(relay);
+    if (waiting === undefined) this.parked.set(relay, (waiting = []));
+    if (first) waiting.unshift(entry);
+    else waiting.push(entry);
+  }
+
+  unpark(relay: string): Parked | undefined {
+    const waiting = this.parked.get(relay);
+    const next = waiting?.shift();
+    if (waiting?.length === 0) this.parked.delete(relay);
+    return next;
+  }
+
+  /** Everything parked, taken out (a stop gives it back to the queue). */
+  unparkAll(): Parked[] {
+    const all = [...this.parked.values()].flat();
+    this.parked.clear();
+    return all;
+  }
+
+  /** Relays with a whole window's worth of mail parked: mail already waits for their room. */
+  saturated(): Parked[] {
+    return [...this.parked].flatMap(([relay, waiting]) =>
+      waiting.length < this.limit(relay) ? [] : waiting,
+    );
+  }
+
+  /** Every relay's window now (metrics, tests). */
+  windowSizes(): Map<string, number> {
+    return new Map([...this.windows].map(([relay, window]) => [relay, windowSize(window)]));
+  }
+
+  /**
+   * Feeds one finished attempt to its relay's window: `finished.inFlight` transactions to the relay
+   * were in flight when it ended, its own included.
+   */
+  learn(
+    relay: string,
+    finished: { round: number; inFlight: number; durationMs: number },
+    result: AttemptResult,
+  ): void {
+    if (result.transport !== 'smtp') return;
+    const { durationMs } = finished;
+    const signal = relaySignal(
+      result.ok
+        ? { ok: true, smtpCode: result.smtpCode, reply: result.response, transient: false, durationMs }
+        : {
+            ok: false,
+            smtpCode: result.failure.smtpCode,
+            reply: result.failure.message,
+            transient: result.failure.kind === 'transient',
+            durationMs,
+          },
+      this.policy,
+    );
+    const before = this.window(relay);
+    const after = nextWindow(
+      before,
+      { signal, round: finished.round, inFlight: finished.inFlight },
+      this.policy,
+    );
+    if (after === before) return;
+    this.windows.set(relay, after);
+    if (after.round !== before.round)
+      this.logger.info(
+        { relay, window: windowSize(after), reply: result.ok ? null : result.failure.message },
+        'relay congested; fewer transactions in flight to it',
+      );
+  }
+
+  /** Transactions the relay may have in flight now: its window, within its share of the lanes. */
+  private limit(relay: string): number {
+    return Math.min(this.lanes.perRelay, windowSize(this.window(relay)));
+  }
+
+  private window(relay: string): RelayWindow {
+    let window = this.windows.get(relay);
+    if (window === undefined) this.windows.set(relay, (window = openWindow(this.policy)));
+    return window;
+  }
+}
