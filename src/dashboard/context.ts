@@ -34,7 +34,8 @@ export type ViewData = Record<string, unknown>;
 
 /**
  * Renders a page: the view with the layout and the values every page uses. All values reach the
- * HTML through eta's escaping `<%= %>`; the layout inserts only the rendered page body raw.
+ * HTML through eta's escaping `<%= %>`; `<%~ %>` inserts only what eta itself rendered (the page
+ * body into the layout, and partials), never a value.
  */
 export async function page(
   request: FastifyRequest,

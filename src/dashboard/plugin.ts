@@ -31,8 +31,9 @@ import {
 
 export interface DashboardOptions {
   /**
-   * Receives the one-time setup link once the server listens, when no admin exists yet. By
-   * default it is printed on stdout; it is always logged at info level as well.
+   * Receives the one-time setup link once the server listens, when no admin exists yet (the
+   * browser tests take it from here). Either way it is logged at info level, which is how
+   * `herald serve` shows it.
    */
   readonly onSetupLink?: (url: string) => void;
 }
@@ -154,6 +155,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
           `Dashboard setup: open ${url} to create the first admin (the link works until it is used)`,
         );
         // The log line is the one place the link is printed: readable in a terminal, JSON otherwise.
+        // Nothing else prints it: onSetupLink only hands it on.
         options.onSetupLink?.(url);
       });
     }

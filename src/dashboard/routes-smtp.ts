@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
-import { SmtpDeliveryError } from '../mail/smtp.js';
 import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
 import type { SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
 import { formPage, fragment, isHtmx, notice, type DashboardDeps } from './context.js';
@@ -49,9 +48,11 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
   };
 }
 
-/** The same choice as delivery: the project's from address, else the SMTP settings', else contact. */
+/**
+ * A verify or test send that failed, as shown: the error's message, which for an SmtpDeliveryError
+ * is the relay's reply (or what went wrong on the way to it) as delivery would record it.
+ */
 function failure(title: string, error: unknown): SmtpCheckResult {
-  if (error instanceof SmtpDeliveryError) return { ok: false, title, reply: error.failure.message };
   return { ok: false, title, reply: error instanceof Error ? error.message : String(error) };
 }
 

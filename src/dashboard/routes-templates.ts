@@ -8,7 +8,10 @@ import { fieldsOf, idParam, parseSampleData, refusal, sampleDataFor, text, type 
 type NameParams = { Params: { id: string; name: string } };
 type IdParams = { Params: { id: string } };
 
-/** Template forms carry whole bodies (up to 256 KiB text and 512 KiB HTML), above the API's limit. */
+/**
+ * Template forms carry whole bodies, percent-encoded (text up to 256 Ki characters, HTML up to
+ * 512 Ki, sample data up to 64 Ki), far above the API's body limit.
+ */
 const FORM_LIMIT = { bodyLimit: 4 * 1024 * 1024 };
 
 const NOTICES: Record<string, string> = {
