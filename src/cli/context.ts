@@ -20,10 +20,38 @@ export async function withServices(
   const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
   const services = await openServices(config, logger);
   try {
-    await body(services, createOutput(Boolean(command.optsWithGlobals().json)));
+    await body(services, outputOf(command));
   } finally {
     await closeServices(services);
   }
+}
+
+/**
+ * A command's action over the services: commander calls it with the command's arguments, its
+ * options and the command itself; `body` gets the open services, the output, then the arguments
+ * and options (`async ({ projects }, out, ref: string, options: Options) => …`).
+ */
+export function servicesAction<A extends unknown[]>(
+  body: (services: Services, out: Output, ...args: A) => Promise<void>,
+): (...args: [...A, Command]) => Promise<void> {
+  return (...args) => {
+    const command = args[args.length - 1] as Command;
+    const rest = args.slice(0, -1) as unknown as A;
+    return withServices(command, (services, out) => body(services, out, ...rest));
+  };
+}
+
+/** A subcommand about one project, which `--project` names (by name or id). */
+export function projectSubcommand(parent: Command, name: string, description: string): Command {
+  return parent
+    .command(name)
+    .description(description)
+    .requiredOption('--project <project>', 'project name or id');
+}
+
+/** Where a command prints: one JSON object with `--json`, else text. */
+export function outputOf(command: Command): Output {
+  return createOutput(Boolean(command.optsWithGlobals().json));
 }
 
 /** The configuration of a command, with its `--data-dir` applied. */
