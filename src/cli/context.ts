@@ -7,8 +7,10 @@ import { createOutput, type Output } from './output.js';
 
 /**
  * Runs a command body against the same services the server uses, opened on the same database.
- * The running server sees every change at once: its only cache, the project service's API keys
- * (SQLite only), is dropped whenever another connection commits, and the CLI is such a connection.
+ * A running server sees the CLI's changes: its only cache, the project service's API keys, is
+ * emptied when another connection commits (SQLite's data_version) or announces a change to
+ * projects (PostgreSQL's `herald_projects` notice; `rotate-key` returns only once every server
+ * has had time to hear it, so the old key is refused by then).
  */
 export async function withServices(
   command: Command,
@@ -16,7 +18,8 @@ export async function withServices(
 ): Promise<void> {
   const config = cliConfig(command);
   warnIfNewDatabase(config);
-  // Command output goes to stdout; the service log (warnings only) to stderr.
+  // Command output goes to stdout; the service log to stderr (warnings and worse, unless
+  // HERALD_LOG_LEVEL says otherwise).
   const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
   const services = await openServices(config, logger);
   try {
