@@ -66,7 +66,7 @@ describe.each([
   ['sqlite', SQLITE_TYPES],
   ['postgres', POSTGRES_TYPES],
 ] as [string, ColumnTypes][])('released migrations on %s', (backend, types) => {
-  const file = path.join(FIXTURES, `${backend}.sql`);
+  const file = path.join(FIXTURES, `${backend}.sql.txt`);
   const current = renderMigrations(types);
 
   if (process.env.HERALD_MIGRATIONS === 'append') {
