@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { errors } from '../domain/errors.js';
-import { withServices } from './context.js';
+import { servicesAction, withServices } from './context.js';
 import { iso } from './output.js';
 
 /** The whole of stdin, minus one trailing line break (what `echo` or a here-string adds). */
@@ -37,8 +37,8 @@ export function adminCommands(): Command {
   admin
     .command('list')
     .description('list dashboard admins')
-    .action(async (_options: unknown, command: Command) =>
-      withServices(command, async (services, out) => {
+    .action(
+      servicesAction(async (services, out) => {
         const list = await services.admins.list();
         out.print(
           { admins: list.map((a) => ({ id: a.id, email: a.email, created_at: iso(a.createdAt) })) },

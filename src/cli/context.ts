@@ -7,8 +7,10 @@ import { createOutput, type Output } from './output.js';
 
 /**
  * Runs a command body against the same services the server uses, opened on the same database.
- * The running server sees every change at once: its only cache, the project service's API keys
- * (SQLite only), is dropped whenever another connection commits, and the CLI is such a connection.
+ * A running server sees the CLI's changes: its only cache, the project service's API keys, is
+ * emptied when another connection commits (SQLite's data_version) or announces a change to
+ * projects (PostgreSQL's `herald_projects` notice; `rotate-key` returns only once every server
+ * has had time to hear it, so the old key is refused by then).
  */
 export async function withServices(
   command: Command,
@@ -16,14 +18,43 @@ export async function withServices(
 ): Promise<void> {
   const config = cliConfig(command);
   warnIfNewDatabase(config);
-  // Command output goes to stdout; the service log (warnings only) to stderr.
+  // Command output goes to stdout; the service log to stderr (warnings and worse, unless
+  // HERALD_LOG_LEVEL says otherwise).
   const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
   const services = await openServices(config, logger);
   try {
-    await body(services, createOutput(Boolean(command.optsWithGlobals().json)));
+    await body(services, outputOf(command));
   } finally {
     await closeServices(services);
   }
+}
+
+/**
+ * A command's action over the services: commander calls it with the command's arguments, its
+ * options and the command itself; `body` gets the open services, the output, then the arguments
+ * and options (`async ({ projects }, out, ref: string, options: Options) => …`).
+ */
+export function servicesAction<A extends unknown[]>(
+  body: (services: Services, out: Output, ...args: A) => Promise<void>,
+): (...args: [...A, Command]) => Promise<void> {
+  return (...args) => {
+    const command = args[args.length - 1] as Command;
+    const rest = args.slice(0, -1) as unknown as A;
+    return withServices(command, (services, out) => body(services, out, ...rest));
+  };
+}
+
+/** A subcommand about one project, which `--project` names (by name or id). */
+export function projectSubcommand(parent: Command, name: string, description: string): Command {
+  return parent
+    .command(name)
+    .description(description)
+    .requiredOption('--project <project>', 'project name or id');
+}
+
+/** Where a command prints: one JSON object with `--json`, else text. */
+export function outputOf(command: Command): Output {
+  return createOutput(Boolean(command.optsWithGlobals().json));
 }
 
 /** The configuration of a command, with its `--data-dir` applied. */

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { notificationView } from '../domain/notification.js';
 import type { ContentView, NotificationDetail } from '../services/notifications.js';
 import type { TemplateDiagnosis } from '../services/templates.js';
-import { withServices } from './context.js';
+import { servicesAction } from './context.js';
 import { iso } from './output.js';
 
 interface Shown {
@@ -83,19 +83,21 @@ export function notificationCommands(): Command {
     .description('status, attempts and the rendered message (captured messages in full)')
     .argument('<request_id>', 'the request_id returned by the send call')
     .option('--reveal', 'show values of placeholders named like password, secret, token or code')
-    .action(async (requestId: string, options: { reveal?: boolean }, command: Command) =>
-      withServices(command, async ({ notifications, templates }, out) => {
-        const { notification: row, attempts } = await notifications.detail(requestId);
-        const content = notifications.content(row, options.reveal ?? false);
-        const template = await templates.diagnose(
-          row.project_id,
-          row.template,
-          content.erasedAt === null ? row.data : null,
-        );
-        const shown = { row, attempts, content, template };
-        const json = showJson(shown);
-        out.print(json, showText(shown, String(json.status)));
-      }),
+    .action(
+      servicesAction(
+        async ({ notifications, templates }, out, requestId: string, options: { reveal?: boolean }) => {
+          const { notification: row, attempts } = await notifications.detail(requestId);
+          const content = notifications.content(row, options.reveal ?? false);
+          const template = await templates.diagnose(
+            row.project_id,
+            row.template,
+            content.erasedAt === null ? row.data : null,
+          );
+          const shown = { row, attempts, content, template };
+          const json = showJson(shown);
+          out.print(json, showText(shown, String(json.status)));
+        },
+      ),
     );
 
   return notification;
@@ -105,8 +107,8 @@ export function statsCommand(): Command {
   return new Command('stats')
     .description('notifications by state (queued, sending, sent, failed)')
     .option('--project <project>', 'only this project (name or id)')
-    .action(async (options: { project?: string }, command: Command) =>
-      withServices(command, async ({ notifications, projects }, out) => {
+    .action(
+      servicesAction(async ({ notifications, projects }, out, options: { project?: string }) => {
         const projectId =
           options.project === undefined ? undefined : (await projects.resolve(options.project)).id;
         out.print({ ...(await notifications.counts(projectId)) });

@@ -7,7 +7,8 @@ import { projectCommands } from './project-commands.js';
 import { backupCommand, migrateCommand, serveCommand } from './serve-commands.js';
 import { smtpCommands } from './smtp-commands.js';
 import { templateCommands } from './template-commands.js';
-import { suppressionCommands, webhookCommands } from './webhook-commands.js';
+import { suppressionCommands } from './suppression-commands.js';
+import { webhookCommands } from './webhook-commands.js';
 
 /** `herald`: the server and the operator's commands, over the same services as the API. */
 export function buildProgram(): Command {

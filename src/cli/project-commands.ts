@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { parseQuotaLimit, parseQuotaPeriod } from '../config.js';
 import type { ProjectInput } from '../services/projects.js';
-import { withServices } from './context.js';
+import { servicesAction } from './context.js';
 import { projectJson } from './output.js';
 
 interface ProjectOptions {
@@ -40,8 +40,8 @@ export function projectCommands(): Command {
 
   withProjectOptions(project.command('create').description('create a project; prints its API key once'))
     .requiredOption('--name <name>', 'project name')
-    .action(async (options: ProjectOptions & { name: string }, command: Command) =>
-      withServices(command, async ({ projects }, out) => {
+    .action(
+      servicesAction(async ({ projects }, out, options: ProjectOptions & { name: string }) => {
         const { project: created, apiKey } = await projects.create({
           ...projectInput(options),
           name: options.name,
@@ -57,8 +57,8 @@ export function projectCommands(): Command {
     project.command('update').description('change a project').argument('<project>', 'name or id'),
   )
     .option('--name <name>', 'new name')
-    .action(async (ref: string, options: ProjectOptions, command: Command) =>
-      withServices(command, async ({ projects }, out) => {
+    .action(
+      servicesAction(async ({ projects }, out, ref: string, options: ProjectOptions) => {
         out.print(projectJson(await projects.update(ref, projectInput(options))));
       }),
     );
@@ -67,8 +67,8 @@ export function projectCommands(): Command {
     .command('rotate-key')
     .description('replace the API key; the old key stops working at once')
     .argument('<project>', 'name or id')
-    .action(async (ref: string, _options: unknown, command: Command) =>
-      withServices(command, async ({ projects }, out) => {
+    .action(
+      servicesAction(async ({ projects }, out, ref: string) => {
         const { project: rotated, apiKey } = await projects.rotateKey(ref);
         out.print(
           { id: rotated.id, name: rotated.name, key_prefix: rotated.keyPrefix, api_key: apiKey },
@@ -80,8 +80,8 @@ export function projectCommands(): Command {
   project
     .command('list')
     .description('list projects')
-    .action(async (_options: unknown, command: Command) =>
-      withServices(command, async ({ projects }, out) => {
+    .action(
+      servicesAction(async ({ projects }, out) => {
         const list = await projects.list();
         out.print(
           { projects: list.map(projectJson) },
@@ -101,8 +101,8 @@ export function projectCommands(): Command {
     .command('show')
     .description('show a project')
     .argument('<project>', 'name or id')
-    .action(async (ref: string, _options: unknown, command: Command) =>
-      withServices(command, async ({ projects, notifications }, out) => {
+    .action(
+      servicesAction(async ({ projects, notifications }, out, ref: string) => {
         const row = await projects.resolve(ref);
         const quota = await notifications.quota(row);
         out.print({

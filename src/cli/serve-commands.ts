@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import { ConfigError } from '../config.js';
 import { backupSqlite } from '../storage/sqlite/backup.js';
 import type { Role } from '../config.js';
-import { cliConfig, warnIfNewDatabase } from './context.js';
+import { cliConfig, outputOf, warnIfNewDatabase } from './context.js';
 import { createLogger } from '../logger.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import type { startServer } from '../server.js';
@@ -76,11 +76,9 @@ export function migrateCommand(): Command {
       } finally {
         await storage.close();
       }
-      const json = Boolean(command.optsWithGlobals().json);
-      process.stdout.write(
-        json
-          ? JSON.stringify({ migrated: true, database: storage.kind }) + '\n'
-          : `Schema is up to date (${storage.kind}).\n`,
+      outputOf(command).print(
+        { migrated: true, database: storage.kind },
+        `Schema is up to date (${storage.kind}).`,
       );
     });
 }
@@ -102,11 +100,9 @@ export function backupCommand(): Command {
       const to = path.resolve(options.to);
       if (existsSync(to)) throw new ConfigError(`${to} already exists; choose a new file`);
       const { pages } = await backupSqlite(config.database.file, to);
-      const json = Boolean(command.optsWithGlobals().json);
-      process.stdout.write(
-        json
-          ? JSON.stringify({ backup: to, from: config.database.file, pages }) + '\n'
-          : `Backed up ${config.database.file} to ${to} (${pages} pages).\n`,
+      outputOf(command).print(
+        { backup: to, from: config.database.file, pages },
+        `Backed up ${config.database.file} to ${to} (${pages} pages).`,
       );
     });
 }

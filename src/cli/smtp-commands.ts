@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import type { SmtpSettingsView } from '../services/smtp-settings.js';
 import { urlHost } from '../domain/url-host.js';
-import { withServices } from './context.js';
+import { projectSubcommand, servicesAction } from './context.js';
 import { iso } from './output.js';
 
 /** SMTP settings as printed: the password is never shown, only whether one is stored. */
@@ -22,10 +22,7 @@ function smtpJson(view: SmtpSettingsView): Record<string, unknown> {
 export function smtpCommands(): Command {
   const smtp = new Command('smtp').description("a project's own SMTP relay");
 
-  smtp
-    .command('set')
-    .description('use this relay for the project (the password is stored encrypted)')
-    .requiredOption('--project <project>', 'project name or id')
+  projectSubcommand(smtp, 'set', 'use this relay for the project (the password is stored encrypted)')
     .requiredOption(
       '--url <url>',
       'smtp://user:pass@host:port or smtps://…; ?security=auto|starttls|tls|none (default auto: STARTTLS when offered, required with a login)',
@@ -33,11 +30,12 @@ export function smtpCommands(): Command {
     .option('--from-email <email>', 'sender address when the project has none')
     .option('--from-name <name>', 'sender display name')
     .action(
-      async (
-        options: { project: string; url: string; fromEmail?: string; fromName?: string },
-        command: Command,
-      ) =>
-        withServices(command, async ({ smtpSettings }, out) => {
+      servicesAction(
+        async (
+          { smtpSettings },
+          out,
+          options: { project: string; url: string; fromEmail?: string; fromName?: string },
+        ) => {
           const view = await smtpSettings.setFromUrl(options.project, options.url, {
             ...(options.fromEmail !== undefined && { fromEmail: options.fromEmail }),
             ...(options.fromName !== undefined && { fromName: options.fromName }),
@@ -46,30 +44,27 @@ export function smtpCommands(): Command {
             smtpJson(view),
             `SMTP for project ${view.projectId}: ${urlHost(view.host)}:${view.port} (${view.security}).`,
           );
-        }),
+        },
+      ),
     );
 
-  smtp
-    .command('show')
-    .description("show the project's SMTP settings (without the password)")
-    .requiredOption('--project <project>', 'project name or id')
-    .action(async (options: { project: string }, command: Command) =>
-      withServices(command, async ({ smtpSettings }, out) => {
-        const view = await smtpSettings.get(options.project);
-        out.print(view === null ? { configured: false } : { configured: true, ...smtpJson(view) });
-      }),
-    );
+  projectSubcommand(smtp, 'show', "show the project's SMTP settings (without the password)").action(
+    servicesAction(async ({ smtpSettings }, out, options: { project: string }) => {
+      const view = await smtpSettings.get(options.project);
+      out.print(view === null ? { configured: false } : { configured: true, ...smtpJson(view) });
+    }),
+  );
 
-  smtp
-    .command('clear')
-    .description("remove the project's SMTP settings (the global default applies again)")
-    .requiredOption('--project <project>', 'project name or id')
-    .action(async (options: { project: string }, command: Command) =>
-      withServices(command, async ({ smtpSettings }, out) => {
-        const cleared = await smtpSettings.clear(options.project);
-        out.print({ cleared }, cleared ? 'SMTP settings removed.' : 'The project had no SMTP settings.');
-      }),
-    );
+  projectSubcommand(
+    smtp,
+    'clear',
+    "remove the project's SMTP settings (the global default applies again)",
+  ).action(
+    servicesAction(async ({ smtpSettings }, out, options: { project: string }) => {
+      const cleared = await smtpSettings.clear(options.project);
+      out.print({ cleared }, cleared ? 'SMTP settings removed.' : 'The project had no SMTP settings.');
+    }),
+  );
 
   return smtp;
 }

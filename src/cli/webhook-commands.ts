@@ -1,8 +1,7 @@
 import { Command } from 'commander';
 import { NOTIFICATION_EVENTS } from '../domain/events.js';
 import type { WebhookEndpoint } from '../services/webhooks.js';
-import { suppressionView } from '../services/suppressions.js';
-import { withServices } from './context.js';
+import { projectSubcommand, servicesAction } from './context.js';
 import { iso } from './output.js';
 
 function endpointJson(endpoint: WebhookEndpoint): Record<string, unknown> {
@@ -21,105 +20,49 @@ export function webhookCommands(): Command {
     "a project's webhook endpoints (signed event callbacks)",
   );
 
-  webhook
-    .command('create')
-    .description('add an endpoint; its signing secret is printed once and never again')
-    .requiredOption('--project <project>', 'project name or id')
+  projectSubcommand(webhook, 'create', 'add an endpoint; its signing secret is printed once and never again')
     .requiredOption('--url <url>', 'http(s) URL that receives the events')
     .option('--events <list>', `comma-separated events (default: all of ${NOTIFICATION_EVENTS.join(', ')})`)
-    .action(async (options: { project: string; url: string; events?: string }, command: Command) =>
-      withServices(command, async ({ webhooks }, out) => {
-        const { endpoint, secret } = await webhooks.create(options.project, {
-          url: options.url,
-          ...(options.events !== undefined && { events: options.events }),
-        });
-        out.print(
-          { ...endpointJson(endpoint), secret },
-          `Webhook ${endpoint.id} created for ${endpoint.url}\nSigning secret (shown once, store it now): ${secret}`,
-        );
-      }),
+    .action(
+      servicesAction(
+        async ({ webhooks }, out, options: { project: string; url: string; events?: string }) => {
+          const { endpoint, secret } = await webhooks.create(options.project, {
+            url: options.url,
+            ...(options.events !== undefined && { events: options.events }),
+          });
+          out.print(
+            { ...endpointJson(endpoint), secret },
+            `Webhook ${endpoint.id} created for ${endpoint.url}\nSigning secret (shown once, store it now): ${secret}`,
+          );
+        },
+      ),
     );
 
-  webhook
-    .command('list')
-    .description("the project's endpoints")
-    .requiredOption('--project <project>', 'project name or id')
-    .action(async (options: { project: string }, command: Command) =>
-      withServices(command, async ({ webhooks }, out) => {
-        const endpoints = await webhooks.list(options.project);
-        out.print(
-          { webhooks: endpoints.map(endpointJson) },
-          endpoints.length === 0
-            ? 'No webhook endpoints.'
-            : endpoints
-                .map(
-                  (e) =>
-                    `${e.id}\t${e.enabled ? 'enabled' : 'disabled'}\t${e.url}\t${(e.events ?? ['all events']).join(',')}`,
-                )
-                .join('\n'),
-        );
-      }),
-    );
+  projectSubcommand(webhook, 'list', "the project's endpoints").action(
+    servicesAction(async ({ webhooks }, out, options: { project: string }) => {
+      const endpoints = await webhooks.list(options.project);
+      out.print(
+        { webhooks: endpoints.map(endpointJson) },
+        endpoints.length === 0
+          ? 'No webhook endpoints.'
+          : endpoints
+              .map(
+                (e) =>
+                  `${e.id}\t${e.enabled ? 'enabled' : 'disabled'}\t${e.url}\t${(e.events ?? ['all events']).join(',')}`,
+              )
+              .join('\n'),
+      );
+    }),
+  );
 
-  webhook
-    .command('delete')
-    .description('remove an endpoint and its delivery history')
-    .requiredOption('--project <project>', 'project name or id')
+  projectSubcommand(webhook, 'delete', 'remove an endpoint and its delivery history')
     .requiredOption('--id <id>', 'endpoint id (from webhook list)')
-    .action(async (options: { project: string; id: string }, command: Command) =>
-      withServices(command, async ({ webhooks }, out) => {
+    .action(
+      servicesAction(async ({ webhooks }, out, options: { project: string; id: string }) => {
         await webhooks.delete(options.project, options.id);
         out.print({ deleted: true, id: Number(options.id) }, `Webhook ${options.id} deleted.`);
       }),
     );
 
   return webhook;
-}
-
-export function suppressionCommands(): Command {
-  const suppression = new Command('suppression').description(
-    "a project's suppression list: addresses that are not mailed",
-  );
-
-  suppression
-    .command('list')
-    .description('the suppressed addresses, newest first')
-    .requiredOption('--project <project>', 'project name or id')
-    .action(async (options: { project: string }, command: Command) =>
-      withServices(command, async ({ suppressions }, out) => {
-        const rows = (await suppressions.list(options.project)).map(suppressionView);
-        out.print(
-          { suppressions: rows },
-          rows.length === 0
-            ? 'No suppressed addresses.'
-            : rows.map((r) => `${r.email}\t${r.reason}\t${r.created_at}\t${r.detail ?? ''}`).join('\n'),
-        );
-      }),
-    );
-
-  suppression
-    .command('add')
-    .description('stop mailing an address (reason: manual)')
-    .requiredOption('--project <project>', 'project name or id')
-    .requiredOption('--email <email>', 'the address')
-    .action(async (options: { project: string; email: string }, command: Command) =>
-      withServices(command, async ({ suppressions }, out) => {
-        const row = suppressionView(await suppressions.add(options.project, options.email));
-        out.print({ ...row }, `${row.email} is suppressed (${row.reason}).`);
-      }),
-    );
-
-  suppression
-    .command('remove')
-    .description('mail an address again')
-    .requiredOption('--project <project>', 'project name or id')
-    .requiredOption('--email <email>', 'the address')
-    .action(async (options: { project: string; email: string }, command: Command) =>
-      withServices(command, async ({ suppressions }, out) => {
-        const email = await suppressions.remove(options.project, options.email);
-        out.print({ removed: true, email }, `${email} removed.`);
-      }),
-    );
-
-  return suppression;
 }

@@ -1,9 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../compose.js';
 import type { AdminService, Session } from '../services/admins.js';
+import type { Project } from '../services/projects.js';
 import type { UsageService } from '../services/usage.js';
 import type { Assets } from './assets.js';
 import { helpers } from './format.js';
+import { idParam } from './forms.js';
 
 /** What every dashboard route module receives: the shared services plus the dashboard's own. */
 export interface DashboardDeps {
@@ -27,29 +29,47 @@ declare module 'fastify' {
   }
 }
 
+/** What a view is given, besides the helpers and values every view gets. */
+export type ViewData = Record<string, unknown>;
+
 /**
  * Renders a page: the view with the layout and the values every page uses. All values reach the
- * HTML through eta's escaping `<%= %>`; the layout inserts only the rendered page body raw.
+ * HTML through eta's escaping `<%= %>`; `<%~ %>` inserts only what eta itself rendered (the page
+ * body into the layout, and partials), never a value.
  */
 export async function page(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: DashboardDeps,
   view: string,
-  data: Record<string, unknown>,
+  data: ViewData,
   status = 200,
 ): Promise<FastifyReply> {
-  const html = await reply.viewAsync(view, {
-    ...data,
-    h: helpers,
-    assets: deps.assets.urls,
-    csrf: request.csrfToken,
-    admin: request.dashSession?.admin ?? null,
-    path: request.url.split('?')[0],
-    origin: deps.services.config.publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`,
-    now: Date.now(),
-  });
-  return reply.code(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(html);
+  return fragment(
+    request,
+    reply,
+    view,
+    {
+      ...data,
+      assets: deps.assets.urls,
+      admin: request.dashSession?.admin ?? null,
+      path: request.url.split('?')[0],
+      origin: deps.services.config.publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`,
+    },
+    status,
+  );
+}
+
+/** The error page: what went wrong, in words for the admin, under its status code. */
+export function errorPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: DashboardDeps,
+  status: number,
+  message: string,
+  title = `Error ${status}`,
+): Promise<FastifyReply> {
+  return page(request, reply, deps, 'error', { title, status, message }, status);
 }
 
 /** A fragment for htmx (no layout): the same escaping, swapped into the page by htmx. */
@@ -57,11 +77,36 @@ export async function fragment(
   request: FastifyRequest,
   reply: FastifyReply,
   view: string,
-  data: Record<string, unknown>,
+  data: ViewData,
   status = 200,
 ): Promise<FastifyReply> {
   const html = await reply.viewAsync(view, { ...data, h: helpers, csrf: request.csrfToken, now: Date.now() });
   return reply.code(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(html);
+}
+
+/**
+ * A page that its forms show again: `show(request, reply, state, status)` renders the view with
+ * the data `build` makes of the state (what was typed, an error, what was just created), under
+ * the status that goes with it.
+ */
+export function formPage<S>(
+  deps: DashboardDeps,
+  view: string,
+  build: (state: S, request: FastifyRequest, reply: FastifyReply) => ViewData | Promise<ViewData>,
+) {
+  return async (request: FastifyRequest, reply: FastifyReply, state: S, status = 200) =>
+    page(request, reply, deps, view, await build(state, request, reply), status);
+}
+
+/** The notice a redirect asked its page to show (`?notice=saved`), from that page's own notices. */
+export function notice(request: FastifyRequest, notices: Readonly<Record<string, string>>): string | null {
+  const key = (request.query as Record<string, unknown>).notice;
+  return typeof key === 'string' && Object.hasOwn(notices, key) ? notices[key]! : null;
+}
+
+/** The project a `/projects/:id/…` URL names; a 404 page when there is none (PROJECT_NOT_FOUND). */
+export function projectOf(deps: DashboardDeps, params: { readonly id: string }): Promise<Project> {
+  return deps.services.projects.get(idParam(params.id));
 }
 
 /** True when htmx made the request (it then wants a fragment, not a whole page). */

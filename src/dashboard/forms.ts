@@ -1,4 +1,4 @@
-import { errors } from '../domain/errors.js';
+import { errors, HeraldError, type ErrorCode } from '../domain/errors.js';
 
 /** Form and query values as plain strings: a repeated field keeps its first value, others are dropped. */
 export type Fields = Readonly<Record<string, string>>;
@@ -21,6 +21,15 @@ export function text(fields: Fields, name: string): string {
 export function optional(fields: Fields, name: string): string | null {
   const value = (fields[name] ?? '').trim();
   return value === '' ? null : value;
+}
+
+/**
+ * The message of an input the services refused, for the form to show again with it. Anything else
+ * is thrown on to the error page: a bug, or `gone` (the thing the URL names is not there, a 404).
+ */
+export function refusal(error: unknown, gone?: ErrorCode): string {
+  if (!(error instanceof HeraldError) || error.code === gone) throw error;
+  return error.message;
 }
 
 /** A path id: digits only, so `/projects/abc` is not looked up by name. */

@@ -11,7 +11,7 @@ import { statusOf } from '../http/errors.js';
 import { urlHost } from '../domain/url-host.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import { loadAssets, VIEWS_DIR } from './assets.js';
-import { page, type DashboardDeps } from './context.js';
+import { errorPage, type DashboardDeps } from './context.js';
 import { authRoutes, publicAuthRoutes } from './routes-auth.js';
 import { logRoutes } from './routes-logs.js';
 import { projectRoutes } from './routes-projects.js';
@@ -31,8 +31,9 @@ import {
 
 export interface DashboardOptions {
   /**
-   * Receives the one-time setup link once the server listens, when no admin exists yet. By
-   * default it is printed on stdout; it is always logged at info level as well.
+   * Receives the one-time setup link once the server listens, when no admin exists yet (the
+   * browser tests take it from here). Either way it is logged at info level, which is how
+   * `herald serve` shows it.
    */
   readonly onSetupLink?: (url: string) => void;
 }
@@ -85,7 +86,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
         if (SAFE_METHODS.has(request.method)) return;
         const expected = request.dashSession?.csrfToken ?? request.cookies[PRE_SESSION_COOKIE] ?? '';
         if (isCrossSite(request) || !secretsMatch(sentCsrfToken(request), expected)) {
-          return errorPage(
+          return showError(
             request,
             reply,
             403,
@@ -94,18 +95,18 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
         }
       });
 
-      const errorPage = (request: FastifyRequest, reply: FastifyReply, status: number, message: string) =>
-        page(request, reply, deps, 'error', { title: `Error ${status}`, status, message }, status);
+      const showError = (request: FastifyRequest, reply: FastifyReply, status: number, message: string) =>
+        errorPage(request, reply, deps, status, message);
 
       dash.setErrorHandler(async (error: FastifyError, request, reply) => {
-        if (error instanceof HeraldError) return errorPage(request, reply, statusOf(error), error.message);
+        if (error instanceof HeraldError) return showError(request, reply, statusOf(error), error.message);
         const status = error.statusCode ?? 500;
         if (status === 429)
-          return errorPage(request, reply, 429, `Too many attempts. ${error.message}. Wait and try again.`);
+          return showError(request, reply, 429, `Too many attempts. ${error.message}. Wait and try again.`);
         if (status >= 400 && status < 500)
-          return errorPage(request, reply, status, 'The request could not be understood.');
+          return showError(request, reply, status, 'The request could not be understood.');
         request.log.error({ err: error }, 'dashboard request failed');
-        return errorPage(request, reply, 500, 'Something went wrong. The error has been logged.');
+        return showError(request, reply, 500, 'Something went wrong. The error has been logged.');
       });
 
       for (const [name, asset] of deps.assets.files) {
@@ -129,7 +130,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
           if (session === null) {
             if (SAFE_METHODS.has(request.method))
               return reply.redirect(`/login?next=${encodeURIComponent(request.url)}`);
-            return errorPage(request, reply, 403, 'You are not logged in. Log in and try again.');
+            return showError(request, reply, 403, 'You are not logged in. Log in and try again.');
           }
           request.dashSession = { ...session, token };
           request.csrfToken = session.csrfToken;
@@ -154,6 +155,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
           `Dashboard setup: open ${url} to create the first admin (the link works until it is used)`,
         );
         // The log line is the one place the link is printed: readable in a terminal, JSON otherwise.
+        // Nothing else prints it: onSetupLink only hands it on.
         options.onSetupLink?.(url);
       });
     }

@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HeraldError } from '../domain/errors.js';
 import type { NewSession } from '../services/admins.js';
-import { page, type DashboardDeps } from './context.js';
-import { fieldsOf, text } from './forms.js';
+import { errorPage, formPage, notice, type DashboardDeps, type ViewData } from './context.js';
+import { fieldsOf, refusal, text } from './forms.js';
 import { randomToken } from '../security/token.js';
 import { PRE_SESSION_COOKIE, safeNext, SESSION_COOKIE } from './security.js';
 
 type IsSecure = (request: FastifyRequest) => boolean;
+type RateLimit = ReturnType<FastifyInstance['createRateLimit']>;
 
 /**
  * Login throttling, per client IP and per email, counted on every attempt. Kept in process memory:
@@ -16,6 +16,12 @@ type IsSecure = (request: FastifyRequest) => boolean;
 const LOGIN_WINDOW_MS = 15 * 60_000;
 const LOGIN_MAX_PER_IP = 30;
 const LOGIN_MAX_PER_EMAIL = 10;
+
+/** Counts this attempt against `limit`: the seconds until it is allowed again, or null if it is now. */
+async function refusedFor(limit: RateLimit, request: FastifyRequest): Promise<number | null> {
+  const result = await limit(request);
+  return !result.isAllowed && result.isExceeded ? result.ttlInSeconds : null;
+}
 
 function setSessionCookie(reply: FastifyReply, session: NewSession, secure: boolean): void {
   reply.setCookie(SESSION_COOKIE, session.token, {
@@ -74,37 +80,23 @@ export async function publicAuthRoutes(
   });
 
   /** A page shown before login (log in, first admin): its forms carry a pre-session CSRF token. */
-  const preSessionPage = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    view: string,
-    data: Record<string, unknown>,
-    status: number,
-  ) => {
-    request.csrfToken = preSessionToken(request, reply, isSecure(request));
-    return page(request, reply, deps, view, data, status);
-  };
+  const preSessionPage = <S>(view: string, build: (state: S) => ViewData | Promise<ViewData>) =>
+    formPage(deps, view, (state: S, request, reply) => {
+      request.csrfToken = preSessionToken(request, reply, isSecure(request));
+      return build(state);
+    });
 
-  const loginPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    values: { email?: string; next?: string; error?: string },
-    status = 200,
-  ) =>
-    preSessionPage(
-      request,
-      reply,
-      'login',
-      {
-        title: 'Log in',
-        hasAdmins: await deps.admins.hasAdmins(),
-        email: '',
-        next: '',
-        error: null,
-        ...values,
-      },
-      status,
-    );
+  const loginPage = preSessionPage(
+    'login',
+    async (values: { email?: string; next?: string; error?: string }) => ({
+      title: 'Log in',
+      hasAdmins: await deps.admins.hasAdmins(),
+      email: '',
+      next: '',
+      error: null,
+      ...values,
+    }),
+  );
 
   app.get('/login', async (request, reply) => {
     const token = request.cookies[SESSION_COOKIE];
@@ -118,10 +110,10 @@ export async function publicAuthRoutes(
     const email = text(form, 'email');
     const next = safeNext(form.next);
     for (const limit of [byIp, byEmail]) {
-      const result = await limit(request);
-      if (!result.isAllowed && result.isExceeded) {
-        reply.header('Retry-After', result.ttlInSeconds);
-        const minutes = Math.max(1, Math.ceil(result.ttlInSeconds / 60));
+      const seconds = await refusedFor(limit, request);
+      if (seconds !== null) {
+        reply.header('Retry-After', seconds);
+        const minutes = Math.max(1, Math.ceil(seconds / 60));
         return loginPage(
           request,
           reply,
@@ -137,67 +129,41 @@ export async function publicAuthRoutes(
     return reply.redirect(next, 303);
   });
 
-  const setupPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    token: string,
-    values: { email?: string; error?: string },
-    status = 200,
-  ) =>
-    preSessionPage(
-      request,
-      reply,
-      'setup',
-      { title: 'Create the first admin', token, email: '', error: null, ...values },
-      status,
-    );
+  const setupPage = preSessionPage('setup', (values: { token: string; email?: string; error?: string }) => ({
+    title: 'Create the first admin',
+    email: '',
+    error: null,
+    ...values,
+  }));
 
   app.get<{ Params: { token: string } }>('/setup/:token', async (request, reply) => {
     if (!(await deps.admins.isSetupTokenValid(request.params.token))) {
-      return page(
+      return errorPage(
         request,
         reply,
         deps,
-        'error',
-        {
-          title: 'Setup link not valid',
-          status: 404,
-          message:
-            'This setup link is not valid or has already been used. Log in, or ask an admin to add you.',
-        },
         404,
+        'This setup link is not valid or has already been used. Log in, or ask an admin to add you.',
+        'Setup link not valid',
       );
     }
-    return setupPage(request, reply, request.params.token, {});
+    return setupPage(request, reply, { token: request.params.token });
   });
 
   app.post<{ Params: { token: string } }>('/setup/:token', async (request, reply) => {
-    const result = await byIp(request);
-    if (!result.isAllowed && result.isExceeded)
-      return setupPage(
-        request,
-        reply,
-        request.params.token,
-        { error: 'Too many attempts. Try again later.' },
-        429,
-      );
+    const { token } = request.params;
+    if ((await refusedFor(byIp, request)) !== null)
+      return setupPage(request, reply, { token, error: 'Too many attempts. Try again later.' }, 429);
     const form = fieldsOf(request.body);
     const email = text(form, 'email');
     if (text(form, 'password') !== text(form, 'confirm'))
-      return setupPage(
-        request,
-        reply,
-        request.params.token,
-        { email, error: 'The passwords do not match.' },
-        400,
-      );
+      return setupPage(request, reply, { token, email, error: 'The passwords do not match.' }, 400);
     try {
-      const admin = await deps.admins.completeSetup(request.params.token, email, text(form, 'password'));
+      const admin = await deps.admins.completeSetup(token, email, text(form, 'password'));
       await logIn(request, reply, deps, admin, isSecure(request));
       return reply.redirect('/projects?notice=welcome', 303);
     } catch (error) {
-      if (!(error instanceof HeraldError)) throw error;
-      return setupPage(request, reply, request.params.token, { email, error: error.message }, 400);
+      return setupPage(request, reply, { token, email, error: refusal(error) }, 400);
     }
   });
 }
@@ -220,29 +186,16 @@ export async function authRoutes(
     return reply.redirect('/login', 303);
   });
 
-  const accountPage = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    values: { error?: string; notice?: string },
-    status = 200,
-  ) =>
-    page(
-      request,
-      reply,
-      deps,
-      'account',
-      { title: 'Your account', error: null, notice: null, ...values },
-      status,
-    );
+  const accountPage = formPage(deps, 'account', (state: { error?: string }, request) => ({
+    title: 'Your account',
+    error: state.error ?? null,
+    notice: notice(request, { password: 'Your password has been changed.' }),
+  }));
 
-  app.get('/account', async (request, reply) => {
-    const saved = (request.query as Record<string, unknown>).notice === 'password';
-    return accountPage(request, reply, saved ? { notice: 'Your password has been changed.' } : {});
-  });
+  app.get('/account', async (request, reply) => accountPage(request, reply, {}));
 
   app.post('/account/password', async (request, reply) => {
-    const result = await passwordChecks(request);
-    if (!result.isAllowed && result.isExceeded)
+    if ((await refusedFor(passwordChecks, request)) !== null)
       return accountPage(request, reply, { error: 'Too many attempts. Try again later.' }, 429);
     const form = fieldsOf(request.body);
     if (text(form, 'password') !== text(form, 'confirm'))
@@ -251,33 +204,22 @@ export async function authRoutes(
     try {
       await deps.admins.changePassword(session.admin.id, text(form, 'current'), text(form, 'password'));
     } catch (error) {
-      if (!(error instanceof HeraldError)) throw error;
-      return accountPage(request, reply, { error: error.message }, 400);
+      return accountPage(request, reply, { error: refusal(error) }, 400);
     }
     // Every session of this admin ended with the change; this browser gets a new one.
     setSessionCookie(reply, await deps.admins.startSession(session.admin), isSecure(request));
     return reply.redirect('/account?notice=password', 303);
   });
 
-  const adminsPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    values: { email?: string; error?: string; notice?: string },
-    status = 200,
-  ) =>
-    page(
-      request,
-      reply,
-      deps,
-      'admins',
-      { title: 'Admins', admins: await deps.admins.list(), email: '', error: null, notice: null, ...values },
-      status,
-    );
+  const adminsPage = formPage(deps, 'admins', async (state: { email?: string; error?: string }, request) => ({
+    title: 'Admins',
+    admins: await deps.admins.list(),
+    email: state.email ?? '',
+    error: state.error ?? null,
+    notice: notice(request, { added: 'Admin added. They can log in now.' }),
+  }));
 
-  app.get('/admins', async (request, reply) => {
-    const added = (request.query as Record<string, unknown>).notice === 'added';
-    return adminsPage(request, reply, added ? { notice: 'Admin added. They can log in now.' } : {});
-  });
+  app.get('/admins', async (request, reply) => adminsPage(request, reply, {}));
 
   app.post('/admins', async (request, reply) => {
     const form = fieldsOf(request.body);
@@ -285,8 +227,7 @@ export async function authRoutes(
     try {
       await deps.admins.create(email, text(form, 'password'));
     } catch (error) {
-      if (!(error instanceof HeraldError)) throw error;
-      return adminsPage(request, reply, { email, error: error.message }, 400);
+      return adminsPage(request, reply, { email, error: refusal(error) }, 400);
     }
     return reply.redirect('/admins?notice=added', 303);
   });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { NotificationFilter } from '../storage/notifications.js';
 import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
-import { page, type DashboardDeps } from './context.js';
+import { notice, page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
 
 const PAGE_SIZE = 50;
@@ -13,6 +13,10 @@ const PAGE_SIZE = 50;
 const SEARCH_WINDOW = 100_000;
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
+
+const MESSAGE_NOTICES: Record<string, string> = {
+  test: 'Test email queued. This page updates by itself when the worker has delivered it.',
+};
 
 function isState(value: string | undefined): value is NotificationState {
   return (NOTIFICATION_STATES as readonly (string | undefined)[]).includes(value);
@@ -72,8 +76,6 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const project = await projects.get(notification.project_id);
     const revealed = (request.query as Record<string, unknown>).reveal === '1';
     const pending = notification.state === 'queued' || notification.state === 'sending';
-    // "Queued" is only true while it is; once delivered, the page's status says the rest.
-    const notice = pending && (request.query as Record<string, unknown>).notice === 'test';
     const content = notifications.content(notification, revealed);
     const template = await templates.diagnose(
       notification.project_id,
@@ -89,9 +91,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       template,
       revealed,
       pending,
-      notice: notice
-        ? 'Test email queued. This page updates by itself when the worker has delivered it.'
-        : null,
+      // "Queued" is only true while it is; once delivered, the page's status says the rest.
+      notice: pending ? notice(request, MESSAGE_NOTICES) : null,
     });
   });
 

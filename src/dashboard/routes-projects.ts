@@ -1,11 +1,11 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { isQuotaPeriod, MAX_QUOTA_LIMIT, parseQuotaLimit, type QuotaPeriod } from '../domain/quota.js';
 import { chooseTransport } from '../domain/delivery-plan.js';
-import { errors, HeraldError } from '../domain/errors.js';
+import { errors } from '../domain/errors.js';
 import type { Project, ProjectInput } from '../services/projects.js';
 import type { SmtpSettingsView } from '../services/smtp-settings.js';
-import { page, type DashboardDeps } from './context.js';
-import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
+import { formPage, notice, page, type DashboardDeps } from './context.js';
+import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 
 /** Which relay a project's messages go to, for the banners on the project and SMTP pages. */
 export type TransportState = 'project' | 'global' | 'capture' | 'none';
@@ -18,11 +18,6 @@ const NOTICES: Record<string, string> = {
   welcome: 'Welcome to Herald. Create a project to get an API key.',
   saved: 'Project settings saved.',
 };
-
-function notice(request: FastifyRequest): string | null {
-  const key = (request.query as Record<string, unknown>).notice;
-  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
-}
 
 function quotaPeriod(value: string): QuotaPeriod {
   if (isQuotaPeriod(value)) return value;
@@ -66,25 +61,24 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
     const rows = await Promise.all(
       list.map(async (project) => ({ project, usage: await deps.usage.forProject(project) })),
     );
-    return page(request, reply, deps, 'projects', { title: 'Projects', rows, notice: notice(request) });
+    return page(request, reply, deps, 'projects', {
+      title: 'Projects',
+      rows,
+      notice: notice(request, NOTICES),
+    });
   });
 
-  const newPage = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    values: Fields,
-    error: string | null,
-    status = 200,
-  ) => page(request, reply, deps, 'project-new', { title: 'New project', values, error }, status);
+  const newPage = formPage(deps, 'project-new', (state: { values: Fields; error?: string }) => ({
+    title: 'New project',
+    values: state.values,
+    error: state.error ?? null,
+  }));
 
   app.get('/projects/new', async (request, reply) => {
     const defaults = deps.services.config.defaultQuota;
-    return newPage(
-      request,
-      reply,
-      { quota: defaults.limit === null ? '' : String(defaults.limit), quota_period: defaults.period },
-      null,
-    );
+    return newPage(request, reply, {
+      values: { quota: defaults.limit === null ? '' : String(defaults.limit), quota_period: defaults.period },
+    });
   });
 
   app.post('/projects', async (request, reply) => {
@@ -101,32 +95,23 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
         201,
       );
     } catch (error) {
-      if (!(error instanceof HeraldError)) throw error;
-      return newPage(request, reply, form, error.message, 400);
+      return newPage(request, reply, { values: form, error: refusal(error) }, 400);
     }
   });
 
-  const overview = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    projectId: number,
-    edit: { values?: Fields; error?: string } = {},
-    status = 200,
-  ) => {
-    const project = await projects.get(projectId);
-    const [usage, counts, recent, smtp, templates] = await Promise.all([
-      deps.usage.forProject(project),
-      deps.usage.totals(project.id),
-      notifications.list({ projectId: project.id, limit: 5 }),
-      smtpSettings.get(project.id),
-      deps.services.templates.list(project.id),
-    ]);
-    return page(
-      request,
-      reply,
-      deps,
-      'project',
-      {
+  const overview = formPage(
+    deps,
+    'project',
+    async (state: { id: number; values?: Fields; error?: string }, request) => {
+      const project = await projects.get(state.id);
+      const [usage, counts, recent, smtp, templates] = await Promise.all([
+        deps.usage.forProject(project),
+        deps.usage.totals(project.id),
+        notifications.list({ projectId: project.id, limit: 5 }),
+        smtpSettings.get(project.id),
+        deps.services.templates.list(project.id),
+      ]);
+      return {
         title: project.name,
         project,
         tab: 'overview',
@@ -135,16 +120,15 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
         recent,
         templateCount: templates.length,
         transport: transportState(deps, smtp),
-        values: edit.values ?? formValues(project),
-        error: edit.error ?? null,
-        notice: notice(request),
-      },
-      status,
-    );
-  };
+        values: state.values ?? formValues(project),
+        error: state.error ?? null,
+        notice: notice(request, NOTICES),
+      };
+    },
+  );
 
   app.get<{ Params: { id: string } }>('/projects/:id', async (request, reply) =>
-    overview(request, reply, idParam(request.params.id)),
+    overview(request, reply, { id: idParam(request.params.id) }),
   );
 
   app.post<{ Params: { id: string } }>('/projects/:id', async (request, reply) => {
@@ -153,8 +137,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
     try {
       await projects.update(id, projectInput(form));
     } catch (error) {
-      if (!(error instanceof HeraldError) || error.code === 'PROJECT_NOT_FOUND') throw error;
-      return overview(request, reply, id, { values: form, error: error.message }, 400);
+      return overview(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
     }
     return reply.redirect(`/projects/${id}?notice=saved`, 303);
   });
@@ -162,13 +145,8 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
   app.post<{ Params: { id: string } }>('/projects/:id/rotate-key', async (request, reply) => {
     const id = idParam(request.params.id);
     if (text(fieldsOf(request.body), 'confirm') !== 'yes') {
-      return overview(
-        request,
-        reply,
-        id,
-        { error: 'Tick the box to confirm: the current key stops working immediately.' },
-        400,
-      );
+      const error = 'Tick the box to confirm: the current key stops working immediately.';
+      return overview(request, reply, { id, error }, 400);
     }
     const { project, apiKey } = await projects.rotateKey(id);
     return page(request, reply, deps, 'project-key', { title: project.name, project, apiKey, rotated: true });

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
-import { HeraldError } from '../domain/errors.js';
 import { composeMessage } from '../mail/mime.js';
-import { SmtpDeliveryError } from '../mail/smtp.js';
 import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
 import type { SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
-import { fragment, isHtmx, page, type DashboardDeps } from './context.js';
-import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
+import { formPage, fragment, isHtmx, notice, type DashboardDeps } from './context.js';
+import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
 
 type IdParams = { Params: { id: string } };
@@ -23,11 +21,6 @@ const NOTICES: Record<string, string> = {
   saved: 'SMTP settings saved. Verify the connection or send a test email below.',
   cleared: 'SMTP settings removed.',
 };
-
-function notice(request: FastifyRequest): string | null {
-  const key = (request.query as Record<string, unknown>).notice;
-  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
-}
 
 /** The form; an empty password keeps the stored one unless "remove the password" is ticked. */
 function settingsInput(form: Fields): SmtpSettingsInput {
@@ -55,30 +48,27 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
   };
 }
 
-/** The same choice as delivery: the project's from address, else the SMTP settings', else contact. */
+/**
+ * A verify or test send that failed, as shown: the error's message, which for an SmtpDeliveryError
+ * is the relay's reply (or what went wrong on the way to it) as delivery would record it.
+ */
 function failure(title: string, error: unknown): SmtpCheckResult {
-  if (error instanceof SmtpDeliveryError) return { ok: false, title, reply: error.failure.message };
   return { ok: false, title, reply: error instanceof Error ? error.message : String(error) };
 }
 
 export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { projects, smtpSettings, mailer } = deps.services;
 
-  const smtpPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    projectId: number,
-    state: { values?: Fields; error?: string; result?: SmtpCheckResult; testTo?: string } = {},
-    status = 200,
-  ) => {
-    const project = await projects.get(projectId);
-    const view = await smtpSettings.get(project.id);
-    return page(
+  const smtpPage = formPage(
+    deps,
+    'smtp',
+    async (
+      state: { id: number; values?: Fields; error?: string; result?: SmtpCheckResult; testTo?: string },
       request,
-      reply,
-      deps,
-      'smtp',
-      {
+    ) => {
+      const project = await projects.get(state.id);
+      const view = await smtpSettings.get(project.id);
+      return {
         title: `SMTP · ${project.name}`,
         project,
         tab: 'smtp',
@@ -90,11 +80,10 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         error: state.error ?? null,
         result: state.result ?? null,
         testTo: state.testTo ?? project.contactEmail ?? '',
-        notice: notice(request),
-      },
-      status,
-    );
-  };
+        notice: notice(request, NOTICES),
+      };
+    },
+  );
 
   const showResult = (
     request: FastifyRequest,
@@ -105,10 +94,10 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
   ) =>
     isHtmx(request)
       ? fragment(request, reply, 'partials/smtp-result', { result })
-      : smtpPage(request, reply, projectId, { result, ...(testTo !== undefined && { testTo }) });
+      : smtpPage(request, reply, { id: projectId, result, ...(testTo !== undefined && { testTo }) });
 
   app.get<IdParams>('/projects/:id/smtp', async (request, reply) =>
-    smtpPage(request, reply, idParam(request.params.id)),
+    smtpPage(request, reply, { id: idParam(request.params.id) }),
   );
 
   app.post<IdParams>('/projects/:id/smtp', async (request, reply) => {
@@ -117,8 +106,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     try {
       await smtpSettings.set(id, settingsInput(form));
     } catch (error) {
-      if (!(error instanceof HeraldError) || error.code === 'PROJECT_NOT_FOUND') throw error;
-      return smtpPage(request, reply, id, { values: form, error: error.message }, 400);
+      return smtpPage(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
     }
     return reply.redirect(`/projects/${id}/smtp?notice=saved`, 303);
   });

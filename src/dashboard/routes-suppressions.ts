@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HeraldError } from '../domain/errors.js';
 import type { Project } from '../services/projects.js';
 import { SUPPRESSION_PAGE } from '../services/suppressions.js';
-import { page, type DashboardDeps } from './context.js';
-import { fieldsOf, idParam, text, whole } from './forms.js';
+import { formPage, notice, projectOf, type DashboardDeps } from './context.js';
+import { fieldsOf, refusal, text, whole } from './forms.js';
 
 type IdParams = { Params: { id: string } };
 
@@ -12,32 +11,19 @@ const NOTICES: Record<string, string> = {
   removed: 'Address removed from the suppression list: mail to it is sent again.',
 };
 
-function notice(request: FastifyRequest): string | null {
-  const key = (request.query as Record<string, unknown>).notice;
-  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
-}
-
 /** A project's suppression list (product.md §5): newest first, with add and remove. */
 export async function suppressionRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
-  const { projects, suppressions } = deps.services;
+  const { suppressions } = deps.services;
 
-  const listPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    project: Project,
-    state: { email?: string; error?: string } = {},
-    status = 200,
-  ) => {
-    const offset = whole(fieldsOf(request.query).offset, 0) ?? 0;
-    const rows = await suppressions.list(project.id, { limit: SUPPRESSION_PAGE + 1, offset });
-    return page(
-      request,
-      reply,
-      deps,
-      'suppressions',
-      {
-        title: `Suppressions · ${project.name}`,
-        project,
+  const listPage = formPage(
+    deps,
+    'suppressions',
+    async (state: { project: Project; email?: string; error?: string }, request) => {
+      const offset = whole(fieldsOf(request.query).offset, 0) ?? 0;
+      const rows = await suppressions.list(state.project.id, { limit: SUPPRESSION_PAGE + 1, offset });
+      return {
+        title: `Suppressions · ${state.project.name}`,
+        project: state.project,
         tab: 'suppressions',
         rows: rows.slice(0, SUPPRESSION_PAGE),
         offset,
@@ -45,11 +31,10 @@ export async function suppressionRoutes(app: FastifyInstance, deps: DashboardDep
         more: rows.length > SUPPRESSION_PAGE,
         email: state.email ?? '',
         error: state.error ?? null,
-        notice: notice(request),
-      },
-      status,
-    );
-  };
+        notice: notice(request, NOTICES),
+      };
+    },
+  );
 
   /** Runs a change; a refused one (not an address, not on the list) is shown on the list page. */
   const change = async (
@@ -58,21 +43,21 @@ export async function suppressionRoutes(app: FastifyInstance, deps: DashboardDep
     run: (project: Project, email: string) => Promise<unknown>,
     done: 'added' | 'removed',
   ) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const email = text(fieldsOf(request.body), 'email');
     try {
       await run(project, email);
     } catch (error) {
-      if (!(error instanceof HeraldError) || error.code === 'PROJECT_NOT_FOUND') throw error;
+      const message = refusal(error, 'PROJECT_NOT_FOUND');
       // A refused address is given back to the add form to correct; a failed removal is not.
       const refill = done === 'added' ? email : '';
-      return listPage(request, reply, project, { email: refill, error: error.message }, 400);
+      return listPage(request, reply, { project, email: refill, error: message }, 400);
     }
     return reply.redirect(`/projects/${project.id}/suppressions?notice=${done}`, 303);
   };
 
   app.get<IdParams>('/projects/:id/suppressions', async (request, reply) =>
-    listPage(request, reply, await projects.get(idParam(request.params.id))),
+    listPage(request, reply, { project: await projectOf(deps, request.params) }),
   );
 
   app.post<IdParams>('/projects/:id/suppressions', async (request, reply) =>

@@ -1,15 +1,17 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { parseMailbox } from '../domain/address.js';
-import { HeraldError } from '../domain/errors.js';
 import type { Project } from '../services/projects.js';
 import { TEMPLATE_LIMITS, type Template } from '../services/templates.js';
-import { fragment, isHtmx, page, type DashboardDeps } from './context.js';
-import { fieldsOf, idParam, parseSampleData, sampleDataFor, text, type Fields } from './forms.js';
+import { formPage, fragment, isHtmx, notice, page, projectOf, type DashboardDeps } from './context.js';
+import { fieldsOf, idParam, parseSampleData, refusal, sampleDataFor, text, type Fields } from './forms.js';
 
 type NameParams = { Params: { id: string; name: string } };
 type IdParams = { Params: { id: string } };
 
-/** Template forms carry whole bodies (up to 256 KiB text and 512 KiB HTML), above the API's limit. */
+/**
+ * Template forms carry whole bodies, percent-encoded (text up to 256 Ki characters, HTML up to
+ * 512 Ki, sample data up to 64 Ki), far above the API's body limit.
+ */
 const FORM_LIMIT = { bodyLimit: 4 * 1024 * 1024 };
 
 const NOTICES: Record<string, string> = {
@@ -17,11 +19,6 @@ const NOTICES: Record<string, string> = {
   saved: 'Template saved.',
   deleted: 'Template deleted.',
 };
-
-function notice(request: FastifyRequest): string | null {
-  const key = (request.query as Record<string, unknown>).notice;
-  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
-}
 
 export interface EditorValues {
   readonly name: string;
@@ -74,53 +71,47 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     return { error: 'error' in parsed ? parsed.error : null, ...rendered };
   };
 
-  const editor = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    project: Project,
-    state: {
-      mode: 'new' | 'edit';
-      values: EditorValues;
-      error?: string | null;
-      testError?: string | null;
-      updatedAt?: number | null;
-    },
-    status = 200,
-  ) =>
-    page(
-      request,
-      reply,
-      deps,
-      'template-edit',
-      {
-        title: state.mode === 'new' ? 'New template' : `Template ${state.values.name}`,
-        project,
-        tab: 'templates',
-        mode: state.mode,
-        values: state.values,
-        preview: preview(state.values),
-        limits: TEMPLATE_LIMITS,
-        error: state.error ?? null,
-        testError: state.testError ?? null,
-        updatedAt: state.updatedAt ?? null,
-        notice: notice(request),
+  const editor = formPage(
+    deps,
+    'template-edit',
+    (
+      state: {
+        project: Project;
+        mode: 'new' | 'edit';
+        values: EditorValues;
+        error?: string | null;
+        testError?: string | null;
+        updatedAt?: number | null;
       },
-      status,
-    );
+      request,
+    ) => ({
+      title: state.mode === 'new' ? 'New template' : `Template ${state.values.name}`,
+      project: state.project,
+      tab: 'templates',
+      mode: state.mode,
+      values: state.values,
+      preview: preview(state.values),
+      limits: TEMPLATE_LIMITS,
+      error: state.error ?? null,
+      testError: state.testError ?? null,
+      updatedAt: state.updatedAt ?? null,
+      notice: notice(request, NOTICES),
+    }),
+  );
 
   app.get<IdParams>('/projects/:id/templates', async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     return page(request, reply, deps, 'templates', {
       title: `Templates · ${project.name}`,
       project,
       tab: 'templates',
       templates: await templates.list(project.id),
-      notice: notice(request),
+      notice: notice(request, NOTICES),
     });
   });
 
   app.get<IdParams>('/projects/:id/templates/new', async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     // "Create this template" on a message that failed with Template not found fills the name in.
     const { name } = fieldsOf(request.query);
     const values = {
@@ -130,11 +121,11 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       html: '',
       data: '{\n  "user_name": "Jane"\n}',
     };
-    return editor(request, reply, project, { mode: 'new', values });
+    return editor(request, reply, { project, mode: 'new', values });
   });
 
   app.post<IdParams>('/projects/:id/templates', FORM_LIMIT, async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const values = valuesOf(fieldsOf(request.body));
     try {
       const created = await templates.create(project.id, { ...values, sampleData: values.data });
@@ -143,25 +134,25 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
         303,
       );
     } catch (error) {
-      if (!(error instanceof HeraldError)) throw error;
-      return editor(request, reply, project, { mode: 'new', values, error: error.message }, 400);
+      return editor(request, reply, { project, mode: 'new', values, error: refusal(error) }, 400);
     }
   });
 
   // Live preview: htmx posts the editor form here as the user types and swaps in the fragment;
   // without JavaScript the Preview button posts here and gets the whole editor back.
   app.post<IdParams>('/projects/:id/templates/preview', FORM_LIMIT, async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const form = fieldsOf(request.body);
     const values = valuesOf(form);
     if (isHtmx(request)) return fragment(request, reply, 'partials/preview', { preview: preview(values) });
-    return editor(request, reply, project, { mode: form.mode === 'edit' ? 'edit' : 'new', values });
+    return editor(request, reply, { project, mode: form.mode === 'edit' ? 'edit' : 'new', values });
   });
 
   app.get<NameParams>('/projects/:id/templates/edit/:name', async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const template = await templates.get(project.id, request.params.name);
-    return editor(request, reply, project, {
+    return editor(request, reply, {
+      project,
       mode: 'edit',
       values: templateValues(template),
       updatedAt: template.updatedAt,
@@ -169,13 +160,17 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
   });
 
   app.post<NameParams>('/projects/:id/templates/edit/:name', FORM_LIMIT, async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const values = { ...valuesOf(fieldsOf(request.body)), name: request.params.name };
     try {
       await templates.update(project.id, request.params.name, { ...values, sampleData: values.data });
     } catch (error) {
-      if (!(error instanceof HeraldError) || error.code === 'TEMPLATE_NOT_FOUND') throw error;
-      return editor(request, reply, project, { mode: 'edit', values, error: error.message }, 400);
+      return editor(
+        request,
+        reply,
+        { project, mode: 'edit', values, error: refusal(error, 'TEMPLATE_NOT_FOUND') },
+        400,
+      );
     }
     return reply.redirect(
       `/projects/${project.id}/templates/edit/${encodeURIComponent(request.params.name)}?notice=saved`,
@@ -184,7 +179,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
   });
 
   app.post<NameParams>('/projects/:id/templates/delete/:name', async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     await templates.delete(project.id, request.params.name);
     return reply.redirect(`/projects/${project.id}/templates?notice=deleted`, 303);
   });
@@ -201,8 +196,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       editor(
         request,
         reply,
-        project,
-        { mode: 'edit', values, testError: message, updatedAt: template.updatedAt },
+        { project, mode: 'edit', values, testError: message, updatedAt: template.updatedAt },
         400,
       );
 

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { UsageUnit } from '../services/usage.js';
 import { barChart, quotaMeter } from './chart.js';
-import { page, type DashboardDeps } from './context.js';
-import { idParam } from './forms.js';
+import { page, projectOf, type DashboardDeps } from './context.js';
 
 /** The ranges offered above the chart: hourly for the last two days, daily beyond. */
 const RANGES: Record<string, { unit: UsageUnit; count: number; label: string }> = {
@@ -14,7 +13,7 @@ const RANGES: Record<string, { unit: UsageUnit; count: number; label: string }> 
 
 export async function usageRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   app.get<{ Params: { id: string } }>('/projects/:id/usage', async (request, reply) => {
-    const project = await deps.services.projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const requested = (request.query as Record<string, unknown>).range;
     const rangeKey = typeof requested === 'string' && requested in RANGES ? requested : '30d';
     const range = RANGES[rangeKey]!;

@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HeraldError } from '../domain/errors.js';
 import { NOTIFICATION_EVENTS } from '../domain/events.js';
 import type { Project } from '../services/projects.js';
 import { MAX_ENDPOINTS_PER_PROJECT, type WebhookEndpoint } from '../services/webhooks.js';
-import { page, type DashboardDeps } from './context.js';
-import { fieldsOf, idParam, text, whole } from './forms.js';
+import { formPage, notice, projectOf, type DashboardDeps } from './context.js';
+import { fieldsOf, idParam, refusal, text, whole } from './forms.js';
 
 type IdParams = { Params: { id: string } };
 type EndpointParams = { Params: { id: string; endpointId: string } };
@@ -20,11 +19,6 @@ const NOTICES: Record<string, string> = {
   test: 'Test event queued. This page updates by itself when it has been delivered.',
   replayed: 'Replay queued: the same event, with the same webhook-id, goes out again.',
 };
-
-function notice(request: FastifyRequest): string | null {
-  const key = (request.query as Record<string, unknown>).notice;
-  return typeof key === 'string' ? (NOTICES[key] ?? null) : null;
-}
 
 /** The values of a repeated form field (checkboxes): `fieldsOf` keeps only the first. */
 function checked(body: unknown, name: string): string[] {
@@ -44,66 +38,52 @@ interface CreateValues {
  * Every endpoint is looked up within the project of the URL, so another project's id is a 404.
  */
 export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
-  const { projects, webhooks } = deps.services;
+  const { webhooks } = deps.services;
 
-  const listPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    project: Project,
-    state: {
-      values?: CreateValues;
-      error?: string;
-      created?: { endpoint: WebhookEndpoint; secret: string };
-    } = {},
-    status = 200,
-  ) =>
-    page(
-      request,
-      reply,
-      deps,
-      'webhooks',
-      {
-        title: `Webhooks · ${project.name}`,
-        project,
-        tab: 'webhooks',
-        endpoints: state.created === undefined ? await webhooks.list(project.id) : [],
-        events: NOTIFICATION_EVENTS,
-        maxEndpoints: MAX_ENDPOINTS_PER_PROJECT,
-        values: state.values ?? { url: '', events: [] },
-        created: state.created ?? null,
-        error: state.error ?? null,
-        notice: notice(request),
+  const listPage = formPage(
+    deps,
+    'webhooks',
+    async (
+      state: {
+        project: Project;
+        values?: CreateValues;
+        error?: string;
+        created?: { endpoint: WebhookEndpoint; secret: string };
       },
-      status,
-    );
-
-  const endpointPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    project: Project,
-    endpointId: number,
-    state: { error?: string } = {},
-    status = 200,
-  ) => {
-    const endpoint = await webhooks.get(project.id, endpointId);
-    const before = whole(fieldsOf(request.query).before);
-    const rows = await webhooks.deliveries(project.id, endpoint.id, {
-      limit: DELIVERY_PAGE + 1,
-      ...(before !== undefined && { before }),
-    });
-    const shown = rows.slice(0, DELIVERY_PAGE);
-    const paged = before !== undefined;
-    // The newest page follows deliveries that are still under way, like a queued message's page.
-    const waiting = !paged && shown.some((d) => d.state === 'pending' || d.state === 'sending');
-    // "Queued" is only said while it is true; once delivered, the attempts say the rest.
-    const said = notice(request);
-    const stale = !waiting && (said === NOTICES.test || said === NOTICES.replayed);
-    return page(
       request,
-      reply,
-      deps,
-      'webhook-deliveries',
-      {
+    ) => ({
+      title: `Webhooks · ${state.project.name}`,
+      project: state.project,
+      tab: 'webhooks',
+      endpoints: state.created === undefined ? await webhooks.list(state.project.id) : [],
+      events: NOTIFICATION_EVENTS,
+      maxEndpoints: MAX_ENDPOINTS_PER_PROJECT,
+      values: state.values ?? { url: '', events: [] },
+      created: state.created ?? null,
+      error: state.error ?? null,
+      notice: notice(request, NOTICES),
+    }),
+  );
+
+  const endpointPage = formPage(
+    deps,
+    'webhook-deliveries',
+    async (state: { project: Project; endpointId: number; error?: string }, request) => {
+      const { project } = state;
+      const endpoint = await webhooks.get(project.id, state.endpointId);
+      const before = whole(fieldsOf(request.query).before);
+      const rows = await webhooks.deliveries(project.id, endpoint.id, {
+        limit: DELIVERY_PAGE + 1,
+        ...(before !== undefined && { before }),
+      });
+      const shown = rows.slice(0, DELIVERY_PAGE);
+      const paged = before !== undefined;
+      // The newest page follows deliveries that are still under way, like a queued message's page.
+      const waiting = !paged && shown.some((d) => d.state === 'pending' || d.state === 'sending');
+      // "Queued" is only said while it is true; once delivered, the attempts say the rest.
+      const said = notice(request, NOTICES);
+      const stale = !waiting && (said === NOTICES.test || said === NOTICES.replayed);
+      return {
         title: `Webhook deliveries · ${project.name}`,
         project,
         tab: 'webhooks',
@@ -114,14 +94,13 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
         waiting,
         error: state.error ?? null,
         notice: stale ? null : said,
-      },
-      status,
-    );
-  };
+      };
+    },
+  );
 
   /** The project of the URL, then the endpoint within it: a 404 page when either is not there. */
   const scoped = async (params: { id: string; endpointId: string }) => {
-    const project = await projects.get(idParam(params.id));
+    const project = await projectOf(deps, params);
     const endpoint = await webhooks.get(project.id, idParam(params.endpointId));
     return { project, endpoint };
   };
@@ -129,11 +108,11 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
   const base = (project: Project) => `/projects/${project.id}/webhooks`;
 
   app.get<IdParams>('/projects/:id/webhooks', async (request, reply) =>
-    listPage(request, reply, await projects.get(idParam(request.params.id))),
+    listPage(request, reply, { project: await projectOf(deps, request.params) }),
   );
 
   app.post<IdParams>('/projects/:id/webhooks', async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
+    const project = await projectOf(deps, request.params);
     const values = { url: text(fieldsOf(request.body), 'url'), events: checked(request.body, 'events') };
     let created: { endpoint: WebhookEndpoint; secret: string };
     try {
@@ -143,16 +122,15 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
         ...(values.events.length > 0 && { events: values.events }),
       });
     } catch (error) {
-      if (!(error instanceof HeraldError) || error.code === 'PROJECT_NOT_FOUND') throw error;
-      return listPage(request, reply, project, { values, error: error.message }, 400);
+      return listPage(request, reply, { project, values, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
     }
     // The secret is in this response only: never in a URL, a cookie or a page shown later.
-    return listPage(request, reply, project, { created }, 201);
+    return listPage(request, reply, { project, created }, 201);
   });
 
   app.get<EndpointParams>('/projects/:id/webhooks/:endpointId', async (request, reply) => {
-    const project = await projects.get(idParam(request.params.id));
-    return endpointPage(request, reply, project, idParam(request.params.endpointId));
+    const project = await projectOf(deps, request.params);
+    return endpointPage(request, reply, { project, endpointId: idParam(request.params.endpointId) });
   });
 
   for (const [action, enabled] of [
@@ -184,9 +162,11 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
     endpointPage(
       request,
       reply,
-      project,
-      endpoint.id,
-      { error: 'This endpoint is disabled. Enable it first: a disabled endpoint is not called.' },
+      {
+        project,
+        endpointId: endpoint.id,
+        error: 'This endpoint is disabled. Enable it first: a disabled endpoint is not called.',
+      },
       400,
     );
 

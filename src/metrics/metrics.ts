@@ -10,55 +10,64 @@ export interface QueueSnapshot {
 }
 
 /**
+ * The counters and histograms the server updates, by the Metrics field that holds each. Every
+ * label value is bounded: project ids and fixed sets of outcomes, never recipients or request ids.
+ */
+const COUNTERS = {
+  accepted: {
+    name: 'herald_notifications_accepted_total',
+    help: 'Send requests answered, by project and outcome (accepted, replayed, quota_exceeded, rejected)',
+    labelNames: ['project_id', 'outcome'],
+  },
+  delivered: {
+    name: 'herald_notifications_delivered_total',
+    help: 'Delivery attempts finished, by project and outcome (sent, retry, failed)',
+    labelNames: ['project_id', 'outcome', 'transport'],
+  },
+  webhookDeliveries: {
+    name: 'herald_webhook_deliveries_total',
+    help: 'Webhook delivery attempts, by project and outcome (success, failure, timeout)',
+    labelNames: ['project_id', 'outcome'],
+  },
+} as const;
+
+const HISTOGRAMS = {
+  smtpDuration: {
+    name: 'herald_smtp_transaction_duration_seconds',
+    help: 'Duration of SMTP transactions, by outcome (sent, retry, failed)',
+    labelNames: ['outcome'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  },
+  httpDuration: {
+    name: 'herald_http_request_duration_seconds',
+    help: 'Duration of HTTP requests, by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  },
+} as const;
+
+type Definition<L extends string> = {
+  readonly name: string;
+  readonly help: string;
+  readonly labelNames: readonly L[];
+};
+
+/**
  * Herald's Prometheus metrics. One registry per running server (not prom-client's global one), so
- * several servers in one process, as in the tests, never share counts. Label values are bounded:
- * project ids and a fixed set of outcomes, never recipients or request ids.
+ * several servers in one process, as in the tests, never share counts.
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly accepted: Counter<'project_id' | 'outcome'>;
-  readonly delivered: Counter<'project_id' | 'outcome' | 'transport'>;
-  /** Webhook deliveries by project and outcome (`success`, `failure`, `timeout`). */
-  readonly webhookDeliveries: Counter<'project_id' | 'outcome'>;
-  readonly smtpDuration: Histogram<'outcome'>;
-  readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly accepted = this.counter(COUNTERS.accepted);
+  readonly delivered = this.counter(COUNTERS.delivered);
+  readonly webhookDeliveries = this.counter(COUNTERS.webhookDeliveries);
+  readonly smtpDuration = this.histogram(HISTOGRAMS.smtpDuration);
+  readonly httpDuration = this.histogram(HISTOGRAMS.httpDuration);
   /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */
   relayWindows: (() => ReadonlyMap<string, number>) | null = null;
 
   constructor(snapshot: () => Promise<QueueSnapshot>) {
     const registers = [this.registry];
-    this.accepted = new Counter({
-      name: 'herald_notifications_accepted_total',
-      help: 'Send requests answered, by project and outcome (accepted, replayed, quota_exceeded, rejected)',
-      labelNames: ['project_id', 'outcome'],
-      registers,
-    });
-    this.delivered = new Counter({
-      name: 'herald_notifications_delivered_total',
-      help: 'Delivery attempts finished, by project and outcome (sent, retry, failed)',
-      labelNames: ['project_id', 'outcome', 'transport'],
-      registers,
-    });
-    this.webhookDeliveries = new Counter({
-      name: 'herald_webhook_deliveries_total',
-      help: 'Webhook delivery attempts, by project and outcome (success, failure, timeout)',
-      labelNames: ['project_id', 'outcome'],
-      registers,
-    });
-    this.smtpDuration = new Histogram({
-      name: 'herald_smtp_transaction_duration_seconds',
-      help: 'Duration of SMTP transactions, by outcome (sent, retry, failed)',
-      labelNames: ['outcome'],
-      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    });
-    this.httpDuration = new Histogram({
-      name: 'herald_http_request_duration_seconds',
-      help: 'Duration of HTTP requests, by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status_code'],
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers,
-    });
     // The two queue gauges share one read per scrape.
     let pending: Promise<QueueSnapshot> | null = null;
     const read = () => (pending ??= snapshot().finally(() => setTimeout(() => (pending = null), 0)));
@@ -91,6 +100,25 @@ export class Metrics {
         this.reset();
         for (const [relay, size] of windows()) this.set({ relay }, size);
       },
+    });
+  }
+
+  private counter<L extends string>({ name, help, labelNames }: Definition<L>): Counter<L> {
+    return new Counter({ name, help, labelNames: [...labelNames], registers: [this.registry] });
+  }
+
+  private histogram<L extends string>({
+    name,
+    help,
+    labelNames,
+    buckets,
+  }: Definition<L> & { readonly buckets: readonly number[] }): Histogram<L> {
+    return new Histogram({
+      name,
+      help,
+      labelNames: [...labelNames],
+      buckets: [...buckets],
+      registers: [this.registry],
     });
   }
 

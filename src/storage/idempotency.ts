@@ -1,10 +1,15 @@
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 export interface IdempotencyRecord {
   readonly fingerprint: string;
   readonly response: string | null;
   readonly responseStatus: number | null;
+}
+
+/** A project's Idempotency-Key: keys are the caller's own, so the same key in two projects is two records. */
+function keyOf(projectId: number, key: string) {
+  return (eb: ExpressionBuilder<Database, 'idempotency_keys'>) => eb.and({ project_id: projectId, key });
 }
 
 /**
@@ -45,8 +50,7 @@ export async function claimIdempotencyKey(
   const row = await db
     .selectFrom('idempotency_keys')
     .select(['fingerprint', 'response', 'response_status'])
-    .where('project_id', '=', claim.projectId)
-    .where('key', '=', claim.key)
+    .where(keyOf(claim.projectId, claim.key))
     .executeTakeFirstOrThrow();
   return {
     claimed: false,
@@ -64,8 +68,7 @@ export async function completeIdempotencyKey(
   await db
     .updateTable('idempotency_keys')
     .set({ response, response_status: status })
-    .where('project_id', '=', projectId)
-    .where('key', '=', key)
+    .where(keyOf(projectId, key))
     .execute();
 }
 
@@ -74,11 +77,7 @@ export async function releaseIdempotencyKey(
   projectId: number,
   key: string,
 ): Promise<void> {
-  await db
-    .deleteFrom('idempotency_keys')
-    .where('project_id', '=', projectId)
-    .where('key', '=', key)
-    .execute();
+  await db.deleteFrom('idempotency_keys').where(keyOf(projectId, key)).execute();
 }
 
 export async function pruneIdempotencyKeys(db: Kysely<Database>, now: number): Promise<number> {

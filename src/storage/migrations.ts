@@ -32,6 +32,46 @@ export const POSTGRES_TYPES: ColumnTypes = {
   real: 'DOUBLE PRECISION',
 };
 
+/**
+ * Blocks that more than one table spells alike, written once so those tables cannot drift apart.
+ * Column blocks render their lines as the CREATE TABLE statements below indent their columns, with
+ * no comma after the last. Released migrations use them, so what they render is frozen too:
+ * test/unit/migrations-frozen.test.ts compares every released statement with its fixture.
+ */
+const NEXT_COLUMN = ',\n      ';
+
+/** When a row was created and last changed, in epoch milliseconds. */
+const timestamps = (t: ColumnTypes) =>
+  [`created_at ${t.bigint} NOT NULL`, `updated_at ${t.bigint} NOT NULL`].join(NEXT_COLUMN);
+
+/** A job claimed under a lease (notifications, webhook deliveries): what the claim and the reaper read. */
+const leaseColumns = (t: ColumnTypes) =>
+  [
+    'state TEXT NOT NULL',
+    'attempts INTEGER NOT NULL DEFAULT 0',
+    `run_at ${t.bigint} NOT NULL`,
+    `lease_until ${t.bigint}`,
+    'lease_owner TEXT',
+  ].join(NEXT_COLUMN);
+
+/**
+ * The claim's index (due rows: those waiting in `waiting`) and the lease reaper's (rows being
+ * sent), both partial, so neither grows with the finished rows that pile up.
+ */
+const leaseIndexes = (table: string, due: string, waiting: string) => [
+  `CREATE INDEX ${table}_due ON ${table} (${due}) WHERE state = '${waiting}'`,
+  `CREATE INDEX ${table}_leased ON ${table} (lease_until) WHERE state = 'sending'`,
+];
+
+/** The head of one attempt's log row: the leased row it belongs to (and goes with), its number, its start. */
+const attemptColumns = (t: ColumnTypes, column: string, leased: string) =>
+  [
+    `id ${t.id}`,
+    `${column} ${t.bigint} NOT NULL REFERENCES ${leased}(id) ON DELETE CASCADE`,
+    'attempt INTEGER NOT NULL',
+    `started_at ${t.bigint} NOT NULL`,
+  ].join(NEXT_COLUMN);
+
 type Ddl = (t: ColumnTypes) => readonly string[];
 
 const MIGRATIONS: Record<string, Ddl> = {
@@ -46,8 +86,7 @@ const MIGRATIONS: Record<string, Ddl> = {
       quota_period TEXT NOT NULL,
       api_key_hash TEXT NOT NULL UNIQUE,
       api_key_prefix TEXT NOT NULL,
-      created_at ${t.bigint} NOT NULL,
-      updated_at ${t.bigint} NOT NULL
+      ${timestamps(t)}
     )`,
     `CREATE TABLE templates (
       id ${t.id},
@@ -56,8 +95,7 @@ const MIGRATIONS: Record<string, Ddl> = {
       subject TEXT NOT NULL,
       text_body TEXT NOT NULL,
       html_body TEXT,
-      created_at ${t.bigint} NOT NULL,
-      updated_at ${t.bigint} NOT NULL,
+      ${timestamps(t)},
       UNIQUE (project_id, name)
     )`,
     `CREATE TABLE smtp_settings (
@@ -79,31 +117,21 @@ const MIGRATIONS: Record<string, Ddl> = {
       recipient TEXT NOT NULL,
       data TEXT NOT NULL,
       type TEXT NOT NULL,
-      state TEXT NOT NULL,
-      attempts INTEGER NOT NULL DEFAULT 0,
-      run_at ${t.bigint} NOT NULL,
-      lease_until ${t.bigint},
-      lease_owner TEXT,
+      ${leaseColumns(t)},
       error_message TEXT,
       transport TEXT,
       message_id TEXT,
       subject TEXT,
       text_body TEXT,
       html_body TEXT,
-      created_at ${t.bigint} NOT NULL,
-      updated_at ${t.bigint} NOT NULL,
+      ${timestamps(t)},
       sent_at ${t.bigint}
     )`,
-    // Partial indexes keep the claim and the lease reaper cheap however many sent rows pile up.
-    `CREATE INDEX notifications_due ON notifications (run_at) WHERE state = 'queued'`,
-    `CREATE INDEX notifications_leased ON notifications (lease_until) WHERE state = 'sending'`,
+    ...leaseIndexes('notifications', 'run_at', 'queued'),
     `CREATE INDEX notifications_project_created ON notifications (project_id, created_at)`,
     `CREATE INDEX notifications_created ON notifications (created_at)`,
     `CREATE TABLE delivery_attempts (
-      id ${t.id},
-      notification_id ${t.bigint} NOT NULL REFERENCES notifications(id) ON DELETE CASCADE,
-      attempt INTEGER NOT NULL,
-      started_at ${t.bigint} NOT NULL,
+      ${attemptColumns(t, 'notification_id', 'notifications')},
       finished_at ${t.bigint} NOT NULL,
       outcome TEXT NOT NULL,
       smtp_code INTEGER,
@@ -146,8 +174,7 @@ const MIGRATIONS: Record<string, Ddl> = {
       id ${t.id},
       email TEXT NOT NULL UNIQUE,
       password_hash TEXT NOT NULL,
-      created_at ${t.bigint} NOT NULL,
-      updated_at ${t.bigint} NOT NULL
+      ${timestamps(t)}
     )`,
     `CREATE TABLE sessions (
       id_hash TEXT PRIMARY KEY,
@@ -225,8 +252,7 @@ const MIGRATIONS: Record<string, Ddl> = {
       events TEXT,
       secret_enc TEXT NOT NULL,
       enabled INTEGER NOT NULL DEFAULT 1,
-      created_at ${t.bigint} NOT NULL,
-      updated_at ${t.bigint} NOT NULL
+      ${timestamps(t)}
     )`,
     `CREATE INDEX webhook_endpoints_project ON webhook_endpoints (project_id)`,
     // The outbox: one row per event that some endpoint wants, written in the transaction of the
@@ -249,25 +275,16 @@ const MIGRATIONS: Record<string, Ddl> = {
       event_id ${t.bigint} NOT NULL REFERENCES webhook_events(id) ON DELETE CASCADE,
       endpoint_id ${t.bigint} NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
       project_id ${t.bigint} NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
-      state TEXT NOT NULL,
-      attempts INTEGER NOT NULL DEFAULT 0,
-      run_at ${t.bigint} NOT NULL,
-      lease_until ${t.bigint},
-      lease_owner TEXT,
+      ${leaseColumns(t)},
       last_status_code INTEGER,
       last_error TEXT,
-      created_at ${t.bigint} NOT NULL,
-      updated_at ${t.bigint} NOT NULL
+      ${timestamps(t)}
     )`,
-    `CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, run_at) WHERE state = 'pending'`,
-    `CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (lease_until) WHERE state = 'sending'`,
+    ...leaseIndexes('webhook_deliveries', 'endpoint_id, run_at', 'pending'),
     `CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, id)`,
     `CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id)`,
     `CREATE TABLE webhook_attempts (
-      id ${t.id},
-      delivery_id ${t.bigint} NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
-      attempt INTEGER NOT NULL,
-      started_at ${t.bigint} NOT NULL,
+      ${attemptColumns(t, 'delivery_id', 'webhook_deliveries')},
       latency_ms ${t.real} NOT NULL,
       status_code INTEGER,
       excerpt TEXT,

@@ -1,5 +1,10 @@
-import type { Insertable, Kysely, Updateable } from 'kysely';
+import type { ExpressionBuilder, Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, TemplateRow, TemplatesTable } from './schema.js';
+
+/** A project's template by its name, which is case-sensitive on both backends: `=` on TEXT compares bytes. */
+function named(projectId: number, name: string) {
+  return (eb: ExpressionBuilder<Database, 'templates'>) => eb.and({ project_id: projectId, name });
+}
 
 export async function insertTemplate(
   db: Kysely<Database>,
@@ -17,24 +22,17 @@ export async function updateTemplate(
   return db
     .updateTable('templates')
     .set(changes)
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
+    .where(named(projectId, name))
     .returningAll()
     .executeTakeFirst();
 }
 
-/** Template names are case-sensitive on both backends: `=` on TEXT compares bytes. */
 export async function findTemplate(
   db: Kysely<Database>,
   projectId: number,
   name: string,
 ): Promise<TemplateRow | undefined> {
-  return db
-    .selectFrom('templates')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
-    .executeTakeFirst();
+  return db.selectFrom('templates').selectAll().where(named(projectId, name)).executeTakeFirst();
 }
 
 export async function listTemplates(db: Kysely<Database>, projectId: number): Promise<TemplateRow[]> {
@@ -46,10 +44,6 @@ export async function deleteTemplate(
   projectId: number,
   name: string,
 ): Promise<boolean> {
-  const result = await db
-    .deleteFrom('templates')
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
-    .executeTakeFirst();
+  const result = await db.deleteFrom('templates').where(named(projectId, name)).executeTakeFirst();
   return result.numDeletedRows > 0n;
 }

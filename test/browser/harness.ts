@@ -8,6 +8,7 @@ import { createLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
+import { waitUntil } from '../helpers/wait.js';
 
 /**
  * A real Herald (role `all`, listening on a free port, fresh database) with the dashboard, and a
@@ -119,12 +120,15 @@ export async function apiSend(
 
 /** Reloads until `check` passes; the logs are written asynchronously (API log buffer, worker). */
 export async function reloadUntil(page: Page, check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    await page.reload();
-  }
+  let first = true;
+  await waitUntil(
+    async () => {
+      if (!first) await page.reload();
+      first = false;
+      return (await check()) ? true : undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 150, what },
+  );
 }
 
 /** Every visible form control on the page has a label (or an aria-label): the names of those that do not. */

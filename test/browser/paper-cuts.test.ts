@@ -1,6 +1,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SmtpSink } from '../helpers/smtp-sink.js';
+import { waitUntil } from '../helpers/wait.js';
 import { apiSend, createFirstAdmin, reloadUntil, startHarness, type DashboardHarness } from './harness.js';
 
 /** A newcomer's first SMTP settings page, in Chromium: why the checks wait, which fields are optional. */
@@ -86,13 +87,13 @@ describe('message page after a test email', () => {
     await page.getByRole('button', { name: 'Send test email' }).click();
     await page.waitForURL(/\/messages\/[^/?]+/);
     const requestId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
-    const sent = async () =>
-      (await h.server.services.notifications.status(projectId, requestId)).status === 'sent';
-    const deadline = Date.now() + 8_000;
-    while (!(await sent())) {
-      if (Date.now() > deadline) throw new Error('the test email was not sent');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitUntil(
+      async () =>
+        (await h.server.services.notifications.status(projectId, requestId)).status === 'sent'
+          ? true
+          : undefined,
+      { timeoutMs: 8_000, intervalMs: 100, what: 'the test email to be sent' },
+    );
     // Either the page loaded after delivery, or its next refresh (every 2 s) removes the notice.
     await page.getByText('Test email queued').waitFor({ state: 'detached', timeout: 8_000 });
     await page.reload();

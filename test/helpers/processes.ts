@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitUntil } from './wait.js';
 
 /**
  * Herald as separate processes, always from the current source (`node --import tsx
@@ -157,12 +158,14 @@ export class HeraldProcess {
 
   /** Waits until the process logs `… started` (every role logs it once it is serving). */
   async started(timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.lines.some((line) => line.includes('started'))) {
-      if (!this.running) throw new Error(`${this.name} exited (${this.exitCode}):\n${this.output()}`);
-      if (Date.now() > deadline) throw new Error(`${this.name} did not start:\n${this.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitUntil(
+      () => {
+        if (this.lines.some((line) => line.includes('started'))) return true;
+        if (!this.running) throw new Error(`${this.name} exited (${this.exitCode}):\n${this.output()}`);
+        return undefined;
+      },
+      { timeoutMs, intervalMs: 50, what: () => `${this.name} to start:\n${this.output()}` },
+    );
   }
 
   kill(signal: NodeJS.Signals = 'SIGTERM'): void {
@@ -172,19 +175,20 @@ export class HeraldProcess {
 
 /** Polls GET /healthz until it answers 200. */
 export async function waitForHealthy(url: string, proc?: HeraldProcess, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const response = await fetch(`${url}/healthz`);
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (proc !== undefined && !proc.running)
-      throw new Error(`${proc.name} exited before it was healthy:\n${proc.output()}`);
-    if (Date.now() > deadline) throw new Error(`${url}/healthz did not answer 200 in time`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitUntil(
+    async () => {
+      try {
+        const response = await fetch(`${url}/healthz`);
+        if (response.status === 200) return true;
+      } catch {
+        // not listening yet
+      }
+      if (proc !== undefined && !proc.running)
+        throw new Error(`${proc.name} exited before it was healthy:\n${proc.output()}`);
+      return undefined;
+    },
+    { timeoutMs, intervalMs: 100, what: `${url}/healthz to answer 200` },
+  );
 }
 
 /** Every Herald process a test file started; killAll() in afterAll leaves none behind. */

@@ -1,13 +1,23 @@
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+/**
+ * Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. An error
+ * `check` throws ends the wait at once (a process that exited will never become ready). `what`
+ * names the condition in the timeout's message; as a function it is asked only then, so the
+ * message can carry what was seen last (a process's output).
+ */
 export async function waitUntil<T>(
   check: () => Promise<T | undefined> | T | undefined,
-  { timeoutMs = 15_000, intervalMs = 25, what = 'condition' } = {},
+  {
+    timeoutMs = 15_000,
+    intervalMs = 25,
+    what = 'condition',
+  }: { timeoutMs?: number; intervalMs?: number; what?: string | (() => string) } = {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

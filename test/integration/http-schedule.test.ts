@@ -219,28 +219,58 @@ describe('cancel (DELETE /api/v1/notifications/{request_id})', () => {
   });
 
   it('racing the worker, either cancels (never sent) or answers 409 (sent), never both, never neither', async () => {
-    const outcomes = { canceled: 0, refused: 0 };
-    const refused: string[] = [];
-    const canceled: string[] = [];
+    type Landed = 'before its time' | 'in the race' | 'after it was sent';
+    const rounds: { id: string; landed: Landed; canceled: boolean }[] = [];
+    const cancelNow = async (id: string, landed: (answeredAt: number) => Landed) => {
+      const response = await cancel(id);
+      const answeredAt = Date.now();
+      if (response.statusCode === 200)
+        expect(response.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
+      else expectError(response, 409, Messages.notCancelable);
+      rounds.push({ id, landed: landed(answeredAt), canceled: response.statusCode === 200 });
+    };
+    const scheduled = async (due: number) =>
+      (await sendOk(ctx.app, apiKey, body({ send_at: new Date(due).toISOString() }))).request_id;
+
+    // Certainly before: a cancel answered before the message is due was committed before any
+    // worker could claim it. (One answered later, on a very slow machine, counts with the race.)
+    let lastDue = 0;
+    for (let round = 0; round < 5; round++) {
+      const due = Date.now() + 1_000;
+      lastDue = due;
+      await cancelNow(await scheduled(due), (answeredAt) =>
+        answeredAt < due ? 'before its time' : 'in the race',
+      );
+    }
+    // The race: due 60 ms from now; the cancel goes out from 20 ms before to 20 ms after that, so
+    // it lands before, during or after the worker's claim.
     for (let round = 0; round < 40; round++) {
-      // Due 60 ms from now; the cancel goes out from 20 ms before to 20 ms after that, so it lands
-      // before, during or after the worker's claim.
       const due = Date.now() + 60;
-      const { request_id } = await sendOk(ctx.app, apiKey, body({ send_at: new Date(due).toISOString() }));
+      const id = await scheduled(due);
       const cancelAt = due - 20 + (round % 9) * 5;
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, cancelAt - Date.now())));
-      const response = await cancel(request_id);
-      if (response.statusCode === 200) {
-        outcomes.canceled++;
-        canceled.push(request_id);
-        expect(response.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
-      } else {
-        expectError(response, 409, Messages.notCancelable);
-        outcomes.refused++;
-        refused.push(request_id);
-      }
+      await cancelNow(id, () => 'in the race');
     }
-    // Every refused cancel is sent exactly once; every canceled message stays canceled and unsent.
+    // Certainly after: the message was seen sent before the cancel went out.
+    for (let round = 0; round < 5; round++) {
+      const { request_id } = await sendOk(ctx.app, apiKey, body());
+      await waitUntil(async () => ((await status(request_id)).status === 'sent' ? true : undefined), {
+        what: 'a message to be sent before its cancel',
+      });
+      await cancelNow(request_id, () => 'after it was sent');
+    }
+
+    const landed = (when: Landed) => rounds.filter((r) => r.landed === when);
+    // Both outcomes happened, each where it had to.
+    expect(landed('before its time').length).toBeGreaterThan(0);
+    expect(landed('before its time').filter((r) => !r.canceled)).toEqual([]);
+    expect(landed('after it was sent')).toHaveLength(5);
+    expect(landed('after it was sent').filter((r) => r.canceled)).toEqual([]);
+
+    // Every refused cancel is sent exactly once; every canceled message stays canceled and unsent,
+    // once the worker has passed the time the last of them was due.
+    const refused = rounds.filter((r) => !r.canceled).map((r) => r.id);
+    const canceled = rounds.filter((r) => r.canceled).map((r) => r.id);
     await waitUntil(
       async () => {
         const all = await Promise.all(refused.map((id) => status(id)));
@@ -248,13 +278,21 @@ describe('cancel (DELETE /api/v1/notifications/{request_id})', () => {
       },
       { what: 'the messages whose cancel was refused to be sent' },
     );
+    await waitUntil(() => (Date.now() > lastDue + 300 ? true : undefined), { what: 'the time to pass' });
+    const { request_id: later } = await sendOk(ctx.app, apiKey, body());
+    await waitUntil(async () => ((await status(later)).status === 'sent' ? true : undefined), {
+      what: 'a later message to pass the worker',
+    });
     for (const id of refused) expect(delivered(id), id).toBe(1);
     for (const id of canceled) {
       expect(delivered(id), id).toBe(0);
       expect(await status(id)).toMatchObject({ status: 'failed', error_message: 'Canceled', attempts: 0 });
     }
-    console.info(`cancel race: ${outcomes.canceled} canceled, ${outcomes.refused} refused`);
-    expect(outcomes.canceled + outcomes.refused).toBe(40);
+    const race = landed('in the race');
+    console.info(
+      `cancel race: ${race.filter((r) => r.canceled).length} canceled, ` +
+        `${race.filter((r) => !r.canceled).length} refused of ${race.length}`,
+    );
   });
 });
 

@@ -37,6 +37,21 @@ afterEach(async () => {
 
 const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 20));
 
+/**
+ * How many times a 5 ms interval timer fires in `ms` while `counting()` holds. Timers fire only
+ * when the event loop is free, so a statement that waited inside the call (SQLite's own busy
+ * handler sleeps there) would leave none counted while it waits.
+ */
+async function timerTurns(ms: number, counting: () => boolean): Promise<number> {
+  let turns = 0;
+  const interval = setInterval(() => {
+    if (counting()) turns++;
+  }, 5);
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  clearInterval(interval);
+  return turns;
+}
+
 function insertValue(db: Kysely<Database>, v: number) {
   return sql`insert into lock_test (v) values (${v})`.execute(db);
 }
@@ -48,17 +63,21 @@ async function values(db: Kysely<Database> = storage.db): Promise<number[]> {
 
 describe('waiting for the write lock', () => {
   it('keeps the event loop running while a statement waits, and runs it once the lock is free', async () => {
+    // The control: the turns this machine gives the timer with nothing waiting.
+    const control = await timerTurns(200, () => true);
     other.exec('BEGIN IMMEDIATE');
-    let done = false;
-    const write = insertValue(storage.db, 7).then(() => (done = true));
-    let turns = 0;
-    for (let i = 0; i < 5; i++) {
-      await nextTurn();
-      turns++;
+    let waiting = true;
+    const write = insertValue(storage.db, 7).finally(() => (waiting = false));
+    try {
+      const turns = await timerTurns(200, () => waiting);
+      expect(waiting).toBe(true);
+      console.info(`lock wait: ${turns} timer turns while the statement waited, ${control} with none`);
+      expect(turns).toBeGreaterThanOrEqual(Math.max(3, Math.floor(control / 4)));
+    } finally {
+      // Whatever failed above, the statement ends before the database is closed.
+      if (other.inTransaction) other.exec('COMMIT');
+      await write.catch(() => undefined);
     }
-    expect(turns).toBe(5);
-    expect(done).toBe(false);
-    other.exec('COMMIT');
     await write;
     expect(await values()).toEqual([7]);
   });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateWebhookSecret, webhookHeaders } from '../../src/security/webhook-signature.js';
 import { REPO_ROOT } from '../helpers/processes.js';
+import { waitUntil } from '../helpers/wait.js';
 
 /**
  * The two receivers of docs/webhooks.md, taken from the document as written (found by their
@@ -96,21 +97,26 @@ class Receiver {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const receiver = new Receiver(label, child, port);
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    for (;;) {
-      if (receiver.exitCode !== undefined)
-        throw new Error(
-          `the ${label} receiver exited (${receiver.exitCode}) before listening:\n${receiver.output}`,
-        );
-      if (await canConnect(port)) return receiver;
-      if (Date.now() > deadline) {
-        await receiver.stop();
-        throw new Error(
-          `the ${label} receiver did not listen within ${START_TIMEOUT_MS} ms:\n${receiver.output}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    try {
+      await waitUntil(
+        async () => {
+          if (receiver.exitCode !== undefined)
+            throw new Error(
+              `the ${label} receiver exited (${receiver.exitCode}) before listening:\n${receiver.output}`,
+            );
+          return (await canConnect(port)) ? true : undefined;
+        },
+        {
+          timeoutMs: START_TIMEOUT_MS,
+          intervalMs: 50,
+          what: () => `the ${label} receiver to listen:\n${receiver.output}`,
+        },
+      );
+    } catch (error) {
+      await receiver.stop();
+      throw error;
     }
+    return receiver;
   }
 
   /** POSTs one delivery and returns the status code of the answer. */

@@ -1,0 +1,41 @@
+import { Command } from 'commander';
+import { suppressionView } from '../services/suppressions.js';
+import { projectSubcommand, servicesAction } from './context.js';
+
+export function suppressionCommands(): Command {
+  const suppression = new Command('suppression').description(
+    "a project's suppression list: addresses that are not mailed",
+  );
+
+  projectSubcommand(suppression, 'list', 'the suppressed addresses, newest first').action(
+    servicesAction(async ({ suppressions }, out, options: { project: string }) => {
+      const rows = (await suppressions.list(options.project)).map(suppressionView);
+      out.print(
+        { suppressions: rows },
+        rows.length === 0
+          ? 'No suppressed addresses.'
+          : rows.map((r) => `${r.email}\t${r.reason}\t${r.created_at}\t${r.detail ?? ''}`).join('\n'),
+      );
+    }),
+  );
+
+  projectSubcommand(suppression, 'add', 'stop mailing an address (reason: manual)')
+    .requiredOption('--email <email>', 'the address')
+    .action(
+      servicesAction(async ({ suppressions }, out, options: { project: string; email: string }) => {
+        const row = suppressionView(await suppressions.add(options.project, options.email));
+        out.print({ ...row }, `${row.email} is suppressed (${row.reason}).`);
+      }),
+    );
+
+  projectSubcommand(suppression, 'remove', 'mail an address again')
+    .requiredOption('--email <email>', 'the address')
+    .action(
+      servicesAction(async ({ suppressions }, out, options: { project: string; email: string }) => {
+        const email = await suppressions.remove(options.project, options.email);
+        out.print({ removed: true, email }, `${email} removed.`);
+      }),
+    );
+
+  return suppression;
+}
