@@ -6,7 +6,6 @@
  */
 import { resolve } from 'node:path';
 import { bounceSeverity, parseReport, type FeedbackReport } from '../src/bounces/report.js';
-import { provesBadMailbox } from '../src/domain/suppression.js';
 import {
   CORPUS_DIR,
   CORPUS_EXPECTED,
@@ -30,9 +29,8 @@ function verdictOf(report: FeedbackReport): ReaderVerdict {
       return {
         recipient: line.recipient,
         failure: severity !== null,
-        category: null,
-        // What BounceIntake suppresses: a permanent failure whose status proves the mailbox bad.
-        hard: severity === 'hard' && provesBadMailbox(line.status),
+        category: line.category,
+        hard: line.type === 'hard',
       };
     }),
   };
