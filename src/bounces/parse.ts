@@ -143,7 +143,7 @@ const ENTITIES: Readonly<Record<string, string>> = {
 /** HTML → text, enough to read a bounce: block ends become line breaks, tags go, entities are decoded. */
 export function stripTags(html: string): string {
   return html
-    .replace(/<(script|style)\b[^>]*>[^<]*(?:<(?!\/\1)[^<]*)*<\/\1\s*>/gi, ' ')
+    .replace(/<(script|style)\b[^>]*>[^<]*(?:<(?!\/\1)[^<]*)*<\/\1\s*>/gi, '')
     .replace(/<(?:br|\/p|\/div|\/tr|\/li|\/h\d|\/table)\b[^>]*>/gi, '\n')
     .replace(/<[^>]{0,2000}>/g, '')
     .replace(/&(#x?[0-9a-f]{1,6}|[a-z]{2,8});/gi, (entity: string, name: string) => {

@@ -203,7 +203,8 @@ export function classifyReply(reply: SmtpReply): BounceVerdict & { readonly repl
     diagnostic: text,
     replyCode: code,
     command,
-    permanent: code === null ? null : code >= 500,
+    // Without a reply the relay was not reached (a timeout, a refused connection): it is retried.
+    permanent: code === null ? false : code >= 500,
   });
   return {
     type: verdict.type,
