@@ -5,36 +5,20 @@
  * and, last, one JSON line with the figures. Figures, not pass/fail: the corpus test holds the goals.
  */
 import { resolve } from 'node:path';
-import { bounceSeverity, parseReport, type FeedbackReport } from '../src/bounces/report.js';
+import { parseReport } from '../src/bounces/report.js';
 import {
   CORPUS_DIR,
   CORPUS_EXPECTED,
   corpusFiles,
   loadExpected,
   readCorpusFile,
+  readerVerdict,
   score,
   type ReaderVerdict,
   type Score,
 } from '../test/fixtures/sisimai/score.js';
 
 const GOALS = { recognised: 0.97, hard: 0.97, falseHard: 0.01 };
-
-function verdictOf(report: FeedbackReport): ReaderVerdict {
-  if (report.kind !== 'bounce')
-    return report.kind === 'complaint' ? { kind: 'complaint' } : { kind: 'unknown' };
-  return {
-    kind: 'bounce',
-    lines: report.recipients.map((line) => {
-      const severity = bounceSeverity(line);
-      return {
-        recipient: line.recipient,
-        failure: severity !== null,
-        category: line.category,
-        hard: line.type === 'hard',
-      };
-    }),
-  };
-}
 
 function percent(part: number, whole: number): string {
   return whole === 0 ? '–' : `${((100 * part) / whole).toFixed(1)} %`;
@@ -84,7 +68,7 @@ async function main(): Promise<void> {
     const started = performance.now();
     const report = await parseReport(raw);
     ms += performance.now() - started;
-    verdicts.set(file, verdictOf(report));
+    verdicts.set(file, readerVerdict(report));
   }
   const result = score(expected, verdicts);
   console.log(table(result, files.length, ms));
