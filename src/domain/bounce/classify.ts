@@ -49,7 +49,7 @@ const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\w)/;
 // An SMTP reply code where a reply starts: at the start of the text or after a separator, followed
 // by a space or hyphen and then an enhanced status, a word or a bracket; never inside an address,
 // an IP address, a port or a number with more digits.
-const REPLY_CODE = /(?:^|[\s:'"(<>=[])([245][0-5]\d)(?:[ -](?=[245]\.\d|[#<[(a-z'"]))/;
+const REPLY_CODE = /(?:^|[\s:'"(<>=[])([45][0-5]\d)(?:[ -](?=[245]\.\d|[#<[(a-z'"]))/;
 
 export function normalise(text: string): string {
   return text.slice(0, MAX_SCAN).toLowerCase().replace(/\s+/g, ' ').trim();

@@ -69,7 +69,7 @@ export function get(block: FieldBlock, name: string): string | null {
 /** RFC 3464 §2.3.2 and §2.3.6: `type; value`; the value without its type, or null when empty. */
 export function typedValue(value: string | null): string | null {
   if (value === null) return null;
-  const untyped = value.replace(/^[A-Za-z0-9-]+[ \t]*;/, '').trim();
+  const untyped = value.replace(/^[A-Za-z0-9/-]+[ \t]*;/, '').trim();
   return untyped === '' ? null : untyped;
 }
 
