@@ -13,14 +13,19 @@ const JANE = 'jane@example.org';
 const USER_UNKNOWN =
   '550 5.1.1 <jane@example.org>: Recipient address rejected: User unknown in virtual mailbox table';
 
-function failed(status: string, diagnostic: string): BounceRecipient {
-  return { recipient: JANE, action: 'failed', status, diagnostic };
+function failed(
+  status: string,
+  diagnostic: string,
+  verdict: Pick<BounceRecipient, 'category' | 'type' | 'replyCode'>,
+): BounceRecipient {
+  return { recipient: JANE, action: 'failed', status, diagnostic, ...verdict };
 }
+const HARD_USER_UNKNOWN = { category: 'user_unknown', type: 'hard', replyCode: 550 } as const;
 
 const expected: Record<BounceFixture, FeedbackReport> = {
   'postfix-dsn': {
     kind: 'bounce',
-    recipients: [failed('5.1.1', USER_UNKNOWN)],
+    recipients: [failed('5.1.1', USER_UNKNOWN, HARD_USER_UNKNOWN)],
     originalMessageId: 'req_fixture1@shop.example.com',
   },
   'arf-complaint': {
@@ -31,12 +36,18 @@ const expected: Record<BounceFixture, FeedbackReport> = {
   },
   'dsn-no-original': {
     kind: 'bounce',
-    recipients: [failed('5.2.1', '552 5.2.1 Mailbox disabled for this recipient')],
+    recipients: [
+      failed('5.2.1', '552 5.2.1 Mailbox disabled for this recipient', {
+        category: 'suspended',
+        type: 'soft',
+        replyCode: 552,
+      }),
+    ],
     originalMessageId: null,
   },
   'dsn-with-headers-only': {
     kind: 'bounce',
-    recipients: [failed('5.1.1', '550 5.1.1 <jane@example.org>... User unknown')],
+    recipients: [failed('5.1.1', '550 5.1.1 <jane@example.org>... User unknown', HARD_USER_UNKNOWN)],
     originalMessageId: 'req_fixture4@shop.example.com',
   },
   'dsn-delayed': {
@@ -48,6 +59,9 @@ const expected: Record<BounceFixture, FeedbackReport> = {
         status: '4.4.7',
         diagnostic:
           'conversation with mx.example.org[192.0.2.25] timed out while receiving the initial server greeting',
+        category: 'network_error',
+        type: 'soft',
+        replyCode: null,
       },
     ],
     originalMessageId: 'req_fixture5@shop.example.com',
@@ -58,13 +72,14 @@ const expected: Record<BounceFixture, FeedbackReport> = {
       failed(
         '5.7.1',
         '550 5.7.1 Service unavailable; client [192.0.2.10] blocked using a policy list of example.org',
+        { category: 'blocked', type: 'soft', replyCode: 550 },
       ),
     ],
     originalMessageId: 'req_fixture6@shop.example.com',
   },
   'exim-bounce': {
     kind: 'bounce',
-    recipients: [failed('5.1.1', USER_UNKNOWN)],
+    recipients: [failed('5.1.1', USER_UNKNOWN, HARD_USER_UNKNOWN)],
     originalMessageId: 'req_fixture7@shop.example.com',
   },
   'not-a-report': { kind: 'unknown' },
@@ -215,14 +230,25 @@ describe('parseReport on variations', () => {
     const report = await parseText(text);
     expect(report).toMatchObject({ kind: 'bounce', originalMessageId: 'req_fixture7@shop.example.com' });
     expect(report.kind === 'bounce' && report.recipients).toEqual([
-      failed('5.1.1', USER_UNKNOWN),
+      failed('5.1.1', USER_UNKNOWN, HARD_USER_UNKNOWN),
       {
         recipient: 'john@example.com',
         action: 'failed',
         status: '5.2.2',
         diagnostic: '552 5.2.2 <john@example.com>: Mailbox full',
+        category: 'mailbox_full',
+        type: 'soft',
+        replyCode: 552,
       },
-      { recipient: 'nobody@example.net', action: 'failed', status: null, diagnostic: 'Unrouteable address' },
+      {
+        recipient: 'nobody@example.net',
+        action: 'failed',
+        status: null,
+        diagnostic: 'Unrouteable address',
+        category: 'host_unknown',
+        type: 'hard',
+        replyCode: null,
+      },
     ]);
   });
 
@@ -264,6 +290,15 @@ describe('parseReport on variations', () => {
 
 describe('parseDeliveryStatus', () => {
   const perMessage = 'Reporting-MTA: dns; mail.example.com\nArrival-Date: Mon, 17 Nov 2025 10:15:01 +0000\n';
+  const FAILED_5_1_1: BounceRecipient = {
+    recipient: JANE,
+    action: 'failed',
+    status: '5.1.1',
+    diagnostic: null,
+    category: 'user_unknown',
+    type: 'hard',
+    replyCode: null,
+  };
 
   it('reads one block per recipient after the per-message block (RFC 3464 §2.1)', () => {
     const text = [
@@ -273,9 +308,25 @@ describe('parseDeliveryStatus', () => {
       'Final-Recipient: rfc822; joe@example.net\nAction: delivered\nStatus: 2.0.0\n',
     ].join('\n');
     expect(parseDeliveryStatus(text).recipients).toEqual([
-      { recipient: JANE, action: 'failed', status: '5.1.1', diagnostic: null },
-      { recipient: 'john@example.com', action: 'delayed', status: '4.2.2', diagnostic: null },
-      { recipient: 'joe@example.net', action: 'delivered', status: '2.0.0', diagnostic: null },
+      { ...FAILED_5_1_1 },
+      {
+        recipient: 'john@example.com',
+        action: 'delayed',
+        status: '4.2.2',
+        diagnostic: null,
+        category: 'mailbox_full',
+        type: 'soft',
+        replyCode: null,
+      },
+      {
+        recipient: 'joe@example.net',
+        action: 'delivered',
+        status: '2.0.0',
+        diagnostic: null,
+        category: 'other',
+        type: 'soft',
+        replyCode: null,
+      },
     ]);
   });
 
@@ -298,6 +349,9 @@ describe('parseDeliveryStatus', () => {
         status: '5.0.0',
         diagnostic:
           "550-5.1.1 The email account that you tried to reach does not exist. Please try double-checking the recipient's email address",
+        category: 'user_unknown',
+        type: 'hard',
+        replyCode: 550,
       },
     ]);
   });
@@ -310,21 +364,28 @@ describe('parseDeliveryStatus', () => {
         action: 'failed',
         status: '5.1.10',
         diagnostic: '550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup',
+        ...HARD_USER_UNKNOWN,
       },
     ]);
   });
 
   it('reads a recipient block even without the blank line after the per-message block', () => {
     const text = `${perMessage}Final-Recipient: rfc822; jane@example.org\nAction: failed\nStatus: 5.1.1\n`;
-    expect(parseDeliveryStatus(text).recipients).toEqual([
-      { recipient: JANE, action: 'failed', status: '5.1.1', diagnostic: null },
-    ]);
+    expect(parseDeliveryStatus(text).recipients).toEqual([FAILED_5_1_1]);
   });
 
   it('nulls what is absent or not in the vocabulary', () => {
     const text = `${perMessage}\nFinal-Recipient: rfc822;\nAction: bounced\nStatus: 9.9.9\nDiagnostic-Code: smtp;   \n`;
     expect(parseDeliveryStatus(text).recipients).toEqual([
-      { recipient: null, action: null, status: null, diagnostic: null },
+      {
+        recipient: null,
+        action: null,
+        status: null,
+        diagnostic: null,
+        category: 'other',
+        type: 'soft',
+        replyCode: null,
+      },
     ]);
   });
 
@@ -346,6 +407,9 @@ describe('bounceSeverity', () => {
     action,
     status,
     diagnostic: null,
+    category: 'other',
+    type: 'soft',
+    replyCode: null,
   });
 
   it.each([
