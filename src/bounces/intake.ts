@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { bounced, complained, MAX_DIAGNOSTIC, type Transition } from '../domain/lifecycle.js';
+import { MAX_DIAGNOSTIC } from '../domain/bounce/classify.js';
+import { bounced, complained, type Transition } from '../domain/lifecycle.js';
 import { suppressionKey } from '../domain/suppression.js';
 import { findNotification, findNotificationById } from '../storage/notifications.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
@@ -49,13 +50,22 @@ export class BounceIntake {
         why: 'the report shows no failure for the recipient',
       };
     const facts = {
-      type: severity,
-      status: line.status,
-      diagnostic: (line.diagnostic ?? line.status ?? 'no diagnostic given').slice(0, MAX_DIAGNOSTIC),
+      final: severity === 'hard',
+      verdict: {
+        type: line.type,
+        category: line.category,
+        status: line.status,
+        diagnostic: (line.diagnostic ?? line.status ?? 'no diagnostic given').slice(0, MAX_DIAGNOSTIC),
+      },
     };
     const applied = await this.applyLatest(row, (current, now) => bounced(current, facts, now));
-    if (!applied) return { outcome: 'ignored', requestId: row.request_id, why: 'already bounced' };
-    return { outcome: severity === 'hard' ? 'bounced' : 'soft_bounce', requestId: row.request_id };
+    if (!applied)
+      return {
+        outcome: 'ignored',
+        requestId: row.request_id,
+        why: row.sent_at === null ? 'the message was never sent' : 'already bounced',
+      };
+    return { outcome: facts.final ? 'bounced' : 'soft_bounce', requestId: row.request_id };
   }
 
   /**

@@ -1,10 +1,12 @@
-import type { AttemptResult } from './attempt.js';
+import type { AttemptResult, DeliveryFailure } from './attempt.js';
 import { backoffDelay, type Backoff } from './backoff.js';
+import type { BounceVerdict } from './bounce/categories.js';
+import { classifyReply, MAX_DIAGNOSTIC } from './bounce/classify.js';
 import { Messages } from './errors.js';
 import type { NotificationEvent } from './events.js';
 import type { Notification, NotificationView } from './notification.js';
 import type { NotificationState } from './notification-state.js';
-import { enhancedStatusIn, provesBadMailbox, suppressionKey, type SuppressionReason } from './suppression.js';
+import { suppressionKey, type SuppressionReason } from './suppression.js';
 
 /**
  * The life of a notification, every state change in one place: accept, the outcome of an
@@ -38,15 +40,14 @@ export interface SuppressionEntry {
 
 /** What a bounce report said about the message's recipient. */
 export interface BounceFacts {
-  readonly type: 'hard' | 'soft';
-  /** The enhanced status code, e.g. `5.1.1`; null when the report gave none. */
-  readonly status: string | null;
-  readonly diagnostic: string;
+  /** The message failed for good (the report's Action is `failed`), or was only delayed. */
+  readonly final: boolean;
+  /** Its reading: hard or soft, category, status, diagnostic (domain/bounce/). */
+  readonly verdict: BounceVerdict;
 }
 
-/** What an event adds to the notification's view. */
+/** What an event adds to the notification's view (which already carries its `bounce`). */
 export interface EventExtra {
-  readonly bounce?: BounceFacts;
   readonly complaint?: { readonly feedback_type: string };
 }
 
@@ -74,6 +75,10 @@ export type NotificationChanges = Partial<
     | 'updated_at'
     | 'bounced_at'
     | 'complained_at'
+    | 'bounce_type'
+    | 'bounce_category'
+    | 'bounce_status'
+    | 'bounce_diagnostic'
   >
 >;
 
@@ -87,15 +92,22 @@ export interface Transition {
   readonly suppression: SuppressionEntry | null;
 }
 
-/** The longest diagnostic kept from a report or a reply. */
-export const MAX_DIAGNOSTIC = 500;
-
 /** A message moves from one public state to another in the usage counters. */
 function moved(row: Notification, from: UsageState, to: UsageState): UsageMove[] {
   return [
     { projectId: row.project_id, createdAt: row.created_at, state: from, delta: -1 },
     { projectId: row.project_id, createdAt: row.created_at, state: to, delta: 1 },
   ];
+}
+
+/** The row's record of a bounce (the status body's `bounce`). */
+function bounceColumns(verdict: BounceVerdict) {
+  return {
+    bounce_type: verdict.type,
+    bounce_category: verdict.category,
+    bounce_status: verdict.status,
+    bounce_diagnostic: verdict.diagnostic.slice(0, MAX_DIAGNOSTIC),
+  };
 }
 
 function suppression(row: Notification, reason: SuppressionReason, detail: string): SuppressionEntry | null {
@@ -211,7 +223,18 @@ export function attemptFinished(
   if (result.ok) {
     return {
       outcome: 'sent',
-      changes: { ...common, state: 'sent', run_at: row.run_at, sent_at: now, error_message: null },
+      changes: {
+        ...common,
+        state: 'sent',
+        run_at: row.run_at,
+        sent_at: now,
+        error_message: null,
+        // A refusal of an earlier attempt is history once the relay took the message.
+        bounce_type: null,
+        bounce_category: null,
+        bounce_status: null,
+        bounce_diagnostic: null,
+      },
       requires,
       usage: moved(row, 'queued', 'sent'),
       event: { type: EVENT_OF.sent, extra: {} },
@@ -221,6 +244,12 @@ export function attemptFinished(
   }
   const { failure } = result;
   const outcome = failure.kind === 'transient' && row.attempts < policy.maxAttempts ? 'retry' : 'failed';
+  // A reply of the relay's is a bounce, read by the same rules as a report that comes back; a
+  // failure without one (no connection, a timeout, no template) is not, and leaves the record.
+  const refusal =
+    failure.smtpCode === null
+      ? null
+      : classifyReply({ code: failure.smtpCode, text: failure.message, command: failure.command ?? null });
   return {
     outcome,
     changes: {
@@ -229,27 +258,36 @@ export function attemptFinished(
       run_at: outcome === 'retry' ? now + backoffDelay(row.attempts, policy.backoff, random) : row.run_at,
       sent_at: row.sent_at,
       error_message: failure.message,
+      ...(refusal === null
+        ? {
+            bounce_type: row.bounce_type,
+            bounce_category: row.bounce_category,
+            bounce_status: row.bounce_status,
+            bounce_diagnostic: row.bounce_diagnostic,
+          }
+        : bounceColumns(refusal)),
     },
     requires,
     usage: outcome === 'retry' ? [] : moved(row, 'queued', 'failed'),
     event: { type: EVENT_OF[outcome], extra: {} },
-    suppression: refusalSuppresses(result) ? suppression(row, 'hard_bounce', failure.message) : null,
+    suppression:
+      outcome === 'failed' && refusal !== null && refusalSuppresses(failure, refusal)
+        ? suppression(row, 'hard_bounce', `${refusal.category}: ${failure.message}`)
+        : null,
     attempt: { smtpCode: failure.smtpCode, response: failure.message, transport: result.transport },
   };
 }
 
 /**
- * A relay's permanent refusal of the recipient that proves the mailbox is bad (5.1.1, 5.1.10,
- * 5.2.1) puts the address on the project's suppression list; a policy refusal (5.7.x) or any other
- * failure does not. Only a reply to RCPT TO (or DATA) is about the recipient: a relay that checks
- * the sender answers MAIL FROM with 5.1.1 when the Return-Path is in trouble, which says nothing
- * about the mailbox being mailed.
+ * A relay's permanent refusal of the recipient that proves the address bad (a hard bounce:
+ * user_unknown, host_unknown, has_moved) puts it on the project's suppression list; a policy
+ * refusal, a full mailbox or any other failure does not. Only a reply to RCPT TO (or DATA) is
+ * about the recipient: a relay that checks the sender answers MAIL FROM with 5.1.1 when the
+ * Return-Path is in trouble, which says nothing about the mailbox being mailed.
  */
-function refusalSuppresses(result: Extract<AttemptResult, { ok: false }>): boolean {
-  const { failure } = result;
-  if (failure.kind !== 'permanent' || (failure.smtpCode ?? 0) < 500) return false;
-  if (failure.command !== 'RCPT TO' && failure.command !== 'DATA') return false;
-  return provesBadMailbox(enhancedStatusIn(failure.message));
+function refusalSuppresses(failure: DeliveryFailure, refusal: BounceVerdict): boolean {
+  if (failure.kind !== 'permanent' || refusal.type !== 'hard') return false;
+  return failure.command === 'RCPT TO' || failure.command === 'DATA';
 }
 
 // Cancel --------------------------------------------------------------------------------------
@@ -269,26 +307,32 @@ export function canceled(row: Notification, now: number): Transition | null {
 // Reports that come back ----------------------------------------------------------------------
 
 /**
- * A bounce report about the message's recipient. A hard bounce turns a `sent` message `failed`
- * with `Bounced: <diagnostic>` and, when its status proves the mailbox bad, suppresses the
- * address; a soft bounce only becomes an event. Null when the message has bounced already (a
+ * A bounce report about the message's recipient. One that says the message failed for good turns
+ * a `sent` message `failed` with `Bounced: <diagnostic>`, and suppresses the address when the
+ * bounce is hard (it proves the address bad); one that says it was delayed only becomes an event.
+ * Either way the message keeps the report's reading as its `bounce`. Null when there is nothing
+ * to apply: the message was never sent (no report can be about it), or it bounced already (a
  * report resent by its MTA changes nothing).
  */
 export function bounced(row: Notification, facts: BounceFacts, now: number): Transition | null {
-  const bounce = { ...facts, diagnostic: facts.diagnostic.slice(0, MAX_DIAGNOSTIC) };
-  const event: LifecycleEvent = { type: 'notification.bounced', extra: { bounce } };
-  if (facts.type === 'soft') return { changes: {}, requires: {}, usage: [], event, suppression: null };
+  if (row.sent_at === null) return null;
+  const { verdict } = facts;
+  const event: LifecycleEvent = { type: 'notification.bounced', extra: {} };
+  const columns = bounceColumns(verdict);
+  if (!facts.final) return { changes: columns, requires: {}, usage: [], event, suppression: null };
   if (row.bounced_at !== null) return null;
-  const suppresses = provesBadMailbox(facts.status)
-    ? suppression(row, 'hard_bounce', bounce.diagnostic)
-    : null;
+  const suppresses =
+    verdict.type === 'hard'
+      ? suppression(row, 'hard_bounce', `${verdict.category}: ${columns.bounce_diagnostic}`)
+      : null;
   if (row.state !== 'sent')
-    // Already failed otherwise: the report still tells who the mailbox belongs to.
-    return { changes: {}, requires: {}, usage: [], event, suppression: suppresses };
+    // No longer `sent` (failed otherwise since): the report still tells about the mailbox.
+    return { changes: columns, requires: {}, usage: [], event, suppression: suppresses };
   return {
     changes: {
+      ...columns,
       state: 'failed',
-      error_message: `Bounced: ${bounce.diagnostic}`,
+      error_message: `Bounced: ${columns.bounce_diagnostic}`,
       bounced_at: now,
       updated_at: now,
     },

@@ -1,3 +1,4 @@
+import type { BounceCategory, BounceType, BounceVerdict } from './bounce/categories.js';
 import { publicStatus, type NotificationState, type PublicStatus } from './notification-state.js';
 
 /**
@@ -34,6 +35,11 @@ export interface Notification {
   readonly bounced_at: number | null;
   /** When the first spam complaint about this message arrived. */
   readonly complained_at: number | null;
+  /** The latest bounce: a relay's refusal or a report that came back (product.md §9). */
+  readonly bounce_type: BounceType | null;
+  readonly bounce_category: BounceCategory | null;
+  readonly bounce_status: string | null;
+  readonly bounce_diagnostic: string | null;
 }
 
 /**
@@ -57,6 +63,8 @@ export interface NotificationView {
   last_error?: string;
   next_attempt_at?: string;
   bounced_at?: string;
+  /** Why it bounced, in one word and the relay's or report's own (product.md §9). */
+  bounce?: BounceVerdict;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -96,5 +104,12 @@ export function notificationView(row: Notification): NotificationView {
       view.next_attempt_at = iso(row.run_at);
     }
   }
+  if (row.bounce_type !== null && row.bounce_category !== null)
+    view.bounce = {
+      type: row.bounce_type,
+      category: row.bounce_category,
+      status: row.bounce_status,
+      diagnostic: row.bounce_diagnostic ?? '',
+    };
   return view;
 }

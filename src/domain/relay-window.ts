@@ -1,4 +1,4 @@
-import { enhancedStatusIn } from './suppression.js';
+import { enhancedStatusIn } from './bounce/status-codes.js';
 
 /**
  * How many SMTP transactions a worker keeps in flight to one relay (host and port), learned from

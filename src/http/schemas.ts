@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { MAX_INPUT_LENGTH } from '../domain/address.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
+import { BOUNCE_CATEGORIES, type BounceCategory } from '../domain/bounce/categories.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../services/accept.js';
 
 /**
@@ -161,6 +162,28 @@ export const StatusResponse = Type.Object(
       ...Time,
       description: 'When a bounce report turned a sent message failed (`error_message` says `Bounced: …`).',
     }),
+    bounce: Type.Optional(
+      Type.Object(
+        {
+          type: Type.Union([Type.Literal('hard'), Type.Literal('soft')], {
+            description: '`hard`: the address is bad and was suppressed; `soft`: this message only.',
+          }),
+          category: Type.Unsafe<BounceCategory>({
+            type: 'string',
+            enum: [...BOUNCE_CATEGORIES],
+            description: 'Why, in one word.',
+          }),
+          status: Type.Union([Type.String(), Type.Null()], {
+            description: 'Enhanced status code, e.g. `5.1.1`.',
+          }),
+          diagnostic: Type.String({ description: "The relay's or the report's own words." }),
+        },
+        {
+          description:
+            "The latest bounce: a relay's refusal of an attempt, or a report that came back after sending.",
+        },
+      ),
+    ),
   },
   { description: "The notification's state." },
 );

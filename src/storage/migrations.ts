@@ -324,6 +324,14 @@ const MIGRATIONS: Record<string, Ddl> = {
           `CREATE TRIGGER projects_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON projects
             FOR EACH STATEMENT EXECUTE FUNCTION herald_projects_changed()`,
         ],
+  '010_bounce_categories': () => [
+    // The latest bounce of a message, from a relay's refusal or a report that came back, as the
+    // classifier read it (product.md §9): hard or soft, its category, enhanced status, diagnostic.
+    `ALTER TABLE notifications ADD COLUMN bounce_type TEXT`,
+    `ALTER TABLE notifications ADD COLUMN bounce_category TEXT`,
+    `ALTER TABLE notifications ADD COLUMN bounce_status TEXT`,
+    `ALTER TABLE notifications ADD COLUMN bounce_diagnostic TEXT`,
+  ],
 };
 
 /** The migrations as SQL statements for one backend, by name. */

@@ -1,4 +1,5 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { BounceCategory, BounceType } from '../domain/bounce/categories.js';
 import type { UsageState } from '../domain/lifecycle.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { SuppressionReason } from '../domain/suppression.js';
@@ -82,6 +83,11 @@ export interface NotificationsTable {
   bounced_at: number | null;
   /** When the first spam complaint about this message arrived. */
   complained_at: number | null;
+  /** The latest bounce (domain/bounce/categories.ts): hard or soft, category, status, diagnostic. */
+  bounce_type: BounceType | null;
+  bounce_category: BounceCategory | null;
+  bounce_status: string | null;
+  bounce_diagnostic: string | null;
 }
 
 export interface DeliveryAttemptsTable {

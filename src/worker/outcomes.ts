@@ -25,6 +25,10 @@ const COLUMNS = [
   'text_body',
   'html_body',
   'updated_at',
+  'bounce_type',
+  'bounce_category',
+  'bounce_status',
+  'bounce_diagnostic',
 ] as const;
 const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 

@@ -316,8 +316,16 @@ describe('hard bounces', () => {
       error_message: body.error_message,
       bounced_at: body.bounced_at,
       project: project.name,
-      bounce: { type: 'hard', status: '5.1.1', diagnostic: body.error_message!.slice('Bounced: '.length) },
+      bounce: {
+        type: 'hard',
+        category: 'user_unknown',
+        status: '5.1.1',
+        diagnostic: body.error_message!.slice('Bounced: '.length),
+      },
     });
+    // The status body says why in one word, as the event does; the suppression entry names it.
+    expect(body.bounce).toEqual((bounced.data as { bounce: unknown }).bounce);
+    expect((await suppression(message.to))?.detail).toMatch(/^user_unknown: 550 5\.1\.1 /);
     // Delivered, signed, to the endpoint.
     const delivered = await waitUntil(
       () => eventsAtReceiver(message.requestId).find((r) => r.type === 'notification.bounced'),
@@ -327,24 +335,28 @@ describe('hard bounces', () => {
     expect(badSignatures).toBe(0);
   });
 
-  it('a DSN without the original (5.2.1), through the token: failed and suppressed', async () => {
+  it('a DSN without the original (5.2.1, a disabled mailbox), through the token: failed, not suppressed', async () => {
     const message = await sendThroughRelay(uniqueRecipient('disabled'));
     const outcome = await report(message.returnPath, fixture('dsn-no-original', message));
     expect(outcome).toMatchObject({ ok: true, responseCode: 250 });
     const body = await status(message.requestId);
+    const bounce = {
+      type: 'soft',
+      category: 'suspended',
+      status: '5.2.1',
+      diagnostic: '552 5.2.1 Mailbox disabled for this recipient',
+    };
     expect(body).toMatchObject({
       status: 'failed',
       error_message: 'Bounced: 552 5.2.1 Mailbox disabled for this recipient',
+      bounce,
     });
     expect(body.bounced_at).toBeDefined();
-    expect(await suppression(message.to)).toMatchObject({ reason: 'hard_bounce' });
+    // Disabled for now is no proof that the address is bad (product.md §9).
+    expect(await suppression(message.to)).toBeUndefined();
     const events = await eventsOf(message.id);
     expect(events.map((e) => e.type)).toEqual(['notification.sent', 'notification.bounced']);
-    expect(events[1]!.data.bounce).toEqual({
-      type: 'hard',
-      status: '5.2.1',
-      diagnostic: '552 5.2.1 Mailbox disabled for this recipient',
-    });
+    expect(events[1]!.data.bounce).toEqual(bounce);
   });
 
   it('an Exim plain-text bounce: failed and suppressed', async () => {
@@ -359,7 +371,7 @@ describe('hard bounces', () => {
     expect(await suppression(message.to)).toMatchObject({ reason: 'hard_bounce' });
     const events = await eventsOf(message.id);
     expect(events.map((e) => e.type)).toEqual(['notification.sent', 'notification.bounced']);
-    expect(events[1]!.data.bounce).toMatchObject({ type: 'hard', status: '5.1.1' });
+    expect(events[1]!.data.bounce).toMatchObject({ type: 'hard', category: 'user_unknown', status: '5.1.1' });
   });
 
   it('a policy rejection (5.7.1) fails the message but suppresses nothing', async () => {
@@ -373,7 +385,8 @@ describe('hard bounces', () => {
     expect(await suppression(message.to)).toBeUndefined();
     const events = await eventsOf(message.id);
     expect(events.map((e) => e.type)).toEqual(['notification.sent', 'notification.bounced']);
-    expect(events[1]!.data.bounce).toMatchObject({ type: 'hard', status: '5.7.1' });
+    // "client [192.0.2.10] blocked": the sending address is blocked, not the recipient's.
+    expect(events[1]!.data.bounce).toMatchObject({ type: 'soft', category: 'blocked', status: '5.7.1' });
   });
 
   // An MTA that got no 250 in time sends the report again, possibly while the first is still being
@@ -488,15 +501,15 @@ describe('soft bounces and complaints', () => {
       ok: true,
       responseCode: 250,
     });
-    expect(await status(message.requestId)).toEqual(before);
+    // Still sent; the status body keeps the report's reading as its bounce.
+    const after = await status(message.requestId);
+    expect(after).toEqual({ ...before, bounce: after.bounce });
+    expect(after.bounce).toMatchObject({ type: 'soft', status: '4.4.7' });
     expect(await suppression(message.to)).toBeUndefined();
     expect(await ctx.services.usage.totals(project.projectId)).toEqual(usageBefore);
     const events = await eventsOf(message.id);
     expect(events.map((e) => e.type)).toEqual(['notification.sent', 'notification.bounced']);
-    expect(events[1]!.data).toMatchObject({
-      status: 'sent',
-      bounce: { type: 'soft', status: '4.4.7' },
-    });
+    expect(events[1]!.data).toMatchObject({ status: 'sent', bounce: after.bounce });
     expect(events[1]!.data.bounced_at).toBeUndefined();
     await waitUntil(
       () => eventsAtReceiver(message.requestId).find((r) => r.type === 'notification.bounced'),

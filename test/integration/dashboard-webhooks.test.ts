@@ -478,6 +478,10 @@ describe(`message page (${backend})`, () => {
         sent_at: sentAt,
         bounced_at: sentAt + 60_000,
         error_message: 'Bounced: smtp; 550 5.1.1 user unknown',
+        bounce_type: 'hard',
+        bounce_category: 'user_unknown',
+        bounce_status: '5.1.1',
+        bounce_diagnostic: 'smtp; 550 5.1.1 user unknown',
       })
       .where('request_id', '=', request_id)
       .execute();
@@ -485,5 +489,9 @@ describe(`message page (${backend})`, () => {
     expect(r.statusCode).toBe(200);
     expect(r.body).toContain('<dt>Bounced at</dt><dd data-testid="bounced-at">2030-01-02 03:05:05 UTC</dd>');
     expect(r.body).toContain('Bounced: smtp; 550 5.1.1 user unknown');
+    // Why, in one word.
+    expect(r.body).toContain(
+      '<span class="badge failed">hard</span> <span class="mono" data-testid="bounce-category">user_unknown</span>',
+    );
   });
 });

@@ -30,6 +30,7 @@ const MIGRATIONS = [
   '007_webhooks_suppressions',
   '008_complaints_once',
   '009_project_change_notices',
+  '010_bounce_categories',
 ];
 const TABLES = [
   'admins',
@@ -287,6 +288,44 @@ describe(`migrations (${backend})`, () => {
         );
         expect(triggers.rows).toEqual([{ tgname: 'projects_changed' }]);
       }
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the previous release (009) forward, keeping its bounced mail', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const before = Object.fromEntries(MIGRATIONS.slice(0, 9).map((name) => [name, all[name]!]));
+      await migrateToLatest(storage.db, before, { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      const bounced = await addNotification(storage.db, projectId, {
+        state: 'failed',
+        sent_at: 1_700_000_000_000,
+        bounced_at: 1_700_000_100_000,
+        error_message: 'Bounced: 550 5.1.1 no such user',
+      });
+      const rows = await storage.db.selectFrom('notifications').selectAll().execute();
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      // Every row and column as it was; a bounce read before categories existed has none.
+      const after = await storage.db.selectFrom('notifications').selectAll().execute();
+      expect(after).toEqual(
+        rows.map((row) => ({
+          ...row,
+          bounce_type: null,
+          bounce_category: null,
+          bounce_status: null,
+          bounce_diagnostic: null,
+        })),
+      );
+      expect(await notification(storage.db, bounced)).toMatchObject({
+        state: 'failed',
+        bounced_at: 1_700_000_100_000,
+      });
     } finally {
       await storage.close();
       await database.drop();

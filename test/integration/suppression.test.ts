@@ -241,23 +241,59 @@ describe('suppression by SMTP replies', () => {
     expect(again).toMatchObject({ email: 'gone@example.org', reason: 'hard_bounce', request_id: requestId });
   });
 
-  it.each([
-    ['5.1.10', [550, '5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup']],
-    ['5.2.1', [550, '5.2.1 The email account that you tried to reach is disabled']],
-  ] as const)('suppresses an address refused with %s', async (_status, refusal) => {
+  it('suppresses an address refused with 5.1.10 (no such recipient), naming the category', async () => {
     const { projectId, apiKey } = await seedProject(ctx.services);
-    const address = `dead-${_status.replace(/\./g, '-')}@example.net`;
+    const address = 'dead-5-1-10@example.net';
+    const refusal = [
+      550,
+      '5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup',
+    ] as const;
     relay.refuse.set(address, [...refusal]);
     const requestId = await send(apiKey, address);
     expect(await settled(apiKey, requestId)).toMatchObject({
       status: 'failed',
       error_message: `SMTP ${refusal[0]} ${refusal[1]}`,
+      bounce: { type: 'hard', category: 'user_unknown', status: '5.1.10' },
     });
     expect(await suppressions(projectId)).toEqual([
       expect.objectContaining({ email: address, reason: 'hard_bounce', request_id: requestId }),
     ]);
+    expect((await suppressions(projectId))[0]!.detail).toMatch(/^user_unknown: SMTP 550 5\.1\.10 /);
     relay.refuse.clear();
     await expectSuppressed(apiKey, address, 'hard_bounce');
+  });
+
+  it('names the category of a full mailbox (552 5.2.2): soft, failed, not suppressed', async () => {
+    const { projectId, apiKey } = await seedProject(ctx.services);
+    const address = 'full-5-2-2@example.net';
+    relay.refuse.set(address, [552, '5.2.2 <full-5-2-2@example.net>: Mailbox full']);
+    const requestId = await send(apiKey, address);
+    expect(await settled(apiKey, requestId)).toMatchObject({
+      status: 'failed',
+      bounce: {
+        type: 'soft',
+        category: 'mailbox_full',
+        status: '5.2.2',
+        diagnostic: 'SMTP 552 5.2.2 <full-5-2-2@example.net>: Mailbox full',
+      },
+    });
+    expect(await suppressions(projectId)).toEqual([]);
+    relay.refuse.clear();
+  });
+
+  it('fails a disabled mailbox (5.2.1) as suspended without suppressing it', async () => {
+    const { projectId, apiKey } = await seedProject(ctx.services);
+    const address = 'disabled-5-2-1@example.net';
+    relay.refuse.set(address, [550, '5.2.1 The email account that you tried to reach is disabled']);
+    const requestId = await send(apiKey, address);
+    expect(await settled(apiKey, requestId)).toMatchObject({
+      status: 'failed',
+      bounce: { type: 'soft', category: 'suspended', status: '5.2.1' },
+    });
+    expect(await suppressions(projectId)).toEqual([]);
+    relay.refuse.clear();
+    const again = await send(apiKey, address);
+    expect(await settled(apiKey, again)).toMatchObject({ status: 'sent' });
   });
 
   it("suppresses on Gmail's multi-line 550-5.1.1 reply", async () => {

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { parseDeliveryStatus, parseReport } from '../../src/bounces/report.js';
-import { enhancedStatusIn } from '../../src/domain/suppression.js';
+import { enhancedStatusIn } from '../../src/domain/bounce/status-codes.js';
 import { BOUNCE_FIXTURES, loadBounceFixture } from '../fixtures/bounces/load.js';
 
 const RUNS = { numRuns: 200 };

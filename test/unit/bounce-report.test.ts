@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { enhancedStatusIn, provesBadMailbox } from '../../src/domain/suppression.js';
+import { enhancedStatusIn } from '../../src/domain/bounce/status-codes.js';
 import {
   bounceSeverity,
   parseDeliveryStatus,
@@ -85,10 +85,13 @@ const expected: Record<BounceFixture, FeedbackReport> = {
   'not-a-report': { kind: 'unknown' },
 };
 
-/** What the intake will decide from each fixture's first recipient: [severity, suppress]. */
+/**
+ * What the intake will decide from each fixture's first recipient: [severity, suppress]. A
+ * disabled mailbox (5.2.1) fails the message but is `suspended`, not proof of a bad address.
+ */
 const decisions: Partial<Record<BounceFixture, [ReturnType<typeof bounceSeverity>, boolean]>> = {
   'postfix-dsn': ['hard', true],
-  'dsn-no-original': ['hard', true],
+  'dsn-no-original': ['hard', false],
   'dsn-with-headers-only': ['hard', true],
   'dsn-delayed': ['soft', false],
   'dsn-policy': ['hard', false],
@@ -115,7 +118,7 @@ describe('parseReport on the fixtures', () => {
       if (report.kind !== 'bounce') throw new Error(`${name} is not a bounce`);
       const [recipient] = report.recipients;
       expect(bounceSeverity(recipient!)).toBe(severity);
-      expect(provesBadMailbox(recipient!.status)).toBe(suppress);
+      expect(recipient!.type === 'hard').toBe(suppress);
     },
   );
 
@@ -427,27 +430,6 @@ describe('bounceSeverity', () => {
     [null, null, null],
   ] as const)('action %s, status %s → %s', (action, status, severity) => {
     expect(bounceSeverity(recipient(action, status))).toBe(severity);
-  });
-});
-
-describe('provesBadMailbox', () => {
-  it.each([
-    ['5.1.1', true],
-    ['5.1.10', true],
-    ['5.2.1', true],
-    ['5.1.2', false],
-    ['5.1.100', false],
-    ['5.2.2', false],
-    ['5.7.1', false],
-    ['5.7.26', false],
-    ['5.0.0', false],
-    ['4.1.1', false],
-    ['4.2.1', false],
-    ['2.0.0', false],
-    [' 5.1.1', false],
-    [null, false],
-  ] as const)('%s → %s', (status, proves) => {
-    expect(provesBadMailbox(status)).toBe(proves);
   });
 });
 

@@ -7,7 +7,7 @@ import {
   VENDOR_ADDRESS_PHRASES,
 } from './phrases.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
-import { categoryOfStatus, categoryOfSubject } from './status-codes.js';
+import { categoryOfStatus, categoryOfSubject, enhancedStatusIn, isEnhancedStatus } from './status-codes.js';
 
 /**
  * One failure, whether a relay refused during the SMTP transaction or a report came back: the
@@ -43,9 +43,6 @@ export const MAX_DIAGNOSTIC = 500;
 /** A reply rarely runs past a few lines; phrases are looked for in this much of it. */
 const MAX_SCAN = 4000;
 
-// RFC 3463 §2 (see also enhancedStatusIn in ../suppression.ts): not part of an IP address or a
-// version number; `#5.1.1` (qmail) and `550-5.1.1` (a multiline reply) count.
-const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\w)/;
 // An SMTP reply code where a reply starts: at the start of the text or after a separator, followed
 // by a space or hyphen and then an enhanced status, a word or a bracket; never inside an address,
 // an IP address, a port or a number with more digits.
@@ -55,10 +52,6 @@ export function normalise(text: string): string {
   return text.slice(0, MAX_SCAN).toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
-export function enhancedStatusOf(text: string): string | null {
-  return ENHANCED_STATUS.exec(text.slice(0, MAX_SCAN))?.[1] ?? null;
-}
-
 export function replyCodeOf(text: string): number | null {
   const code = REPLY_CODE.exec(text.slice(0, MAX_SCAN).toLowerCase())?.[1];
   return code === undefined ? null : Number(code);
@@ -66,8 +59,8 @@ export function replyCodeOf(text: string): number | null {
 
 /** The more specific of the structured status and the one in the text (a DSN often says 5.0.0). */
 function bestStatus(field: string | null | undefined, text: string): string | null {
-  const fromField = typeof field === 'string' && ENHANCED_STATUS.test(field) ? field.trim() : null;
-  const fromText = enhancedStatusOf(text);
+  const fromField = typeof field === 'string' && isEnhancedStatus(field) ? field.trim() : null;
+  const fromText = enhancedStatusIn(text);
   if (fromField === null) return fromText;
   if (fromText !== null && fromText[0] === fromField[0] && /\.0\.0$/.test(fromField)) return fromText;
   return fromField;

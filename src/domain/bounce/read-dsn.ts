@@ -1,4 +1,5 @@
-import { classifyFailure, enhancedStatusOf, MAX_DIAGNOSTIC } from './classify.js';
+import { classifyFailure, MAX_DIAGNOSTIC } from './classify.js';
+import { enhancedStatusIn } from './status-codes.js';
 import { MAX_RECIPIENTS, type BounceRecipient } from './feedback-report.js';
 import type { BounceCategory } from './categories.js';
 import {
@@ -91,7 +92,7 @@ function lineOf(block: FieldBlock): DsnLine {
   return {
     recipient: recipientOf(block),
     action: ACTIONS.has(action) ? action : null,
-    status: enhancedStatusOf(get(block, 'status') ?? ''),
+    status: enhancedStatusIn(get(block, 'status') ?? ''),
     diagnostic: clip(typedValue(diagnosticField)),
     diagnosticType: valueType(diagnosticField),
     vendorCategory: POWERMTA_CATEGORIES[get(block, 'x-powermta-bouncecategory')?.toLowerCase() ?? ''] ?? null,

@@ -1,5 +1,24 @@
 import type { BounceCategory } from './categories.js';
 
+// RFC 3463 §2: class.subject.detail, class 2, 4 or 5, subject and detail of 1–3 digits. Not part of
+// a longer token such as an IP address (192.0.2.1), a version (1.2.3.4, v5.1.1) or `5.1.1a`; a
+// hyphen may precede it: `550-5.1.1` is a line of a multiline reply (RFC 5321 §4.2), and `#5.1.1`
+// is qmail's.
+const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\w)/;
+/** A folded header field's worth of text: a status code is near the start of a reply. */
+const MAX_STATUS_SCAN = 4 * 998;
+
+/** The enhanced status code in a reply such as `550 5.1.1 <x@y>: Recipient address rejected`. */
+export function enhancedStatusIn(text: string): string | null {
+  if (typeof text !== 'string') return null;
+  return ENHANCED_STATUS.exec(text.slice(0, MAX_STATUS_SCAN))?.[1] ?? null;
+}
+
+/** Whether a text holds an enhanced status code. */
+export function isEnhancedStatus(text: string): boolean {
+  return enhancedStatusIn(text) !== null;
+}
+
 /**
  * Enhanced status codes (RFC 3463 and the IANA registry of RFC 5248) → category. A code names a
  * category only where its meaning is specific; generic codes (X.0.0, X.1.0, X.5.0, X.7.0, X.7.1,
