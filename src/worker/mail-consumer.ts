@@ -97,11 +97,16 @@ export class MailConsumer implements Consumer {
     return this.relays.windowSizes();
   }
 
+  /** Claims due mail, reads whose recipients are suppressed (one query), and starts what fits. */
   async fill(): Promise<Fill> {
     const leaveOut = this.saturatedProjects();
     const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: leaveOut });
     this.leftOut = new Set(leaveOut);
-    if (rows.length > 0) await this.take(rows);
+    if (rows.length > 0) {
+      const suppressed = await this.suppressionsOf(rows);
+      const batch = this.loader.batch();
+      for (const row of rows) this.backlog.push({ row, batch, suppressed: suppressed.get(row.id) ?? null });
+    }
     this.pump();
     return {
       claimed: rows.length,
@@ -134,25 +139,25 @@ export class MailConsumer implements Consumer {
       this.logger.warn({ inFlight: this.active }, 'stopped with SMTP transactions still in flight');
   }
 
-  /** Claimed rows join the backlog, with their suppression looked up once for the whole batch. */
-  private async take(rows: readonly NotificationRow[]): Promise<void> {
-    const batch = this.loader.batch();
+  /** Why each claimed row's recipient is suppressed, by row id. If the look-up fails the claim is given back. */
+  private async suppressionsOf(rows: readonly NotificationRow[]): Promise<Map<number, SuppressionReason>> {
     const keys = rows.map((row) => suppressionKey(row.recipient));
-    let suppressed: Map<string, SuppressionReason>;
+    let found: Map<string, SuppressionReason>;
     try {
-      suppressed = await suppressedAmong(
+      found = await suppressedAmong(
         this.queue.db,
         rows.flatMap((row, i) => (keys[i] === null ? [] : [{ projectId: row.project_id, email: keys[i]! }])),
       );
     } catch (error) {
-      // The claim is given back, not left leased.
       await this.queue.release(rows).catch(() => {});
       throw error;
     }
+    const reasons = new Map<number, SuppressionReason>();
     rows.forEach((row, i) => {
-      const reason = keys[i] === null ? undefined : suppressed.get(`${row.project_id}\n${keys[i]}`);
-      this.backlog.push({ row, batch, suppressed: reason ?? null });
+      const reason = keys[i] === null ? undefined : found.get(`${row.project_id}\n${keys[i]}`);
+      if (reason !== undefined) reasons.set(row.id, reason);
     });
+    return reasons;
   }
 
   /**
