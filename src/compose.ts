@@ -57,7 +57,7 @@ export interface Services {
   readonly webhooks: WebhookService;
   readonly suppressions: SuppressionService;
   readonly bounces: BounceIntake;
-  /** Decrypts a webhook endpoint's stored secret (the dispatcher signs with it). */
+  /** Decrypts a webhook endpoint's stored secret (the webhook consumer signs with it). */
   readonly openWebhookSecret: (sealed: string) => string;
   /** The bounce token MAC key, derived from the instance secret. */
   readonly bounceKey: Buffer;

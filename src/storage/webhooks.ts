@@ -49,7 +49,7 @@ export async function findEndpoint(
     .executeTakeFirst();
 }
 
-/** Endpoints by id for the dispatcher (any project: it serves them all). */
+/** Endpoints by id for the webhook consumer (any project: it serves them all). */
 export async function endpointsById(
   db: Kysely<Database>,
   ids: readonly number[],
@@ -85,7 +85,7 @@ export async function deleteEndpoint(db: Kysely<Database>, projectId: number, id
 }
 
 /**
- * Enabled endpoints with deliveries due, the longest-waiting first: the dispatcher claims per
+ * Enabled endpoints with deliveries due, the longest-waiting first: the webhook consumer claims per
  * endpoint, so one endpoint's backlog cannot fill every lane.
  */
 export async function dueEndpoints(
