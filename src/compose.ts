@@ -4,8 +4,9 @@ import { parseMailbox, type Mailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
 import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
 import { Metrics } from './metrics/metrics.js';
-import { SecretBox } from './security/cipher.js';
+import { SEALED, SecretBox } from './security/cipher.js';
 import { resolveSecretKey } from './security/secret-key.js';
+import { checkSecretKey } from './services/secret-check.js';
 import { AdminService } from './services/admins.js';
 import { ApiLogService } from './services/api-log.js';
 import { Janitor } from './services/janitor.js';
@@ -129,6 +130,10 @@ export async function openServices(
   try {
     if (options.migrate ?? true) await storage.migrate();
     secretKey = resolveSecretKey(config.secretKey, config.dataDir);
+    await checkSecretKey(storage.db, secretKey, {
+      configured: config.secretKey !== null,
+      dataDir: config.dataDir,
+    });
   } catch (error) {
     await storage.close();
     throw error;
@@ -139,7 +144,7 @@ export async function openServices(
     changesSettleMs: storage.projectChangesSettleMs,
   });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
-  const webhookSecrets = new SecretBox(secretKey, 'herald:webhook-secret');
+  const webhookSecrets = new SecretBox(secretKey, SEALED.webhookSecret);
   const tokenKey = bounceKey(secretKey);
   const bounceDomain = config.bounces.domain;
   const mailer = new SmtpMailer({

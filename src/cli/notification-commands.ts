@@ -87,12 +87,13 @@ export function notificationCommands(): Command {
       servicesAction(
         async ({ notifications, templates }, out, requestId: string, options: { reveal?: boolean }) => {
           const { notification: row, attempts } = await notifications.detail(requestId);
-          const content = notifications.content(row, options.reveal ?? false);
           const template = await templates.diagnose(
             row.project_id,
             row.template,
-            content.erasedAt === null ? row.data : null,
+            row.content_erased_at === null ? row.data : null,
           );
+          const rerender = template.found ? template.rerender : undefined;
+          const content = notifications.content(row, options.reveal ?? false, rerender);
           const shown = { row, attempts, content, template };
           const json = showJson(shown);
           out.print(json, showText(shown, String(json.status)));

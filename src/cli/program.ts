@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, StartupError } from '../config.js';
 import { HeraldError } from '../domain/errors.js';
+import { VERSION } from '../version.js';
 import { adminCommands } from './admin-commands.js';
 import { notificationCommands, statsCommand } from './notification-commands.js';
 import { projectCommands } from './project-commands.js';
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .description('Herald: self-hosted email notifications over any SMTP relay')
     .option('--json', 'print one JSON object on stdout')
     .option('--data-dir <dir>', 'data directory (overrides HERALD_DATA_DIR)')
+    .version(VERSION, '-V, --version', 'print the version')
     .showHelpAfterError()
     .exitOverride();
   for (const command of [

@@ -100,9 +100,15 @@ export function backupCommand(): Command {
       const to = path.resolve(options.to);
       if (existsSync(to)) throw new ConfigError(`${to} already exists; choose a new file`);
       const { pages } = await backupSqlite(config.database.file, to);
+      // The copy's SMTP passwords and webhook secrets open only with the key they were sealed with.
+      const secretKey =
+        config.secretKey !== null
+          ? 'the value of HERALD_SECRET_KEY'
+          : `the file ${path.join(config.dataDir, 'secret.key')}`;
       outputOf(command).print(
-        { backup: to, from: config.database.file, pages },
-        `Backed up ${config.database.file} to ${to} (${pages} pages).`,
+        { backup: to, from: config.database.file, pages, secret_key: secretKey },
+        `Backed up ${config.database.file} to ${to} (${pages} pages).\n` +
+          `Keep ${secretKey} with it: a restored database starts only with the secret key it was made with.`,
       );
     });
 }

@@ -6,6 +6,7 @@ import type { UsageService } from '../services/usage.js';
 import type { Assets } from './assets.js';
 import { helpers } from './format.js';
 import { idParam } from './forms.js';
+import { VERSION } from '../version.js';
 
 /** What every dashboard route module receives: the shared services plus the dashboard's own. */
 export interface DashboardDeps {
@@ -52,6 +53,7 @@ export async function page(
     {
       ...data,
       assets: deps.assets.urls,
+      version: VERSION,
       admin: request.dashSession?.admin ?? null,
       path: request.url.split('?')[0],
       origin: deps.services.config.publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`,

@@ -76,11 +76,16 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const project = await projects.get(notification.project_id);
     const revealed = (request.query as Record<string, unknown>).reveal === '1';
     const pending = notification.state === 'queued' || notification.state === 'sending';
-    const content = notifications.content(notification, revealed);
+    const erased = notification.content_erased_at !== null;
     const template = await templates.diagnose(
       notification.project_id,
       notification.template,
-      content.erasedAt === null ? notification.data : null,
+      erased ? null : notification.data,
+    );
+    const content = notifications.content(
+      notification,
+      revealed,
+      template.found ? template.rerender : undefined,
     );
     return page(request, reply, deps, 'message', {
       title: `Message ${notification.request_id}`,

@@ -1,5 +1,12 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
+/** What each key derived from the instance secret seals: a key serves one purpose only. */
+export const SEALED = {
+  smtpPassword: 'herald:smtp-password',
+  webhookSecret: 'herald:webhook-secret',
+  secretCheck: 'herald:secret-check',
+} as const;
+
 /**
  * Encrypts secrets at rest (SMTP passwords) with AES-256-GCM. The key is derived from the instance
  * secret with HKDF, bound to a purpose string, so keys derived from the same secret for other
@@ -8,7 +15,7 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 export class SecretBox {
   private readonly key: Buffer;
 
-  constructor(secret: string, purpose = 'herald:smtp-password') {
+  constructor(secret: string, purpose: string = SEALED.smtpPassword) {
     this.key = Buffer.from(hkdfSync('sha256', secret, 'herald', purpose, 32));
   }
 

@@ -3,7 +3,7 @@ import { errors } from '../domain/errors.js';
 import { canceled } from '../domain/lifecycle.js';
 import { notificationView, type NotificationView } from '../domain/notification.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
-import { maskContent } from '../domain/sensitive.js';
+import { maskContent, type Rerender } from '../domain/sensitive.js';
 import { listAttempts } from '../storage/delivery-attempts.js';
 import {
   countByState,
@@ -82,9 +82,10 @@ export class NotificationService {
 
   /**
    * A message's request data (as indented JSON) and rendered content, for people: values of
-   * sensitive placeholders masked unless `reveal` (product.md §8).
+   * sensitive placeholders masked unless `reveal` (product.md §8), exactly where the template put
+   * them when `rerender` (its template, diagnose() of templates.ts) renders the message again.
    */
-  content(row: NotificationRow, reveal: boolean): ContentView {
+  content(row: NotificationRow, reveal: boolean, rerender?: Rerender): ContentView {
     if (row.content_erased_at !== null) {
       const note = `(erased on ${new Date(row.content_erased_at).toISOString()}: content retention)`;
       return {
@@ -101,7 +102,7 @@ export class NotificationService {
       const data = JSON.parse(row.data) as unknown;
       const shown = reveal
         ? { data, ...rendered, masked: 0 }
-        : { ...maskContent({ data, ...rendered }), erasedAt: null };
+        : { ...maskContent({ data, ...rendered }, rerender), erasedAt: null };
       return { ...shown, data: JSON.stringify(shown.data, null, 2) };
     } catch {
       // Data stored before nesting was bounded can be too deep to walk; nothing of it is shown

@@ -13,6 +13,7 @@ import {
 } from '../storage/templates.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
+import type { Rerender } from '../domain/sensitive.js';
 
 /** Names are bounded like the `template` field of a send request, so every template can be sent. */
 export const TEMPLATE_LIMITS = {
@@ -38,7 +39,12 @@ export interface Template {
 }
 
 export type TemplateDiagnosis =
-  | { readonly found: true; readonly blank: string[] | null }
+  | {
+      readonly found: true;
+      readonly blank: string[] | null;
+      /** Renders the template as it is now with some data (masking puts its masks by it). */
+      readonly rerender: Rerender;
+    }
   | { readonly found: false; readonly names: string[]; readonly suggestion: string | null };
 
 export interface TemplateInput {
@@ -181,14 +187,18 @@ export class TemplateService {
       const names = (await listTemplates(this.db, projectId)).map((template) => template.name);
       return { found: false, names, suggestion: closestName(name, names) };
     }
+    const compiled = new CompiledMessage({ subject: row.subject, text: row.text_body, html: row.html_body });
+    const rerender: Rerender = (values) =>
+      typeof values === 'object' && values !== null && !Array.isArray(values)
+        ? compiled.render(values as Record<string, unknown>)
+        : null;
     let values: unknown = null;
     try {
       values = data === null ? null : JSON.parse(data);
     } catch {
       values = null;
     }
-    if (values === null || typeof values !== 'object') return { found: true, blank: null };
-    const compiled = new CompiledMessage({ subject: row.subject, text: row.text_body, html: row.html_body });
-    return { found: true, blank: compiled.blankPlaceholders(values) };
+    if (values === null || typeof values !== 'object') return { found: true, blank: null, rerender };
+    return { found: true, blank: compiled.blankPlaceholders(values), rerender };
   }
 }

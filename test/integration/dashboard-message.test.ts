@@ -55,6 +55,25 @@ describe(`message page (${backend})`, () => {
     expect(revealed.body).toContain('hunter2-secret');
   });
 
+  it("keeps the template's own words when the secret is one of them", async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to: 'jane@example.org',
+      data: { user_name: 'Jane', password: 'password' },
+    });
+    // As the worker renders it.
+    await ctx.services.storage.db
+      .updateTable('notifications')
+      .set({ subject: 'Hi Jane', text_body: 'Your password is password.' })
+      .where('request_id', '=', request_id)
+      .execute();
+    const masked = await open(request_id);
+    expect(masked.statusCode).toBe(200);
+    expect(masked.body).toContain(`Your password is ${MASK}.`);
+    // The footer says which Herald this is.
+    expect(masked.body).toMatch(/data-testid="version">Herald \d+\.\d+\.\d+/);
+  });
+
   it('answers 200 for a message whose stored data is nested 4,000 levels deep', async () => {
     const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
     const deep = `${'{"a":'.repeat(4000)}1${'}'.repeat(4000)}`;

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -29,5 +32,14 @@ describe('send and status', () => {
       template: 'user_created',
       to: 'jane@example.org',
     });
+  });
+});
+
+describe('which Herald answers', () => {
+  it('gives its version in /healthz', async () => {
+    const health = await ctx.app.inject({ url: '/healthz' });
+    expect(health.statusCode).toBe(200);
+    expect(health.json()).toEqual({ status: 'ok', version: PACKAGE_VERSION });
+    expect(PACKAGE_VERSION).toMatch(/^\d+\.\d+\.\d+/);
   });
 });

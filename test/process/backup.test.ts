@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -36,7 +36,10 @@ describe('herald backup and --data-dir', () => {
     const file = path.join(root, 'copy.db');
     const backup = await runHerald(['backup', '--to', file, '--data-dir', dataDir, '--json'], env);
     expect(backup.code, backup.stderr).toBe(0);
-    expect(JSON.parse(backup.stdout)).toMatchObject({ backup: file });
+    expect(JSON.parse(backup.stdout)).toMatchObject({
+      backup: file,
+      secret_key: 'the value of HERALD_SECRET_KEY',
+    });
     expect(statSync(file).mode & 0o777).toBe(0o600);
     // A second backup never overwrites a file.
     expect((await runHerald(['backup', '--to', file, '--data-dir', dataDir], env)).code).toBe(1);
@@ -47,6 +50,45 @@ describe('herald backup and --data-dir', () => {
     const list = await runHerald(['project', 'list', '--data-dir', restored, '--json'], env);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain('"shop"');
+  });
+
+  it('says which secret key to keep with the copy, and the copy opens only with it', async () => {
+    const dataDir = path.join(root, 'generated');
+    // No HERALD_SECRET_KEY: the key is generated into the data directory.
+    const created = await runHerald(['project', 'create', '--name', 'hooks', '--data-dir', dataDir], {});
+    expect(created.code, created.stderr).toBe(0);
+    const hook = await runHerald(
+      [
+        'webhook',
+        'create',
+        '--project',
+        'hooks',
+        '--url',
+        'https://hooks.example.org/h',
+        '--data-dir',
+        dataDir,
+      ],
+      {},
+    );
+    expect(hook.code, hook.stderr).toBe(0);
+    const file = path.join(root, 'generated.db');
+    const backup = await runHerald(['backup', '--to', file, '--data-dir', dataDir], {});
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(backup.stdout).toContain(`Keep the file ${path.join(dataDir, 'secret.key')} with it`);
+
+    // Restored into a new directory, which generates a key of its own: refused, in one line.
+    const restored = path.join(root, 'restored-elsewhere');
+    mkdirSync(restored, { recursive: true });
+    copyFileSync(file, path.join(restored, 'herald.db'));
+    const refused = await runHerald(['project', 'list', '--data-dir', restored], {});
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toContain(`the generated key in ${restored}/secret.key is not the secret key`);
+    // With the key it was made with, it opens.
+    copyFileSync(path.join(dataDir, 'secret.key'), path.join(restored, 'secret.key'));
+    const opened = await runHerald(['project', 'list', '--data-dir', restored, '--json'], {});
+    expect(opened.code, opened.stderr).toBe(0);
+    expect(opened.stdout).toContain('"hooks"');
   });
 
   it('says to use pg_dump on PostgreSQL, before connecting anywhere', async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,6 +70,14 @@ afterAll(async () => {
 
 describe('herald CLI', () => {
   let apiKey: string;
+
+  it('prints its version', async () => {
+    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', '--version'], {
+      env: { ...process.env, ...env },
+    });
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    expect(stdout.trim()).toBe(version);
+  });
 
   it('creates a project and shows its key only at creation', async () => {
     const project = await herald(

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { runHerald } from '../helpers/processes.js';
 import { testEnv } from '../helpers/services.js';
+import { loadConfig } from '../../src/config.js';
+import { openStorage } from '../../src/storage/open.js';
 
 /**
  * `herald serve` that cannot start says why in one line on stderr and exits 1 (product.md §7),
@@ -81,5 +83,28 @@ describe('herald serve that cannot start', () => {
   it('names an invalid variable', async () => {
     const result = await runHerald(['serve'], testEnv(database, { HERALD_DELIVERY_MAX_ATTEMPTS: 'many' }));
     expectOneLine(result, /^herald: HERALD_DELIVERY_MAX_ATTEMPTS must be a whole number, got "many"$/);
+  });
+
+  it('refuses a secret key that cannot read the stored secrets, before the check existed too', async () => {
+    const env = testEnv(database);
+    expect((await runHerald(['project', 'create', '--name', 'keyed'], env)).code).toBe(0);
+    const hook = await runHerald(
+      ['webhook', 'create', '--project', 'keyed', '--url', 'https://hooks.example.org/herald'],
+      env,
+    );
+    expect(hook.code, hook.stderr).toBe(0);
+    const wrong = { ...env, HERALD_SECRET_KEY: 'b'.repeat(64), HERALD_PORT: '0' };
+    const refusal =
+      /^herald: HERALD_SECRET_KEY is not the secret key this database's SMTP passwords and webhook secrets were stored with; start with the key it was made with/;
+    expectOneLine(await runHerald(['serve'], wrong), refusal);
+    expectOneLine(await runHerald(['project', 'list'], wrong), refusal);
+    // A database from before the check: its stored webhook secret is the proof.
+    const storage = openStorage(loadConfig(env).database);
+    await storage.db.deleteFrom('settings').where('key', '=', 'secret_check').execute();
+    await storage.close();
+    expectOneLine(await runHerald(['project', 'list'], wrong), refusal);
+    // The right key reads it, and writes the check again.
+    expect((await runHerald(['project', 'list'], env)).code).toBe(0);
+    expectOneLine(await runHerald(['project', 'list'], wrong), refusal);
   });
 });

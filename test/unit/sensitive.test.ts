@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isSensitiveName, MASK, maskContent } from '../../src/domain/sensitive.js';
+import { CompiledMessage } from '../../src/domain/message.js';
+import { isSensitiveName, MASK, maskContent, type Rerender } from '../../src/domain/sensitive.js';
 
 describe('sensitive placeholders', () => {
   it.each([
@@ -36,5 +37,33 @@ describe('sensitive placeholders', () => {
   it('leaves content without sensitive placeholders as it is', () => {
     const content = { data: { a: 'x' }, subject: 's', text: 't', html: null };
     expect(maskContent(content)).toEqual({ ...content, masked: 0 });
+  });
+
+  it('masks a secret only where it was put, not inside the words of the template', () => {
+    const template = new CompiledMessage({
+      subject: 'Your new password',
+      text: 'Your password is {{password}}. Keep your password safe.',
+      html: '<p>Your password: <b>{{password}}</b></p>',
+    });
+    const rerender: Rerender = (data) => template.render(data as Record<string, unknown>);
+    for (const password of ['password', 'pass', 'word']) {
+      const data = { password };
+      const masked = maskContent({ data, ...template.render(data) }, rerender);
+      expect(masked.subject).toBe('Your new password');
+      expect(masked.text).toBe(`Your password is ${MASK}. Keep your password safe.`);
+      expect(masked.html).toBe(`<p>Your password: <b>${MASK}</b></p>`);
+      expect(masked.masked).toBe(1);
+    }
+  });
+
+  it('without the template as it was, masks a secret only as a whole word', () => {
+    const masked = maskContent({
+      data: { password: 'pass' },
+      subject: 'Your password',
+      text: 'Your password is pass; passes, bypass and pass-through stay.',
+      html: null,
+    });
+    expect(masked.subject).toBe('Your password');
+    expect(masked.text).toBe(`Your password is ${MASK}; passes, bypass and ${MASK}-through stay.`);
   });
 });
