@@ -49,12 +49,17 @@ export function findChromium(
 /** The suites this run leaves out, with the reason, shared with the closing summary line. */
 export const SKIPPED_SUITES_ENV = 'HERALD_TEST_SKIPPED_SUITES';
 
-export function recordSkippedSuite(env: NodeJS.ProcessEnv, name: string, reason: string): void {
+export function recordSkippedSuite(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  reason: string,
+  warn: (notice: string) => void = (notice) => console.warn(notice),
+): void {
   const list = JSON.parse(env[SKIPPED_SUITES_ENV] ?? '{}') as Record<string, string>;
   if (list[name] === undefined) {
     list[name] = reason;
     env[SKIPPED_SUITES_ENV] = JSON.stringify(list);
-    console.warn(`\n  ${name} suite SKIPPED: ${reason}.\n`);
+    warn(`\n  ${name} suite SKIPPED: ${reason}.\n`);
   }
 }
 

@@ -8,6 +8,7 @@ import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { Storage } from '../storage/storage.js';
 import { registerApiLog } from './api-log-hooks.js';
+import { BACK_TO_DASHBOARD, faviconRoutes, LOGO_SVG, MARK_SVG } from './brand.js';
 import { BODY_LIMIT, OPENAPI, apiRoutes } from './api-routes.js';
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { healthRoutes } from './health.js';
@@ -50,6 +51,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerApiLog(app, deps.apiLogs);
   if (deps.metricsRoute !== undefined) await metricsRoutes(app, deps.metricsRoute);
   await app.register(healthRoutes, { storage: deps.storage });
+  await app.register(faviconRoutes);
   await registerApiDocs(app);
   await app.register(apiRoutes, {
     projects: deps.projects,
@@ -104,5 +106,21 @@ async function registerApiDocs(app: FastifyInstance): Promise<void> {
     transformStaticCSP: () => API_DOCS_CSP,
     // No validator badge: it would send the document to validator.swagger.io.
     uiConfig: { url: OPENAPI, deepLinking: false, tryItOutEnabled: false, validatorUrl: null },
+    // Its logo leads back to the dashboard (the plugin puts the image in the top bar's link;
+    // BACK_TO_DASHBOARD points that link at the dashboard).
+    logo: { type: 'image/svg+xml', content: Buffer.from(LOGO_SVG), href: '/', target: '_self' },
+    theme: {
+      title: 'Herald API reference',
+      js: [{ filename: 'back-to-dashboard.js', content: BACK_TO_DASHBOARD }],
+      favicon: [
+        {
+          filename: 'favicon.svg',
+          rel: 'icon',
+          sizes: 'any',
+          type: 'image/svg+xml',
+          content: Buffer.from(MARK_SVG),
+        },
+      ],
+    },
   });
 }

@@ -85,17 +85,29 @@ export function errorHandler(
   return sendError(reply, 500, isSend ? Messages.queueFailed : 'Internal server error');
 }
 
-const NOT_FOUND_PAGE = `<!doctype html>
+function notFoundPage(message: string): string {
+  return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>404 Not Found</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto; padding: 0 1rem">
-<h1>404 Not Found</h1><p>There is nothing at this address. The API lives under <code>/api/v1</code>.</p>
+<h1>404 Not Found</h1><p>${message}</p>
 </body></html>
 `;
+}
+
+/** Under /api/v1 the caller is already at the API: it needs the list of routes, not the prefix. */
+const API_NOT_FOUND = notFoundPage(
+  'There is no such API route. Every route is in the <a href="/docs/api">API reference</a>.',
+);
+const NOT_FOUND = notFoundPage(
+  'There is nothing at this address. The <a href="/">dashboard</a> is at <code>/</code>, the API ' +
+    'under <code>/api/v1</code> (<a href="/docs/api">reference</a>).',
+);
 
 /** Spec §7.1: a wrong base URL or path gets a not-found page, not JSON. */
-export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_PAGE);
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const page = request.url === '/api/v1' || request.url.startsWith('/api/v1/') ? API_NOT_FOUND : NOT_FOUND;
+  return reply.code(404).type('text/html; charset=utf-8').send(page);
 }
 
 /**

@@ -38,4 +38,19 @@ describe('the API reference page', () => {
     expect(foreign).toEqual([]);
     expect(problems).toEqual([]);
   });
+
+  it('leads back to the dashboard from its logo, and has the tab icon', async () => {
+    const { page } = await h.newPage();
+    await page.goto('/docs/api');
+    const logo = page.locator('.topbar a').first();
+    await logo.waitFor();
+    expect(await logo.getAttribute('href')).toBe('/');
+    const icon = await page.locator('link[rel="icon"]').first().getAttribute('href');
+    expect(icon).toBeTruthy();
+    await Promise.all([page.waitForURL((url) => url.pathname !== '/docs/api'), logo.click()]);
+    expect(new URL(page.url()).pathname).not.toMatch(/^\/docs\/api/);
+    const favicon = await fetch(`${h.url}/favicon.ico`);
+    expect(favicon.status).toBe(200);
+    expect(favicon.headers.get('content-type')).toContain('image/svg+xml');
+  });
 });

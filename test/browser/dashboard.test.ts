@@ -201,7 +201,10 @@ describe('dashboard journey in a real browser', () => {
     const headers = { authorization: `Bearer ${apiKey}` };
     expect((await fetch(`${h.url}/api/v1/notifications/${requestId}`, { headers })).status).toBe(200);
     expect((await apiSend(h.url, apiKey, { to: 'jane@example.org' })).status).toBe(400);
-    expect((await apiSend(h.url, `${apiKey.slice(0, -1)}X`, { template: 'user_created' })).status).toBe(401);
+    // Another key: its last character changed (to one it is not, so never the same key by chance).
+    const wrongKey = `${apiKey.slice(0, -1)}${apiKey.endsWith('X') ? 'Y' : 'X'}`;
+    expect(wrongKey).not.toBe(apiKey);
+    expect((await apiSend(h.url, wrongKey, { template: 'user_created' })).status).toBe(401);
     expect((await fetch(`${h.url}/api/v1/notifications/unknown-id`, { headers })).status).toBe(404);
     await page.goto('/api-logs?status=401');
     await reloadUntil(page, async () => (await page.getByTestId('api-logs').count()) > 0, 'the 401 entry');

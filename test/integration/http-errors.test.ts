@@ -52,6 +52,16 @@ describe('404 not-found page (not JSON) for paths that are not routes', () => {
     expectNotFoundPage(response);
   });
 
+  it('points a wrong API path at the reference, and any other path at the dashboard and the API', async () => {
+    const api = await ctx.app.inject({ url: '/api/v1/nothing', headers: bearer(apiKey) });
+    expect(api.body).toContain('There is no such API route');
+    expect(api.body).toContain('href="/docs/api"');
+    expect(api.body).not.toContain('The API lives under');
+    const other = await ctx.app.inject({ url: '/nothing' });
+    expect(other.body).toContain('The <a href="/">dashboard</a>');
+    expect(other.body).toContain('under <code>/api/v1</code>');
+  });
+
   it('POST to a wrong base URL gets the page whatever the body (malformed, oversized, not JSON)', async () => {
     const before = await countNotifications(ctx.services, projectId);
     const bodies: [string, string][] = [
