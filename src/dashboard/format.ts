@@ -1,4 +1,5 @@
-import { publicStatus } from '../domain/notification-state.js';
+import { Messages } from '../domain/errors.js';
+import { publicStatus, type NotificationState } from '../domain/notification-state.js';
 
 /**
  * Formatting helpers handed to the views as `it.h`. They return plain text; the views escape it
@@ -65,7 +66,22 @@ function query(params: Readonly<Record<string, string | number | null | undefine
   return text === '' ? '' : `?${text}`;
 }
 
+/**
+ * A message's badge: its public status, but `canceled` (grey) for one its sender canceled, which
+ * the API reports as failed with `Canceled` and nobody should read as a delivery failure.
+ */
+function badge(n: { state: NotificationState; error_message: string | null }): {
+  cls: string;
+  label: string;
+} {
+  const status = publicStatus(n.state);
+  if (status === 'failed' && n.error_message === Messages.canceled)
+    return { cls: 'neutral', label: 'canceled' };
+  return { cls: status, label: status };
+}
+
 export const helpers = {
+  badge,
   time,
   iso,
   inputTime,

@@ -91,7 +91,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
         reply,
         deps,
         'project-key',
-        { title: project.name, project, apiKey, rotated: false },
+        { title: project.name, project, apiKey, rotated: false, templateName: null },
         201,
       );
     } catch (error) {
@@ -149,6 +149,14 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
       return overview(request, reply, { id, error }, 400);
     }
     const { project, apiKey } = await projects.rotateKey(id);
-    return page(request, reply, deps, 'project-key', { title: project.name, project, apiKey, rotated: true });
+    // The example names a template the project has, when it has one.
+    const [first] = await deps.services.templates.list(project.id);
+    return page(request, reply, deps, 'project-key', {
+      title: project.name,
+      project,
+      apiKey,
+      rotated: true,
+      templateName: first?.name ?? null,
+    });
   });
 }

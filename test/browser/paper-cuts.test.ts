@@ -173,3 +173,24 @@ describe('template editor', () => {
     expect(await page.getByLabel('Sample data (JSON)').inputValue()).toBe(changed);
   });
 });
+
+describe('a new project and its key', () => {
+  it('shows the key once, names a template to create first, and a refresh does not post the form again', async () => {
+    await page.goto('/projects/new');
+    await page.getByLabel('Name', { exact: true }).fill('refreshed');
+    await page.getByRole('button', { name: /create project/i }).click();
+    await page.getByTestId('curl-example').waitFor();
+    expect(await page.locator('#api-key').inputValue()).toMatch(/^hrl_/);
+    // A new project has no template: the page says to create the one its example names.
+    expect(await page.getByTestId('needs-template').innerText()).toContain('create one named welcome');
+    expect(await page.getByTestId('curl-example').innerText()).toContain('"template": "welcome"');
+    const created = await h.server.services.projects.resolve('refreshed');
+    expect(new URL(page.url()).pathname).toBe(`/projects/${created.id}`);
+
+    await page.reload();
+    expect(await page.locator('body').innerText()).not.toContain('already exists');
+    expect(await page.locator('#api-key').count()).toBe(0);
+    expect(new URL(page.url()).pathname).toBe(`/projects/${created.id}`);
+    expect(await h.server.services.projects.list()).toHaveLength(2);
+  });
+});

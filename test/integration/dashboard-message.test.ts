@@ -74,6 +74,25 @@ describe(`message page (${backend})`, () => {
     expect(masked.body).toMatch(/data-testid="version">Herald \d+\.\d+\.\d+/);
   });
 
+  it('shows a canceled scheduled send as canceled, not as a failed delivery', async () => {
+    const sendAt = new Date(Date.now() + 3_600_000).toISOString();
+    const { request_id } = await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to: 'jane@example.org',
+      send_at: sendAt,
+    });
+    const canceled = await ctx.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/notifications/${request_id}`,
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expect(canceled.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
+    const shown = await open(request_id);
+    expect(shown.body).toContain('<span class="badge neutral" data-testid="message-status">canceled</span>');
+    const list = await app.inject({ url: '/messages', cookies: { herald_session: session } });
+    expect(list.body).toContain('<span class="badge neutral">canceled</span>');
+  });
+
   it('answers 200 for a message whose stored data is nested 4,000 levels deep', async () => {
     const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
     const deep = `${'{"a":'.repeat(4000)}1${'}'.repeat(4000)}`;

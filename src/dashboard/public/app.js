@@ -1,8 +1,15 @@
 // Herald dashboard: small progressive enhancements. Every page works without this file; it adds
-// copy-to-clipboard, select-on-focus for the one-time API key, and carries the template editor's
-// sample data into the test-email form. htmx (loaded beside it) does the live preview and checks.
+// copy-to-clipboard, select-on-focus for the one-time API key, carries the template editor's
+// sample data into the test-email form, and keeps a refresh of a page that answered a form (the
+// new key) from sending that form again. htmx (loaded beside it) does the live preview and checks.
 (function () {
   'use strict';
+
+  // A page that answers a POST names the page a refresh should load instead: the browser's entry
+  // becomes that address, so reloading asks for it (a GET) and never creates or rotates twice.
+  var replacement = document.querySelector('[data-replace-url]');
+  if (replacement && window.history && typeof window.history.replaceState === 'function')
+    window.history.replaceState(null, '', replacement.getAttribute('data-replace-url'));
 
   function flash(button, text) {
     var original = button.getAttribute('data-label') || button.textContent;
