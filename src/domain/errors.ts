@@ -30,12 +30,15 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 export class HeraldError extends Error {
   override name = 'HeraldError';
+  /** What to change, where the fixed message cannot say it: answered beside it as `hint`. */
+  readonly hint: string | undefined;
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; hint?: string },
   ) {
     super(message, options);
+    this.hint = options?.hint;
   }
 }
 
@@ -63,7 +66,8 @@ export const errors = {
   invalidRecipient: () => new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient),
   invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
   invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
-  invalidSendAt: () => new HeraldError(ErrorCode.InvalidField, Messages.invalidSendAt),
+  invalidSendAt: (hint?: string) =>
+    new HeraldError(ErrorCode.InvalidField, Messages.invalidSendAt, hint === undefined ? {} : { hint }),
   quotaExceeded: () => new HeraldError(ErrorCode.QuotaExceeded, Messages.quotaExceeded),
   notificationNotFound: () => new HeraldError(ErrorCode.NotificationNotFound, Messages.notificationNotFound),
   notCancelable: () => new HeraldError(ErrorCode.NotCancelable, Messages.notCancelable),

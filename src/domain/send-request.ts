@@ -94,11 +94,22 @@ export function parseDateTime(text: string): number | null {
   return utc.getTime() - offset;
 }
 
+/** A date and time with no offset: a local time, which means a different instant in every zone. */
+const WITHOUT_OFFSET = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
+
 /** `send_at`: absent or null sends now; a time past sends now; more than 30 days ahead is refused. */
 function parseSendAt(value: unknown, now: number): number | null {
   if (value === undefined || value === null) return null;
   const at = typeof value === 'string' && value.length <= 64 ? parseDateTime(value) : null;
-  if (at === null || at > now + MAX_SCHEDULE_AHEAD_MS) throw errors.invalidSendAt();
+  if (at === null) {
+    const local = typeof value === 'string' && WITHOUT_OFFSET.test(value);
+    throw errors.invalidSendAt(
+      local
+        ? `The time has no offset: add Z for UTC or one like +01:00, e.g. ${value.replace(' ', 'T')}Z`
+        : 'An RFC 3339 date and time with an offset, e.g. 2026-12-01T09:00:00+01:00',
+    );
+  }
+  if (at > now + MAX_SCHEDULE_AHEAD_MS) throw errors.invalidSendAt('It is more than 30 days ahead');
   return at;
 }
 

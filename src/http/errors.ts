@@ -55,10 +55,13 @@ export function bodyTooLarge(bytes: number): string {
   return `Request body is larger than ${size}`;
 }
 
-export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
+export function sendError(reply: FastifyReply, status: number, message: string, hint?: string): FastifyReply {
   // Null only for errors the router raises before any hook ran (see frameworkErrorHandler).
   if (reply.request.apiLog) reply.request.apiLog.error = message;
-  return reply.code(status).type('application/json; charset=utf-8').send({ error: message });
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(hint === undefined ? { error: message } : { error: message, hint });
 }
 
 export function errorHandler(
@@ -72,7 +75,7 @@ export function errorHandler(
   if (error instanceof HeraldError) {
     // The caller only learns that it may retry; the operator needs to know why.
     if (error.code === ErrorCode.QueueFailed) request.log.error({ err: error.cause }, 'enqueue failed');
-    return sendError(reply, statusOf(error), error.message);
+    return sendError(reply, statusOf(error), error.message, error.hint);
   }
   const known = frameworkError(error, request);
   if (known !== null) return sendError(reply, known.status, known.message);

@@ -16,7 +16,10 @@ import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../services/accept.js';
 
 /** Spec §7.1 and product.md: every error is `{"error": "…"}`. */
 export const ErrorBody = Type.Object(
-  { error: Type.String({ description: 'What was wrong, in words fixed by the specification.' }) },
+  {
+    error: Type.String({ description: 'What was wrong, in words fixed by the specification.' }),
+    hint: Type.Optional(Type.String({ description: 'What to change, where the fixed words cannot say it.' })),
+  },
   { description: 'An error.' },
 );
 

@@ -93,6 +93,17 @@ describe('send_at', () => {
     expect(await total()).toBe(before);
   });
 
+  it('says what to change: the missing offset, or how far ahead it may be', async () => {
+    const local = await send(ctx.app, apiKey, body({ send_at: '2026-12-01T09:00:00' }));
+    expect(local.statusCode).toBe(400);
+    expect(local.json()).toEqual({
+      error: Messages.invalidSendAt,
+      hint: 'The time has no offset: add Z for UTC or one like +01:00, e.g. 2026-12-01T09:00:00Z',
+    });
+    const far = await send(ctx.app, apiKey, body({ send_at: new Date(Date.now() + 31 * DAY).toISOString() }));
+    expect(far.json()).toEqual({ error: Messages.invalidSendAt, hint: 'It is more than 30 days ahead' });
+  });
+
   it('sends a time already past, or now, at once', async () => {
     for (const at of [new Date(Date.now() - DAY).toISOString(), new Date().toISOString()]) {
       const { request_id } = await sendOk(ctx.app, apiKey, body({ send_at: at }));
