@@ -204,6 +204,8 @@ export interface Worker {
   stop(): Promise<void>;
   /** New mail may be due (accepted by another process this one heard of). */
   wake(): void;
+  /** A webhook delivery may be due (a test event or replay queued by another process). */
+  wakeWebhooks(): void;
 }
 
 /**
@@ -272,6 +274,7 @@ export function createWorker(
     start: () => pool.start(),
     stop: () => pool.stop(),
     wake: () => mailLoop.wake(),
+    wakeWebhooks: () => webhookLoop.wake(),
   };
 }
 

@@ -19,6 +19,12 @@ import type { HttpPlugin } from './http/plugin.js';
 import type { Janitor } from './services/janitor.js';
 import { countProjectSmtpSettings } from './storage/smtp-settings.js';
 import type { Logger } from 'pino';
+import {
+  WorkerProcess,
+  type ReadyMessage,
+  type WakeMessage,
+  type WorkerProcessSpawn,
+} from './worker-process.js';
 
 export interface RunningServer {
   readonly services: Services;
@@ -85,18 +91,38 @@ function databaseError(error: unknown, config: Config): unknown {
   });
 }
 
+export interface StartOptions {
+  /**
+   * Role `all`: run delivery in a supervised child process started this way (the herald command
+   * this process runs), off the API's event loop. Without it, role `all` delivers in this process.
+   */
+  readonly workerProcess?: WorkerProcessSpawn;
+  /**
+   * This process is role `all`'s delivery child: the worker and the bounce intake, started and
+   * woken by its parent over IPC, and stopping when the parent goes.
+   */
+  readonly childOfAll?: boolean;
+}
+
 /**
- * Starts a role: `api` serves HTTP (API and dashboard), `worker` delivers, `all` does both in one
- * process. The in-process worker is woken by each accepted batch, so a send is picked up at once.
+ * Starts a role: `api` serves HTTP (API and dashboard), `worker` delivers, `bounces` reads
+ * reports, `all` does the three, delivery in a child process when the CLI starts it (or in this
+ * one). The worker is woken by each accepted batch, so a send is picked up at once.
  */
 export async function startServer(
   config: Config,
   role: Role,
   logger: Logger,
   plugins: readonly HttpPlugin[] = [],
+  options: StartOptions = {},
 ): Promise<RunningServer> {
   checkDataDir(config.dataDir);
   const servesApi = role === 'all' || role === 'api';
+  const delivers = role === 'worker' || (role === 'all' && options.workerProcess === undefined);
+  const readsBounces =
+    role === 'bounces' ||
+    ((options.childOfAll === true || (role === 'all' && options.workerProcess === undefined)) &&
+      config.bounces.port !== null);
   const services = await openServices(config, logger, { longRunning: true, servesApi }).catch(
     (error: unknown) => {
       throw databaseError(error, config);
@@ -104,16 +130,17 @@ export async function startServer(
   );
   let app: FastifyInstance | null = null;
   let worker: Worker | null = null;
+  let child: WorkerProcess | null = null;
   let janitor: Janitor | null = null;
   let listener: BounceListener | null = null;
   let url: string | null = null;
   let bouncePort: number | null = null;
   try {
-    if (role === 'all' || role === 'worker') {
+    if (delivers) {
       worker = createWorker(services);
       worker.start();
     }
-    if (role === 'bounces' || (role === 'all' && config.bounces.port !== null)) {
+    if (readsBounces) {
       listener = createBounceListener(services);
       bouncePort = await listener.listen().catch((error: unknown) => {
         throw listenError(
@@ -123,7 +150,17 @@ export async function startServer(
         );
       });
     }
-    if (role === 'all' || role === 'api') {
+    if (role === 'all' && options.workerProcess !== undefined) {
+      const started = (child = new WorkerProcess(options.workerProcess, {
+        stopTimeoutMs: config.delivery.stopTimeoutMs,
+        logger,
+      }));
+      await started.start();
+      bouncePort = started.bouncePort;
+      services.accept.onAccepted(() => started.wake('mail'));
+      services.webhooks.onQueued(() => started.wake('webhooks'));
+    }
+    if (servesApi) {
       app = await buildApp({
         ...services,
         metricsRoute: {
@@ -144,6 +181,7 @@ export async function startServer(
     }
   } catch (error) {
     await listener?.close();
+    await child?.stop();
     await worker?.stop();
     await app?.close();
     await closeServices(services);
@@ -152,31 +190,55 @@ export async function startServer(
   const mailTransport = await describeTransport(services);
   const bounceLine =
     bouncePort === null ? '' : `; bounce reports on smtp://${urlHost(config.bounces.host)}:${bouncePort}`;
+  const childLine = child === null ? '' : `; delivery in process ${child.pid}`;
   logger.info(
-    { role, url, bouncePort, database: config.database.kind, mailTransport },
-    `Herald ${role} started${url ? ` on ${url}` : ''}; database ${config.database.kind}; mail transport: ${mailTransport}${bounceLine}`,
+    { role, url, bouncePort, database: config.database.kind, mailTransport, workerPid: child?.pid },
+    `Herald ${options.childOfAll ? 'delivery (role all)' : role} started${url ? ` on ${url}` : ''}; ` +
+      `database ${config.database.kind}; mail transport: ${mailTransport}${bounceLine}${childLine}`,
   );
 
   let stopping: Promise<void> | null = null;
-  return {
-    services,
-    app,
-    worker,
-    url,
-    bouncePort,
-    stop() {
-      // Order matters: stop taking requests (in-flight ones finish and commit), then stop the
-      // worker (SMTP transactions in flight finish, unstarted claims are released), then flush
-      // the logs and close the database.
-      stopping ??= (async () => {
-        janitor?.stop();
-        await listener?.close();
-        await app?.close();
-        await worker?.stop();
-        await closeServices(services);
-        logger.info({ role }, 'Herald stopped');
-      })();
-      return stopping;
-    },
+  const stop = () => {
+    // Order matters: stop taking requests (in-flight ones finish and commit), then stop the
+    // worker (SMTP transactions in flight finish, unstarted claims are released), then flush
+    // the logs and close the database.
+    stopping ??= (async () => {
+      janitor?.stop();
+      await listener?.close();
+      await app?.close();
+      await Promise.all([child?.stop(), worker?.stop()]);
+      await closeServices(services);
+      logger.info({ role }, 'Herald stopped');
+    })();
+    return stopping;
   };
+  if (options.childOfAll) listenToParent(worker, bouncePort, stop, logger);
+  return { services, app, worker, url, bouncePort, stop };
+}
+
+/**
+ * Role `all`'s delivery child: tells the parent it runs, takes its wakes, and stops (finishing
+ * what is in flight) when the parent is gone, whether it stopped or was killed.
+ */
+function listenToParent(
+  worker: Worker | null,
+  bouncePort: number | null,
+  stop: () => Promise<void>,
+  logger: Logger,
+): void {
+  if (process.send === undefined) return;
+  process.on('message', (message: WakeMessage) => {
+    if (message?.type !== 'wake') return;
+    if (message.queue === 'mail') worker?.wake();
+    else worker?.wakeWebhooks();
+  });
+  process.once('disconnect', () => {
+    logger.warn('the api process is gone; stopping delivery');
+    stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+  const ready: ReadyMessage = { type: 'ready', bouncePort };
+  process.send(ready);
 }

@@ -26,42 +26,59 @@ async function loadServer(): Promise<{
 }
 
 export function serveCommand(): Command {
-  return new Command('serve')
-    .description(
-      'run Herald: api (HTTP API and dashboard), worker (mail and webhook delivery), bounces (inbound SMTP for bounce reports), or all (api and worker, plus bounces when HERALD_BOUNCE_SMTP_PORT is set; the default)',
-    )
-    .addOption(
-      new Option('--role <role>', 'what this process does')
-        .choices(['all', 'api', 'worker', 'bounces'])
-        .default('all'),
-    )
-    .action(async (options: { role: Role }, command: Command) => {
-      const config = cliConfig(command);
-      // Readable lines for a person at a terminal, JSON lines for anything that collects them.
-      const logger = createLogger(config.logLevel ?? 'info', undefined, {
-        pretty: process.stdout.isTTY === true,
-      });
-      const { startServer, plugins } = await loadServer();
-      const server = await startServer(config, options.role, logger, plugins);
-      let signals = 0;
-      const shutdown = (signal: string) => {
-        signals++;
-        if (signals > 1) {
-          logger.warn({ signal }, 'second signal: exiting now');
-          process.exit(1);
-        }
-        logger.info({ signal }, 'stopping: finishing requests and deliveries in flight');
-        server.stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            logger.error({ err }, 'error while stopping');
+  return (
+    new Command('serve')
+      .description(
+        'run Herald: api (HTTP API and dashboard), worker (mail and webhook delivery), bounces (inbound SMTP for bounce reports), or all (api and worker, plus bounces when HERALD_BOUNCE_SMTP_PORT is set; the default)',
+      )
+      .addOption(
+        new Option('--role <role>', 'what this process does')
+          .choices(['all', 'api', 'worker', 'bounces'])
+          .default('all'),
+      )
+      // Role all starts its delivery as `serve --as-worker-of-all`, a child process it supervises.
+      .addOption(new Option('--as-worker-of-all').hideHelp())
+      .action(async (options: { role: Role; asWorkerOfAll?: boolean }, command: Command) => {
+        const config = cliConfig(command);
+        // Readable lines for a person at a terminal, JSON lines for anything that collects them.
+        const logger = createLogger(config.logLevel ?? 'info', undefined, {
+          pretty: process.stdout.isTTY === true,
+        });
+        const { startServer, plugins } = await loadServer();
+        const child = options.asWorkerOfAll === true;
+        const server = await startServer(config, child ? 'worker' : options.role, logger, plugins, {
+          childOfAll: child,
+          workerProcess:
+            options.role === 'all' && !child
+              ? {
+                  script: process.argv[1]!,
+                  execArgv: process.execArgv,
+                  args: ['serve', '--data-dir', config.dataDir],
+                }
+              : undefined,
+        });
+        // Ctrl-C reaches the whole process group: role all's child waits for its parent's SIGTERM.
+        if (child) process.on('SIGINT', () => {});
+        let signals = 0;
+        const shutdown = (signal: string) => {
+          signals++;
+          if (signals > 1) {
+            logger.warn({ signal }, 'second signal: exiting now');
             process.exit(1);
-          },
-        );
-      };
-      process.on('SIGTERM', () => shutdown('SIGTERM'));
-      process.on('SIGINT', () => shutdown('SIGINT'));
-    });
+          }
+          logger.info({ signal }, 'stopping: finishing requests and deliveries in flight');
+          server.stop().then(
+            () => process.exit(0),
+            (err: unknown) => {
+              logger.error({ err }, 'error while stopping');
+              process.exit(1);
+            },
+          );
+        };
+        process.on('SIGTERM', () => shutdown('SIGTERM'));
+        if (!child) process.on('SIGINT', () => shutdown('SIGINT'));
+      })
+  );
 }
 
 export function migrateCommand(): Command {

@@ -89,6 +89,9 @@ export class HeraldProcess {
       cwd: REPO_ROOT,
       env: heraldProcessEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
+      // A process group of its own: role all's delivery runs in a child process, and a kill -9 of
+      // Herald (kill()) takes both, as a service manager's would.
+      detached: true,
     });
     this.exited = new Promise((resolve) => {
       this.child.on('exit', (code) => {
@@ -168,8 +171,24 @@ export class HeraldProcess {
     );
   }
 
+  /**
+   * SIGTERM goes to Herald, which stops its delivery process itself; SIGKILL takes the whole
+   * process group at once, as `systemctl kill -s KILL` or a crash of the machine would.
+   */
   kill(signal: NodeJS.Signals = 'SIGTERM'): void {
-    if (this.running) this.child.kill(signal);
+    if (!this.running) return;
+    if (signal === 'SIGKILL') killGroup(this.child);
+    else this.child.kill(signal);
+  }
+}
+
+/** SIGKILLs a process started `detached` and every process of its group (role all's delivery). */
+export function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // Gone already.
   }
 }
 

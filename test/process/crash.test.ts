@@ -9,6 +9,7 @@ import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
+import { killGroup } from '../helpers/processes.js';
 
 /**
  * A real `herald serve` process, killed with SIGKILL while it holds claimed mail, and stopped with
@@ -41,6 +42,8 @@ async function startHerald(): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'serve'], {
     env: { ...process.env, ...env, HERALD_PORT: String(port), HERALD_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
+    // Its own process group, so that a kill -9 takes its delivery process too (killGroup).
+    detached: true,
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
@@ -119,7 +122,7 @@ beforeAll(async () => {
 
 // A test that fails midway must not leave a server behind to claim the next test's mail.
 afterEach(() => {
-  for (const child of children) child.kill('SIGKILL');
+  for (const child of children) killGroup(child);
 });
 
 afterAll(async () => {
@@ -129,92 +132,101 @@ afterAll(async () => {
 });
 
 describe('herald serve under failure', () => {
-  it('delivers exactly once, within 10 s of the restart, after a SIGKILL with claimed mail', async () => {
-    const project = await newProject('killed');
-    // The relay holds every transaction at MAIL FROM, so claimed mail stays in flight.
-    sink.hold();
-    const first = await startHerald();
-    const ids = await sendMany(first.url, project, 25);
-    // The relay's share of the lanes is in SMTP transactions, held; more are claimed and parked
-    // behind them, the rest wait in the queue.
-    await waitUntil(
-      async () => (sink.waiting >= 5 && (await counts(project)).sending >= 5 ? true : undefined),
-      { what: 'messages to be claimed and in flight at the relay' },
-    );
-    first.child.kill('SIGKILL');
-    await once(first.child, 'exit');
-    // The held transactions of the dead process are dropped with its connections.
-    sink.release();
-    expect(deliveries(ids).size).toBe(0);
+  // Each test starts Herald twice, two processes each (role all delivers in a child process).
+  it(
+    'delivers exactly once, within 10 s of the restart, after a SIGKILL with claimed mail',
+    { timeout: 90_000 },
+    async () => {
+      const project = await newProject('killed');
+      // The relay holds every transaction at MAIL FROM, so claimed mail stays in flight.
+      sink.hold();
+      const first = await startHerald();
+      const ids = await sendMany(first.url, project, 25);
+      // The relay's share of the lanes is in SMTP transactions, held; more are claimed and parked
+      // behind them, the rest wait in the queue.
+      await waitUntil(
+        async () => (sink.waiting >= 5 && (await counts(project)).sending >= 5 ? true : undefined),
+        { what: 'messages to be claimed and in flight at the relay' },
+      );
+      killGroup(first.child);
+      await once(first.child, 'exit');
+      // The held transactions of the dead process are dropped with its connections.
+      sink.release();
+      expect(deliveries(ids).size).toBe(0);
 
-    const second = await startHerald();
-    const restartedAt = Date.now();
-    // product.md §8: in-flight mail is retried within 10 s of the restart, with a lease of ten
-    // minutes still running.
-    await waitUntil(async () => ((await counts(project)).sent === 25 ? true : undefined), {
-      timeoutMs: 10_000,
-      what: 'all 25 to be recorded sent within 10 s of the restart',
-    });
-    console.info(
-      `crash: the killed worker's 25 messages were sent ${Date.now() - restartedAt} ms after the restart`,
-    );
-    const delivered = deliveries(ids);
-    expect([...delivered.keys()].sort()).toEqual([...ids].sort());
-    expect([...delivered.values()].every((n) => n === 1)).toBe(true);
-    // The dead worker's stopped heartbeat gave them back: the killed process's claim counts as an
-    // attempt (it may have reached the relay), but only the attempt that finished has an outcome.
-    const { notification, attempts } = await services.notifications.detail(ids[0]!);
-    expect(notification.attempts).toBe(2);
-    expect(attempts.map((a) => a.outcome)).toEqual(['sent']);
-    second.child.kill('SIGTERM');
-    expect((await once(second.child, 'exit'))[0]).toBe(0);
-  });
+      const second = await startHerald();
+      const restartedAt = Date.now();
+      // product.md §8: in-flight mail is retried within 10 s of the restart, with a lease of ten
+      // minutes still running.
+      await waitUntil(async () => ((await counts(project)).sent === 25 ? true : undefined), {
+        timeoutMs: 10_000,
+        what: 'all 25 to be recorded sent within 10 s of the restart',
+      });
+      console.info(
+        `crash: the killed worker's 25 messages were sent ${Date.now() - restartedAt} ms after the restart`,
+      );
+      const delivered = deliveries(ids);
+      expect([...delivered.keys()].sort()).toEqual([...ids].sort());
+      expect([...delivered.values()].every((n) => n === 1)).toBe(true);
+      // The dead worker's stopped heartbeat gave them back: the killed process's claim counts as an
+      // attempt (it may have reached the relay), but only the attempt that finished has an outcome.
+      const { notification, attempts } = await services.notifications.detail(ids[0]!);
+      expect(notification.attempts).toBe(2);
+      expect(attempts.map((a) => a.outcome)).toEqual(['sent']);
+      second.child.kill('SIGTERM');
+      expect((await once(second.child, 'exit'))[0]).toBe(0);
+    },
+  );
 
-  it('finishes SMTP transactions in flight on SIGTERM and releases the rest', async () => {
-    const project = await newProject('stopped');
-    sink.hold();
-    const first = await startHerald();
-    const ids = await sendMany(first.url, project, 40);
-    await waitUntil(() => (sink.waiting > 0 ? true : undefined), { what: 'SMTP transactions to start' });
-    first.child.kill('SIGTERM');
-    // The HTTP server stops first; once it no longer answers 200, the stop is under way. The
-    // transactions held until now are in flight and must finish; any that would start later is
-    // refused (451), so exactly the released ones can reach the relay.
-    await waitUntil(
-      async () => {
-        const ok = await fetch(`${first.url}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        return ok ? undefined : true;
-      },
-      { what: 'the stop to begin' },
-    );
-    const inFlight = sink.release({ refuseLater: true });
-    const [code] = await once(first.child, 'exit');
-    expect(code).toBe(0);
-    const afterStop = await counts(project);
-    // Nothing is left claimed: what was in flight finished, what was waiting went back to the queue.
-    expect(afterStop.sending).toBe(0);
-    expect(inFlight).toBeGreaterThan(0);
-    expect(afterStop.sent).toBe(inFlight);
-    expect(deliveries(ids).size).toBe(inFlight);
-    expect(afterStop.queued).toBe(40 - inFlight);
+  it(
+    'finishes SMTP transactions in flight on SIGTERM and releases the rest',
+    { timeout: 90_000 },
+    async () => {
+      const project = await newProject('stopped');
+      sink.hold();
+      const first = await startHerald();
+      const ids = await sendMany(first.url, project, 40);
+      await waitUntil(() => (sink.waiting > 0 ? true : undefined), { what: 'SMTP transactions to start' });
+      first.child.kill('SIGTERM');
+      // The HTTP server stops first; once it no longer answers 200, the stop is under way. The
+      // transactions held until now are in flight and must finish; any that would start later is
+      // refused (451), so exactly the released ones can reach the relay.
+      await waitUntil(
+        async () => {
+          const ok = await fetch(`${first.url}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          );
+          return ok ? undefined : true;
+        },
+        { what: 'the stop to begin' },
+      );
+      const inFlight = sink.release({ refuseLater: true });
+      const [code] = await once(first.child, 'exit');
+      expect(code).toBe(0);
+      const afterStop = await counts(project);
+      // Nothing is left claimed: what was in flight finished, what was waiting went back to the queue.
+      expect(afterStop.sending).toBe(0);
+      expect(inFlight).toBeGreaterThan(0);
+      expect(afterStop.sent).toBe(inFlight);
+      expect(deliveries(ids).size).toBe(inFlight);
+      expect(afterStop.queued).toBe(40 - inFlight);
 
-    sink.acceptAgain();
-    const second = await startHerald();
-    await waitUntil(async () => ((await counts(project)).sent === 40 ? true : undefined), {
-      timeoutMs: 30_000,
-      what: 'the rest to be delivered',
-    });
-    const delivered = deliveries(ids);
-    expect([...delivered.keys()].sort()).toEqual([...ids].sort());
-    expect([...delivered.values()].every((n) => n === 1)).toBe(true);
-    second.child.kill('SIGTERM');
-    await once(second.child, 'exit');
-  });
+      sink.acceptAgain();
+      const second = await startHerald();
+      await waitUntil(async () => ((await counts(project)).sent === 40 ? true : undefined), {
+        timeoutMs: 30_000,
+        what: 'the rest to be delivered',
+      });
+      const delivered = deliveries(ids);
+      expect([...delivered.keys()].sort()).toEqual([...ids].sort());
+      expect([...delivered.values()].every((n) => n === 1)).toBe(true);
+      second.child.kill('SIGTERM');
+      await once(second.child, 'exit');
+    },
+  );
 
-  it('keeps all of a batch or none of it when killed while accepting it', { timeout: 120_000 }, async () => {
+  it('keeps all of a batch or none of it when killed while accepting it', { timeout: 300_000 }, async () => {
     const body = JSON.stringify(
       Array.from({ length: 500 }, (_, i) => ({
         template: 'welcome',
@@ -237,7 +249,7 @@ describe('herald serve under failure', () => {
         () => null,
       );
       await new Promise((resolve) => setTimeout(resolve, delayMs));
-      herald.child.kill('SIGKILL');
+      killGroup(herald.child);
       await once(herald.child, 'exit');
       const status = await reply;
       const stored = Object.values(await counts(project)).reduce((a, b) => a + b, 0);

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { HeraldProcess, heraldJson } from '../helpers/processes.js';
+import { testEnv } from '../helpers/services.js';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * `herald serve` (role all) delivers in a child process of its own, off the API's event loop
+ * (product.md §14): a real process tree, a real relay. The child is restarted when it dies, with
+ * the death logged, and a SIGTERM stops both, each finishing its work.
+ */
+
+let database: TestDatabase;
+let sink: SmtpSink;
+let env: Record<string, string>;
+let herald: HeraldProcess | null = null;
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  sink = await new SmtpSink().start();
+  env = testEnv(database, {
+    HERALD_SMTP_URL: sink.url,
+    HERALD_HOST: '127.0.0.1',
+    HERALD_PORT: '0',
+    HERALD_LOG_LEVEL: 'info',
+    HERALD_DELIVERY_POLL_MS: '200',
+  });
+});
+afterAll(async () => {
+  herald?.kill('SIGKILL');
+  await herald?.exited;
+  await sink?.stop();
+  await database?.drop();
+});
+
+/** Process ids of the living children of a process (Linux /proc). */
+async function childrenOf(pid: number): Promise<number[]> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
+    return text.trim() === '' ? [] : text.trim().split(/\s+/).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+async function send(url: string, apiKey: string, to: string): Promise<string> {
+  const response = await fetch(`${url}/api/v1/notifications`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ template: 'welcome', to, data: { name: to } }),
+  });
+  expect(response.status).toBe(202);
+  return ((await response.json()) as { request_id: string }).request_id;
+}
+
+const deliveredTo = (to: string) => sink.messages.filter((m) => m.envelopeTo.includes(to)).length;
+
+describe('role all', () => {
+  it(
+    'delivers from a child process, restarts it when it dies, and stops both on SIGTERM',
+    { timeout: 120_000 },
+    async () => {
+      const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
+        ['project', 'create', '--name', 'all', '--from-email', 'noreply@all.example'],
+        env,
+      );
+      await heraldJson(
+        [
+          'template',
+          'create',
+          '--project',
+          'all',
+          '--name',
+          'welcome',
+          '--subject',
+          'Hi {{name}}',
+          '--text',
+          'Hello',
+        ],
+        env,
+      );
+      herald = new HeraldProcess('all', ['serve'], env);
+      const url = await herald.url();
+      const started = herald.output();
+      const workerPid = Number(/"workerPid":(\d+)/.exec(started)?.[1]);
+      expect(workerPid).toBeGreaterThan(0);
+      expect(await childrenOf(herald.pid)).toContain(workerPid);
+
+      await send(url, apiKey, 'first@example.org');
+      await waitUntil(() => (deliveredTo('first@example.org') === 1 ? true : undefined), {
+        what: 'the first message at the relay',
+      });
+
+      // The child dies: the API goes on answering, and the child comes back, logged.
+      process.kill(workerPid, 'SIGKILL');
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      await send(url, apiKey, 'second@example.org');
+      await waitUntil(
+        () => (herald!.output().includes('the worker process is running again') ? true : undefined),
+        { timeoutMs: 60_000, what: 'the worker process to be restarted' },
+      );
+      expect(herald.problems.some((line) => line.includes('the worker process died; restarting it'))).toBe(
+        true,
+      );
+      await waitUntil(() => (deliveredTo('second@example.org') === 1 ? true : undefined), {
+        what: 'the message accepted while the child was down, at the relay',
+      });
+      const restarted = (await childrenOf(herald.pid)).filter((pid) => pid !== workerPid);
+      expect(restarted).toHaveLength(1);
+
+      herald.kill('SIGTERM');
+      expect(await herald.exited).toBe(0);
+      // The child stopped with it, not left behind.
+      await waitUntil(
+        async () => {
+          const { access } = await import('node:fs/promises');
+          return access(`/proc/${restarted[0]}`).then(
+            () => undefined,
+            () => true,
+          );
+        },
+        { what: 'the worker process to exit with its parent' },
+      );
+      expect(deliveredTo('first@example.org') + deliveredTo('second@example.org')).toBe(2);
+    },
+  );
+});
