@@ -4,6 +4,7 @@ import {
   CAUSE_RULES_AFTER_ADDRESS,
   CAUSE_RULES_FIRST,
   CAUSE_RULES_LAST,
+  firstCategory,
   VENDOR_ADDRESS_PHRASES,
 } from './phrases.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
@@ -66,10 +67,6 @@ function bestStatus(field: string | null | undefined, text: string): string | nu
   return fromField;
 }
 
-function firstMatch(rules: readonly { category: BounceCategory; pattern: RegExp }[], text: string) {
-  return rules.find((rule) => rule.pattern.test(text))?.category ?? null;
-}
-
 /**
  * A phrase saying the mailbox does not exist proves it only where the server said it of the
  * address: in reply to RCPT TO, or with an addressing status (X.1.x). Without either it may be a
@@ -88,7 +85,7 @@ function addressVerdict(vendor: boolean, status: string | null, command: SmtpCom
 }
 
 function causeOf(text: string, status: string | null, command: SmtpCommand | null): BounceCategory | null {
-  const first = firstMatch(CAUSE_RULES_FIRST, text);
+  const first = firstCategory(CAUSE_RULES_FIRST, text);
   if (first !== null) return first;
   // X.1.7 and X.1.8: the sender's address or domain was refused; whatever the text says of an
   // address or a domain is about the sender's.
@@ -97,7 +94,7 @@ function causeOf(text: string, status: string | null, command: SmtpCommand | nul
   if (status === '5.4.1' && text.includes('recipient address rejected: access denied')) return 'user_unknown';
   if (VENDOR_ADDRESS_PHRASES.pattern.test(text)) return addressVerdict(true, status, command);
   if (ADDRESS_PHRASES.pattern.test(text)) return addressVerdict(false, status, command);
-  return firstMatch(CAUSE_RULES_AFTER_ADDRESS, text) ?? firstMatch(CAUSE_RULES_LAST, text);
+  return firstCategory(CAUSE_RULES_AFTER_ADDRESS, text) ?? firstCategory(CAUSE_RULES_LAST, text);
 }
 
 /** When no phrase names a cause: the status, then what the codes and the command imply. */

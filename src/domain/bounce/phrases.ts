@@ -18,8 +18,13 @@ export interface PhraseRule {
   readonly pattern: RegExp;
 }
 
-function rule(category: BounceCategory, source: string, phrases: readonly string[]): PhraseRule {
+export function rule(category: BounceCategory, source: string, phrases: readonly string[]): PhraseRule {
   return { category, source, pattern: new RegExp(phrases.join('|')) };
+}
+
+/** The category of the first rule whose phrases occur in a normalised text, or null. */
+export function firstCategory(rules: readonly PhraseRule[], text: string): BounceCategory | null {
+  return rules.find((candidate) => candidate.pattern.test(text))?.category ?? null;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { BounceCategory } from './categories.js';
 import { classifyFailure, normalise, type FailureVerdict } from './classify.js';
 import { MAX_RECIPIENTS } from './feedback-report.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
@@ -112,7 +113,12 @@ function focus(lines: readonly string[]): string {
  */
 export function readTextRecipients(
   text: string,
-  options: { readonly excluded: ReadonlySet<string>; readonly permanent: boolean },
+  options: {
+    readonly excluded: ReadonlySet<string>;
+    readonly permanent: boolean;
+    /** The category the reporting system's own words give a recipient's text (reporting-systems.ts). */
+    readonly categoryOf?: (diagnostic: string) => BounceCategory | null;
+  },
 ): TextRecipient[] {
   const lines = descriptionLines(text);
   const nonBlank = lines.map((line) => line.trim()).filter((line) => line !== '');
@@ -120,8 +126,14 @@ export function readTextRecipients(
   // The command is named before the reply is quoted ("after RCPT TO:<…>:", then the reply).
   const wholeCommand = smtpCommandIn(normalise(nonBlank.join(' ')));
   const blocks = blocksOf(lines, options.excluded);
+  const categoryOf = options.categoryOf ?? (() => null);
   const wholeVerdict = () =>
-    classifyFailure({ diagnostic: whole, command: wholeCommand, permanent: options.permanent });
+    classifyFailure({
+      diagnostic: whole,
+      command: wholeCommand,
+      permanent: options.permanent,
+      category: categoryOf(whole),
+    });
   if (blocks.length === 0)
     return [{ recipient: null, diagnostic: whole, command: wholeCommand, verdict: wholeVerdict() }];
   return blocks.map((block) => {
@@ -131,12 +143,13 @@ export function readTextRecipients(
       diagnostic: own,
       command,
       permanent: options.permanent,
+      category: categoryOf(own),
     });
     // The lines about the recipient say nothing a rule can read: the reason is elsewhere in the
     // description (MailMarshal and KDDI give it before the list of recipients).
     if (verdict.category === 'other' && verdict.status === null && verdict.replyCode === null) {
       const shared = wholeVerdict();
-      return { recipient: block.address, diagnostic: own || whole, command, verdict: shared };
+      return { recipient: block.address, diagnostic: whole, command, verdict: shared };
     }
     return { recipient: block.address, diagnostic: own, command, verdict };
   });
