@@ -23,6 +23,7 @@ const bounces: Partial<Record<FormatFixture, readonly [string, 'hard' | 'soft', 
   'messagelabs-failure': ['user_unknown', 'hard', '5.0.0'],
   'verizon-sms': ['user_unknown', 'hard', null],
   'ezweb-disabled': ['suspended', 'soft', '5.0.0'],
+  'exim-cpanel-unroutable': ['host_unknown', 'hard', null],
 };
 
 /** Verizon's SMS gateway returns no part of the original, so nothing names its Message-ID. */

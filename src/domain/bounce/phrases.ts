@@ -152,6 +152,10 @@ export const CAUSE_RULES_FIRST: readonly PhraseRule[] = [
     String.raw`smtp authentication`,
     String.raw`is not allowed to send from`,
   ]),
+  // Before the blocklists: it says "they may be blacklisted" only as one guess among others.
+  rule('host_unknown', "Exim's cannot_route_message as cPanel words it (Exim's own: Unrouteable address)", [
+    String.raw`the account or domain may not exist, they may be blacklisted`,
+  ]),
 ];
 
 export const CAUSE_RULES_AFTER_ADDRESS: readonly PhraseRule[] = [
