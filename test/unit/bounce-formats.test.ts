@@ -24,6 +24,7 @@ const bounces: Partial<Record<FormatFixture, readonly [string, 'hard' | 'soft', 
   'verizon-sms': ['user_unknown', 'hard', null],
   'ezweb-disabled': ['suspended', 'soft', '5.0.0'],
   'exim-cpanel-unroutable': ['host_unknown', 'hard', null],
+  'sendmail-mail-local': ['user_unknown', 'hard', '5.5.0'],
 };
 
 /** Verizon's SMS gateway returns no part of the original, so nothing names its Message-ID. */
@@ -118,6 +119,11 @@ describe('the format families', () => {
         text.replace(/^Received: by lsean\.example\.net \(EZweb Mail\)\r\n.*\r\n/m, ''),
       );
       expect(line).toMatchObject({ category: 'user_unknown', type: 'hard' });
+    });
+
+    it('sendmail: without the local mailer\'s line, "Service unavailable" is a system error', async () => {
+      const line = await lineOf('sendmail-mail-local', (text) => text.replace(/^mail\.local: .*\r\n/m, ''));
+      expect(line).toMatchObject({ category: 'system_error', type: 'soft' });
     });
   });
 });

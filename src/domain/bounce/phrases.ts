@@ -62,6 +62,8 @@ export const VENDOR_ADDRESS_PHRASES = rule(
     String.raw`inactive email address`,
     // Orange, La Poste
     String.raw`destinataire invalide`,
+    // sendmail's local mailer, for a local user the system does not have
+    String.raw`mail\.local: unknown user`,
   ],
 );
 

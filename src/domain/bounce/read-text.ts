@@ -100,10 +100,19 @@ function blocksOf(lines: readonly string[], excluded: ReadonlySet<string>): Bloc
   return blocks;
 }
 
+/**
+ * sendmail's local mailer (mail.local) prints its own complaint in the transcript ("mail.local:
+ * unknown user: jane") before sendmail's summary of how the mailer exited ("554 <…>... Service
+ * unavailable"): the complaint names the cause, the summary does not.
+ */
+const LOCAL_MAILER_LINE = /^mail\.local: /i;
+
 /** From the first line that quotes a server's reply, when there is one: the rest is preamble. */
 function focus(lines: readonly string[]): string {
   const reply = lines.findIndex((line) => REPLY_LINE.test(line));
-  return (reply > 0 ? lines.slice(reply) : lines).join(' ');
+  if (reply <= 0) return lines.join(' ');
+  const localMailer = lines.slice(0, reply).findIndex((line) => LOCAL_MAILER_LINE.test(line));
+  return lines.slice(localMailer >= 0 ? localMailer : reply).join(' ');
 }
 
 /**
