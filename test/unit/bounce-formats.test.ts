@@ -25,6 +25,7 @@ const bounces: Partial<Record<FormatFixture, readonly [string, 'hard' | 'soft', 
   'ezweb-disabled': ['suspended', 'soft', '5.0.0'],
   'exim-cpanel-unroutable': ['host_unknown', 'hard', null],
   'sendmail-mail-local': ['user_unknown', 'hard', '5.5.0'],
+  'google-groups-refusal': ['rejected', 'soft', null],
 };
 
 /** Verizon's SMS gateway returns no part of the original, so nothing names its Message-ID. */
@@ -124,6 +125,13 @@ describe('the format families', () => {
     it('sendmail: without the local mailer\'s line, "Service unavailable" is a system error', async () => {
       const line = await lineOf('sendmail-mail-local', (text) => text.replace(/^mail\.local: .*\r\n/m, ''));
       expect(line).toMatchObject({ category: 'system_error', type: 'soft' });
+    });
+
+    it('Google Groups: its refusal in any language says nothing a phrase can read elsewhere', async () => {
+      const line = await lineOf('google-groups-refusal', (text) =>
+        text.replace(/^X-Google-Smtp-Source: .*\r\n/m, ''),
+      );
+      expect(line).toMatchObject({ recipient: JANE, category: 'other', type: 'soft' });
     });
   });
 });

@@ -28,9 +28,13 @@ const MAX_LINE = 1000;
 
 // A mailbox as bounces print it. The local part excludes quotes and brackets, which surround it.
 const ADDRESS = String.raw`[\w.%+!#$&*/=?^\x60{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]|\.(?=[A-Za-z0-9]))*`;
-/** A line that starts with an address, after list markers, quote marks and brackets. */
+/**
+ * A line that starts with an address, after list markers, quote marks and brackets. The address
+ * ends at punctuation, white space or a letter of another script ("jane@example.org様"); a dot
+ * ends it only when no label follows, so an address is never cut short at a dot of its domain.
+ */
 const ADDRESS_LINE = new RegExp(
-  String.raw`^[\s>*•-]*(?:\d{1,3}[.)]\s+)?["'<(\[]?(${ADDRESS})(?=$|["'>)\]\s:.,;(<]|\.{3})`,
+  String.raw`^[\s>*•-]*(?:\d{1,3}[.)]\s+)?["'<(\[]?(${ADDRESS})(?=$|["'>)\]\s:,;(<]|\.(?![A-Za-z0-9])|[^\x00-\x7F])`,
 );
 /** Sentences that name the recipient a failure is about. */
 const ADDRESS_CUES = new RegExp(

@@ -103,6 +103,20 @@ const SYSTEMS: readonly ReportingSystem[] = [
       rule('expired', 'au (KDDI) EZweb', [String.raw`your message was not delivered within`]),
     ],
   },
+  {
+    // Google Groups refuses a post through Gmail's mailer-daemon: a plain-text notice with
+    // X-Failed-Recipients naming the group and no SMTP reply, in the sender's language ("the group
+    // you tried to contact (…) may not exist, or you may not have permission to post messages to
+    // the group"), always signed "Google Groups". The group refused the sender: rejected.
+    name: 'Google Groups',
+    writes: (message) =>
+      header(message, 'x-failed-recipients') !== null &&
+      header(message, 'x-google-smtp-source') !== null &&
+      /^google groups/im.test(message.text),
+    says: [],
+    // Whatever the notice says, in whichever language.
+    notice: [rule('rejected', 'Google Groups', [String.raw`^`])],
+  },
 ];
 
 /** The system that wrote a notice, when it is one that says things its own way. */
