@@ -146,6 +146,14 @@ const replies: readonly Row[] = [
   [554, '554 5.7.0 Reject, id=12345-01 - VIRUS: Eicar-Test-Signature', 'DATA', 'soft', 'virus', '5.7.0'],
   // Rate limits, transient failures, replies without enhanced codes
   [
+    550,
+    '550-5.2.1 The user you are trying to contact is receiving mail at a rate that\r\n550-5.2.1 prevents additional messages from being delivered. For more\r\n550 5.2.1 information, please visit https://support.example.com/mail/?p=ReceivingRatePerm',
+    'DATA',
+    'soft',
+    'rate_limited',
+    '5.2.1',
+  ],
+  [
     421,
     '421 4.7.0 [TSS04] Messages from 192.0.2.10 temporarily deferred due to unexpected volume',
     'MAIL FROM',

@@ -50,7 +50,24 @@ const MAX_SCAN = 4000;
 const REPLY_CODE = /(?:^|[\s:'"(<>=[])([45][0-5]\d)(?:[ -](?=[245]\.\d|[#<[(a-z'"]))/;
 
 export function normalise(text: string): string {
-  return text.slice(0, MAX_SCAN).toLowerCase().replace(/\s+/g, ' ').trim();
+  return joinContinuations(text.slice(0, MAX_SCAN).toLowerCase().replace(/\s+/g, ' ').trim());
+}
+
+// The first line of a multiline reply (RFC 5321 §4.2.1): its code, a hyphen, maybe an enhanced status.
+const CONTINUED_REPLY = /(?:^|[\s:'"(<[])([245]\d\d)-(?:([245]\.\d{1,3}\.\d{1,3}) )?/;
+
+/**
+ * A multiline reply repeats its code (and status) on every line: "550-5.2.1 … at a rate that
+ * 550-5.2.1 prevents additional messages …". Joined into one sentence, the repeats would split the
+ * server's phrases, so every repeat after the first is taken out.
+ */
+function joinContinuations(text: string): string {
+  const first = CONTINUED_REPLY.exec(text);
+  if (first === null) return text;
+  const [, code, status] = first;
+  const prefix = status === undefined ? `${code}[ -]` : `${code}[ -]${status.replace(/\./g, '\\.')} `;
+  const start = first.index + first[0].length;
+  return text.slice(0, start) + text.slice(start).replace(new RegExp(` ${prefix}`, 'g'), ' ');
 }
 
 export function replyCodeOf(text: string): number | null {
