@@ -333,6 +333,13 @@ describe('classifyFailure', () => {
     ],
     // DragonFly, Yahoo (qmail), X3, au EZweb: gave up after retrying
     ['Could not deliver for the last 432000 seconds. Giving up.', true, 'expired', 'soft'],
+    // Exim, for a message older than its retry rules allow
+    [
+      'all hosts have been failing for a long time and were last tried after this message arrived',
+      true,
+      'expired',
+      'soft',
+    ],
     ['Unable to deliver message after multiple retries, giving up.', true, 'expired', 'soft'],
     [
       'Delivery to the following recipients was aborted after 5.0 hour(s): jane@example.org',

@@ -81,6 +81,25 @@ describe('the format families', () => {
       expect(report.recipients[0]).toMatchObject({ action: 'delayed', type: 'soft' });
   });
 
+  it("reads Exim's notice to an errors_to address as final, though it never says permanent", async () => {
+    const text = loadBounceFixture('exim-bounce')
+      .toString('utf8')
+      .replace(
+        'A message that you sent could not be delivered to one or more of its\r\nrecipients. This is a permanent error. The following address(es) failed:',
+        'A message sent by\r\n\r\n  <orders@shop.example.com>\r\n\r\ncould not be delivered to one or more of its recipients. The following\r\naddress(es) failed:',
+      );
+    expect(text).toContain('A message sent by');
+    const report = await parseReport(Buffer.from(text));
+    expect(report).toMatchObject({ kind: 'bounce' });
+    if (report.kind === 'bounce')
+      expect(report.recipients[0]).toMatchObject({
+        recipient: JANE,
+        action: 'failed',
+        category: 'user_unknown',
+        type: 'hard',
+      });
+  });
+
   it('does not read an SES delivery notification as a report', async () => {
     const text = loadBounceFixture('amazon-ses-bounce').toString('utf8').replace('"Bounce"', '"Delivery"');
     expect(await parseReport(Buffer.from(text))).toEqual({ kind: 'unknown' });

@@ -277,6 +277,7 @@ export const CAUSE_RULES_LAST: readonly PhraseRule[] = [
   ]),
   rule('expired', 'queue lifetime reached: Exim, sendmail, Exchange, Amazon SES, OpenSMTPD', [
     String.raw`retry time(?:out)? (?:not reached|exceeded)`,
+    String.raw`all hosts have been failing for a long time`,
     String.raw`message expired`,
     String.raw`queue\.expired`,
     String.raw`(?:too long|timeout) in (?:the )?queue`,

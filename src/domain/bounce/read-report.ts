@@ -112,7 +112,12 @@ function read(message: ParsedMessage): FeedbackReport {
 /** Exim's bounce: its first line, and the marks only Exim leaves (its header, its copy line). */
 const EXIM_SIGNATURE = /this message was created automatically by mail delivery software/i;
 const EXIM_COPY = /^-+ this is a copy of the message, including all the headers/im;
-const EXIM_PERMANENT = /this is a permanent error/i;
+/**
+ * Exim says its failure is final in one of two ways (deliver.c): to the sender, "This is a
+ * permanent error."; to another address (errors_to), "A message sent by <sender> could not be
+ * delivered to one or more of its recipients", with no such sentence.
+ */
+const EXIM_PERMANENT = /this is a permanent error|a message sent by\s+<[^<>\n]*>\s+could not be delivered/i;
 
 /**
  * Exim's bounce has a fixed shape: from Mailer-Daemon, text/plain, "could not be delivered to one
