@@ -152,5 +152,19 @@ describe('the format families', () => {
       );
       expect(line).toMatchObject({ recipient: JANE, category: 'other', type: 'soft' });
     });
+
+    it('Google Groups: its signature in the returned message does not make a Gmail bounce its notice', async () => {
+      const line = await lineOf('google-groups-refusal', (text) => {
+        const head = text.slice(0, text.indexOf('\r\n\r\n'));
+        const original = text
+          .slice(text.indexOf('----- Original message -----'))
+          .replace('Your order has shipped.', 'Google Groups: your order has shipped.');
+        const notice =
+          "** Address not found **\r\n\r\nYour message wasn't delivered to jane@example.org because the address couldn't be found.\r\n\r\n" +
+          'The response was:\r\n\r\n550 5.1.1 The email account that you tried to reach does not exist.\r\n\r\n';
+        return `${head}\r\n\r\n${notice}${original}`;
+      });
+      expect(line).toMatchObject({ recipient: JANE, category: 'user_unknown', type: 'hard' });
+    });
   });
 });

@@ -2,6 +2,7 @@ import type { BounceCategory } from './categories.js';
 import { addressIn } from './fields.js';
 import { header, type ParsedMessage } from './parsed-message.js';
 import { firstCategory, rule, type PhraseRule } from './phrases.js';
+import { originalStart } from './text-formats.js';
 
 /**
  * Mail systems that write their own notices and say in them, in words of their own, what went
@@ -23,6 +24,12 @@ export interface ReportingSystem {
 
 function fromAddress(message: ParsedMessage): string {
   return (addressIn(header(message, 'from')) ?? '').toLowerCase();
+}
+
+/** The notice's own text: what comes before the returned message (a plain-text bounce quotes it). */
+function noticeOf(message: ParsedMessage): string {
+  const lines = message.text.split(/\r\n|\r|\n/, 4000);
+  return lines.slice(0, originalStart(lines)).join('\n');
 }
 
 const SYSTEMS: readonly ReportingSystem[] = [
@@ -57,8 +64,8 @@ const SYSTEMS: readonly ReportingSystem[] = [
     name: 'Symantec Email Security.cloud (MessageLabs)',
     writes: (message) =>
       header(message, 'x-msg-ref') !== null &&
-      /this is the mail delivery agent at /i.test(message.text) &&
-      /unable to deliver your message to the following addresses/i.test(message.text),
+      /this is the mail delivery agent at /i.test(noticeOf(message)) &&
+      /unable to deliver your message to the following addresses/i.test(noticeOf(message)),
     says: [
       rule('user_unknown', 'Symantec Email Security.cloud', [
         String.raw`\bno such user\b`,
@@ -74,8 +81,8 @@ const SYSTEMS: readonly ReportingSystem[] = [
     name: 'Verizon Wireless SMS gateway',
     writes: (message) =>
       fromAddress(message).startsWith('post_master@') &&
-      /^error message below:/im.test(message.text) &&
-      /^message details:/im.test(message.text),
+      /^error message below:/im.test(noticeOf(message)) &&
+      /^message details:/im.test(noticeOf(message)),
     says: [
       rule('user_unknown', 'Verizon Wireless SMS gateway', [
         String.raw`requested action not taken: no such user here`,
@@ -112,7 +119,7 @@ const SYSTEMS: readonly ReportingSystem[] = [
     writes: (message) =>
       header(message, 'x-failed-recipients') !== null &&
       header(message, 'x-google-smtp-source') !== null &&
-      /^google groups/im.test(message.text),
+      /^google groups/im.test(noticeOf(message)),
     says: [],
     // Whatever the notice says, in whichever language.
     notice: [rule('rejected', 'Google Groups', [String.raw`^`])],
