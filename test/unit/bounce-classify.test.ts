@@ -299,6 +299,27 @@ describe('classifyFailure', () => {
       'user_unknown',
       'hard',
     ],
+    // ...but its "unknown user" gives way to a policy status, as any known system's words do
+    [
+      {
+        diagnostic: '550 5.7.1 <jane@example.org>... User unknown',
+        status: '5.7.1',
+        permanent: true,
+        category: 'user_unknown' as const,
+      },
+      'rejected',
+      'soft',
+    ],
+    [
+      {
+        diagnostic: '550 <jane@example.org>... User unknown',
+        command: 'MAIL' as const,
+        permanent: true,
+        category: 'user_unknown' as const,
+      },
+      'rejected',
+      'soft',
+    ],
   ] as const)('%o → %s %s', (facts, category, type) => {
     expect(classifyFailure(facts)).toMatchObject({ category, type });
   });

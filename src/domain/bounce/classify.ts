@@ -159,7 +159,10 @@ export function classifyFailure(facts: FailureFacts): FailureVerdict {
   const command = facts.command ?? smtpCommandIn(text);
   const codeClass = status?.[0] ?? (replyCode === null ? null : String(replyCode)[0]);
   const permanent = typeof facts.permanent === 'boolean' ? facts.permanent : codeClass !== '4';
-  let category = facts.category ?? causeOf(text, status, command) ?? fallbackOf(status, replyCode, command);
+  // A reporting system's "unknown user" is its own words for one, as good as a known system's
+  // phrase, and like one it gives way to a policy status or a refusal before any recipient.
+  const reported = facts.category === 'user_unknown' ? addressVerdict(true, status, command) : facts.category;
+  let category = reported ?? causeOf(text, status, command) ?? fallbackOf(status, replyCode, command);
   // A final failure the server called temporary, or a connection that never worked: the MTA
   // retried until its queue lifetime ran out.
   if (permanent && codeClass === '4' && VAGUE.has(category)) category = 'expired';
