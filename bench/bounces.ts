@@ -73,15 +73,30 @@ async function main(): Promise<void> {
   const result = score(expected, verdicts);
   console.log(table(result, files.length, ms));
   if (process.argv.includes('--details')) {
+    console.log('\nBy Herald category (Sisimai bounces in it: the same for Herald):');
+    const categories = Object.entries(result.byCategory).sort((a, b) => b[1].expected - a[1].expected);
+    for (const [category, { expected: count, agreed }] of categories)
+      console.log(
+        `  ${category.padEnd(16)} ${String(count).padStart(4)} ${String(agreed).padStart(4)}  ${percent(agreed, count)}`,
+      );
     console.log('\nDisagreements (Sisimai reason → Herald category: count, files):');
     for (const c of result.confusions)
       console.log(`  ${c.reason} → ${c.got}: ${c.files.length}  ${c.files.join(' ')}`);
     console.log(`\nNot recognised (${result.missed.length}):\n  ${result.missed.join('\n  ')}`);
     console.log(`\nFalse hard (${result.falseHardFiles.length}):\n  ${result.falseHardFiles.join('\n  ')}`);
+    console.log(
+      `\nHard for Sisimai, kept soft (${result.hardMissedFiles.length}):\n  ${result.hardMissedFiles.join('\n  ')}`,
+    );
   }
   const { byCategory: _byCategory, confusions: _confusions, missed: _missed, ...figures } = result;
   console.log(
-    JSON.stringify({ ...figures, falseHardFiles: undefined, files: files.length, ms: Math.round(ms) }),
+    JSON.stringify({
+      ...figures,
+      falseHardFiles: undefined,
+      hardMissedFiles: undefined,
+      files: files.length,
+      ms: Math.round(ms),
+    }),
   );
 }
 

@@ -146,6 +146,14 @@ const replies: readonly Row[] = [
   [554, '554 5.7.0 Reject, id=12345-01 - VIRUS: Eicar-Test-Signature', 'DATA', 'soft', 'virus', '5.7.0'],
   // Rate limits, transient failures, replies without enhanced codes
   [
+    550,
+    '550-5.2.1 The user you are trying to contact is receiving mail at a rate that\r\n550-5.2.1 prevents additional messages from being delivered. For more\r\n550 5.2.1 information, please visit https://support.example.com/mail/?p=ReceivingRatePerm',
+    'DATA',
+    'soft',
+    'rate_limited',
+    '5.2.1',
+  ],
+  [
     421,
     '421 4.7.0 [TSS04] Messages from 192.0.2.10 temporarily deferred due to unexpected volume',
     'MAIL FROM',
@@ -291,8 +299,113 @@ describe('classifyFailure', () => {
       'user_unknown',
       'hard',
     ],
+    // ...but its "unknown user" gives way to a policy status, as any known system's words do
+    [
+      {
+        diagnostic: '550 5.7.1 <jane@example.org>... User unknown',
+        status: '5.7.1',
+        permanent: true,
+        category: 'user_unknown' as const,
+      },
+      'rejected',
+      'soft',
+    ],
+    [
+      {
+        diagnostic: '550 <jane@example.org>... User unknown',
+        command: 'MAIL' as const,
+        permanent: true,
+        category: 'user_unknown' as const,
+      },
+      'rejected',
+      'soft',
+    ],
   ] as const)('%o → %s %s', (facts, category, type) => {
     expect(classifyFailure(facts)).toMatchObject({ category, type });
+  });
+
+  /** What MTAs and providers say in their own notices, each read for the cause it names. */
+  it.each([
+    // Exim as cPanel configures it: its cannot_route_message, "blacklisted" being only a guess
+    [
+      'The mail server could not deliver mail to jane@example.org.  The account or domain may not exist, they may be blacklisted, or missing the proper dns entries.',
+      true,
+      'host_unknown',
+      'hard',
+    ],
+    // IMail: the mailbox, not the message, is over its size
+    ['User mailbox exceeds allowed size: jane@example.org', true, 'mailbox_full', 'soft'],
+    // vpopmail's vdelivermail
+    ['vdelivermail: account is locked email bounced', true, 'suspended', 'soft'],
+    // Postfix's "delivery temporarily suspended" is about the destination host, not the mailbox
+    [
+      'delivery temporarily suspended: connect to mx.example.org[192.0.2.25]:25: Connection refused',
+      false,
+      'network_error',
+      'soft',
+    ],
+    // OpenSMTPD
+    ['jane@example.org: Envelope expired', true, 'expired', 'soft'],
+    [
+      'jane@example.org: Network error on destination MXs Please note that this is only a temporary failure report.',
+      false,
+      'network_error',
+      'soft',
+    ],
+    // DragonFly, Yahoo (qmail), X3, au EZweb: gave up after retrying
+    ['Could not deliver for the last 432000 seconds. Giving up.', true, 'expired', 'soft'],
+    // Exim, for a message older than its retry rules allow
+    [
+      'all hosts have been failing for a long time and were last tried after this message arrived',
+      true,
+      'expired',
+      'soft',
+    ],
+    ['Unable to deliver message after multiple retries, giving up.', true, 'expired', 'soft'],
+    [
+      'Delivery to the following recipients was aborted after 5.0 hour(s): jane@example.org',
+      true,
+      'expired',
+      'soft',
+    ],
+    [
+      'Your message was not delivered within 0 days and 1 hours. Remote host is not responding.',
+      true,
+      'expired',
+      'soft',
+    ],
+    // Gmail's preamble is not the recipient's filter; the reply it quotes names the cause
+    [
+      'Google tried to deliver your message, but it was rejected by the recipient domain. We recommend contacting the other email provider for further information about the cause of this error. The error that the other server returned was: 554 554 5.7.1 Service unavailable; Client host [192.0.2.10] blocked using zen.example.net (state 13).',
+      true,
+      'blocked',
+      'soft',
+    ],
+    // Exchange Online at DATA, having refused every recipient: not proof about this one
+    ['550 5.4.1 All recipient addresses rejected : Access denied [mx.example.org]', true, 'rejected', 'soft'],
+    // A URI blocklist judges the message's links, not the sending IP
+    [
+      '550-REJECTED - Blacklisted URL in message. (example.com) in [black]. 550-See http://lookup.example.com.',
+      true,
+      'spam',
+      'soft',
+    ],
+    // Google Workspace groups: a spam verdict, then advice about SPF
+    [
+      'Your email to group jane@example.org was rejected due to spam classification. To address this issue: * Set up SPF records for your sending domain if you have not done so already.',
+      true,
+      'spam',
+      'soft',
+    ],
+    // Gmail: a malformed message, refused "to reduce the amount of spam"
+    [
+      '550-5.7.1 This message is not RFC 5322 compliant. There are multiple Subject 550-5.7.1 headers. To reduce the amount of spam sent to Gmail, this message has 550-5.7.1 been blocked.',
+      true,
+      'policy',
+      'soft',
+    ],
+  ] as const)('%s (final: %s) → %s %s', (diagnostic, permanent, category, type) => {
+    expect(classifyFailure({ diagnostic, permanent })).toMatchObject({ category, type });
   });
 });
 

@@ -12,9 +12,10 @@ import {
 
 /**
  * Sisimai's public corpus of real bounces (test/fixtures/sisimai/README.md) through parseReport,
- * scored against Sisimai's reading of it as `npm run bench:bounces` does. The floors are the
- * figures docs/bounces.md reports, so a change that reads real mail worse fails here; the goal for
- * hard bounces (97 %) is above the floor, and docs/bounces.md says which disagreements are left.
+ * scored against Sisimai's reading of it as `npm run bench:bounces` does. The floors are the goals
+ * of issue 21 (recognised and hard ≥ 97 %, false hard ≤ 1 %, every complaint) and, for the
+ * category, just under the figure docs/bounces.md reports, so a change that reads real mail worse
+ * fails here; docs/bounces.md says which disagreements are left and why.
  */
 describe("Sisimai's corpus", () => {
   it('is read as Sisimai reads it, within the goals', async () => {
@@ -35,7 +36,7 @@ describe("Sisimai's corpus", () => {
     expect(result.recognised / result.bounces).toBeGreaterThanOrEqual(0.97);
     expect(result.falseHard / result.bounces).toBeLessThanOrEqual(0.01);
     expect(result.complaintsRecognised).toBe(result.complaints);
-    expect(result.hardAgreed / result.hard).toBeGreaterThanOrEqual(0.93);
-    expect((result.sameCategory ?? 0) / result.bounces).toBeGreaterThanOrEqual(0.75);
+    expect(result.hardAgreed / result.hard).toBeGreaterThanOrEqual(0.97);
+    expect((result.sameCategory ?? 0) / result.bounces).toBeGreaterThanOrEqual(0.82);
   });
 });

@@ -4,6 +4,7 @@ import {
   CAUSE_RULES_AFTER_ADDRESS,
   CAUSE_RULES_FIRST,
   CAUSE_RULES_LAST,
+  firstCategory,
   VENDOR_ADDRESS_PHRASES,
 } from './phrases.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
@@ -49,7 +50,24 @@ const MAX_SCAN = 4000;
 const REPLY_CODE = /(?:^|[\s:'"(<>=[])([45][0-5]\d)(?:[ -](?=[245]\.\d|[#<[(a-z'"]))/;
 
 export function normalise(text: string): string {
-  return text.slice(0, MAX_SCAN).toLowerCase().replace(/\s+/g, ' ').trim();
+  return joinContinuations(text.slice(0, MAX_SCAN).toLowerCase().replace(/\s+/g, ' ').trim());
+}
+
+// The first line of a multiline reply (RFC 5321 §4.2.1): its code, a hyphen, maybe an enhanced status.
+const CONTINUED_REPLY = /(?:^|[\s:'"(<[])([245]\d\d)-(?:([245]\.\d{1,3}\.\d{1,3}) )?/;
+
+/**
+ * A multiline reply repeats its code (and status) on every line: "550-5.2.1 … at a rate that
+ * 550-5.2.1 prevents additional messages …". Joined into one sentence, the repeats would split the
+ * server's phrases, so every repeat after the first is taken out.
+ */
+function joinContinuations(text: string): string {
+  const first = CONTINUED_REPLY.exec(text);
+  if (first === null) return text;
+  const [, code, status] = first;
+  const prefix = status === undefined ? `${code}[ -]` : `${code}[ -]${status.replace(/\./g, '\\.')} `;
+  const start = first.index + first[0].length;
+  return text.slice(0, start) + text.slice(start).replace(new RegExp(` ${prefix}`, 'g'), ' ');
 }
 
 export function replyCodeOf(text: string): number | null {
@@ -64,10 +82,6 @@ function bestStatus(field: string | null | undefined, text: string): string | nu
   if (fromField === null) return fromText;
   if (fromText !== null && fromText[0] === fromField[0] && /\.0\.0$/.test(fromField)) return fromText;
   return fromField;
-}
-
-function firstMatch(rules: readonly { category: BounceCategory; pattern: RegExp }[], text: string) {
-  return rules.find((rule) => rule.pattern.test(text))?.category ?? null;
 }
 
 /**
@@ -88,7 +102,7 @@ function addressVerdict(vendor: boolean, status: string | null, command: SmtpCom
 }
 
 function causeOf(text: string, status: string | null, command: SmtpCommand | null): BounceCategory | null {
-  const first = firstMatch(CAUSE_RULES_FIRST, text);
+  const first = firstCategory(CAUSE_RULES_FIRST, text);
   if (first !== null) return first;
   // X.1.7 and X.1.8: the sender's address or domain was refused; whatever the text says of an
   // address or a domain is about the sender's.
@@ -97,7 +111,7 @@ function causeOf(text: string, status: string | null, command: SmtpCommand | nul
   if (status === '5.4.1' && text.includes('recipient address rejected: access denied')) return 'user_unknown';
   if (VENDOR_ADDRESS_PHRASES.pattern.test(text)) return addressVerdict(true, status, command);
   if (ADDRESS_PHRASES.pattern.test(text)) return addressVerdict(false, status, command);
-  return firstMatch(CAUSE_RULES_AFTER_ADDRESS, text) ?? firstMatch(CAUSE_RULES_LAST, text);
+  return firstCategory(CAUSE_RULES_AFTER_ADDRESS, text) ?? firstCategory(CAUSE_RULES_LAST, text);
 }
 
 /** When no phrase names a cause: the status, then what the codes and the command imply. */
@@ -145,7 +159,10 @@ export function classifyFailure(facts: FailureFacts): FailureVerdict {
   const command = facts.command ?? smtpCommandIn(text);
   const codeClass = status?.[0] ?? (replyCode === null ? null : String(replyCode)[0]);
   const permanent = typeof facts.permanent === 'boolean' ? facts.permanent : codeClass !== '4';
-  let category = facts.category ?? causeOf(text, status, command) ?? fallbackOf(status, replyCode, command);
+  // A reporting system's "unknown user" is its own words for one, as good as a known system's
+  // phrase, and like one it gives way to a policy status or a refusal before any recipient.
+  const reported = facts.category === 'user_unknown' ? addressVerdict(true, status, command) : facts.category;
+  let category = reported ?? causeOf(text, status, command) ?? fallbackOf(status, replyCode, command);
   // A final failure the server called temporary, or a connection that never worked: the MTA
   // retried until its queue lifetime ran out.
   if (permanent && codeClass === '4' && VAGUE.has(category)) category = 'expired';

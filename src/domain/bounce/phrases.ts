@@ -18,8 +18,13 @@ export interface PhraseRule {
   readonly pattern: RegExp;
 }
 
-function rule(category: BounceCategory, source: string, phrases: readonly string[]): PhraseRule {
+export function rule(category: BounceCategory, source: string, phrases: readonly string[]): PhraseRule {
   return { category, source, pattern: new RegExp(phrases.join('|')) };
+}
+
+/** The category of the first rule whose phrases occur in a normalised text, or null. */
+export function firstCategory(rules: readonly PhraseRule[], text: string): BounceCategory | null {
+  return rules.find((candidate) => candidate.pattern.test(text))?.category ?? null;
 }
 
 /**
@@ -57,6 +62,8 @@ export const VENDOR_ADDRESS_PHRASES = rule(
     String.raw`inactive email address`,
     // Orange, La Poste
     String.raw`destinataire invalide`,
+    // sendmail's local mailer, for a local user the system does not have
+    String.raw`mail\.local: unknown user`,
   ],
 );
 
@@ -100,6 +107,7 @@ export const CAUSE_RULES_FIRST: readonly PhraseRule[] = [
     String.raw`number of messages in recipient's mailbox exceeded`,
     String.raw`mailbox ?full`,
     String.raw`quotaexceeded`,
+    String.raw`mail ?box exceeds (?:the )?(?:allowed|maximum) size`,
   ]),
   rule('message_too_big', 'RFC 3463 X.2.3/X.3.4 texts, Exchange RecipSizeLimit, 1&1', [
     String.raw`message (?:size|length) exceeds`,
@@ -115,10 +123,11 @@ export const CAUSE_RULES_FIRST: readonly PhraseRule[] = [
     String.raw`email account that you tried to reach is (?:disabled|inactive)`,
     String.raw`disabled (?:recipient|mailbox|account)`,
     String.raw`(?:user|account|mailbox) [^ ]+ temporary locked`,
-    String.raw`temporarily (?:locked|disabled|suspended)`,
+    // Postfix's "delivery temporarily suspended" is about the destination host, not the mailbox
+    String.raw`(?<!delivery )temporarily (?:locked|disabled|suspended)`,
     String.raw`recipient account is blocked`,
     String.raw`compte du destinataire est bloque`,
-    String.raw`mailbox (?:is )?(?:inactive|locked)`,
+    String.raw`(?:mailbox|account) (?:is )?(?:inactive|locked)`,
   ]),
   rule('has_moved', 'RFC 5321 551, RFC 3463 X.1.6, Apple', [
     String.raw`no longer on (?:this )?server`,
@@ -133,6 +142,8 @@ export const CAUSE_RULES_FIRST: readonly PhraseRule[] = [
     String.raw`we do not relay`,
     String.raw`email address is not verified`,
   ]),
+  // Google Workspace groups give a spam verdict, then advise SPF records.
+  rule('spam', 'Google Workspace groups', [String.raw`rejected due to spam classification`]),
   rule('auth_failure', 'SPF, DKIM and DMARC refusals: Gmail, Microsoft, Yahoo, Apple, Mail.ru, QQ', [
     String.raw`\bdmarc\b`,
     String.raw`\bspf\b(?: \w+){0,4} (?:fail|check|record|validation|polic)`,
@@ -147,13 +158,18 @@ export const CAUSE_RULES_FIRST: readonly PhraseRule[] = [
     String.raw`smtp authentication`,
     String.raw`is not allowed to send from`,
   ]),
+  // Before the blocklists: it says "they may be blacklisted" only as one guess among others.
+  rule('host_unknown', "Exim's cannot_route_message as cPanel words it (Exim's own: Unrouteable address)", [
+    String.raw`the account or domain may not exist, they may be blacklisted`,
+  ]),
 ];
 
 export const CAUSE_RULES_AFTER_ADDRESS: readonly PhraseRule[] = [
   rule('rejected', 'recipient filters and sender refusals: Facebook, Google Groups, mailing lists', [
     String.raw`recipient preferences`,
     String.raw`message filtered`,
-    String.raw`(?:rejected|blocked|refused) by (?:the )?recipient`,
+    // not Gmail's "it was rejected by the recipient domain", its preamble to the reply it quotes
+    String.raw`(?:rejected|blocked|refused) by (?:the )?recipient(?! domain)`,
     String.raw`domain filter`,
     String.raw`not a member of`,
     String.raw`(?:group|list) you tried to contact`,
@@ -165,6 +181,13 @@ export const CAUSE_RULES_AFTER_ADDRESS: readonly PhraseRule[] = [
     String.raw`from: domain is invalid`,
     String.raw`purported responsible address`,
     String.raw`address that has been blacklisted`,
+    // Exchange Online at DATA, when it refused every recipient
+    String.raw`all recipient addresses rejected`,
+  ]),
+  rule('spam', 'URI blocklists (URIBL, SURBL): they list the links in the message, not the sender', [
+    String.raw`blacklisted (?:url|uri|link)`,
+    String.raw`\buribl\b`,
+    String.raw`\bsurbl\b`,
   ]),
   rule('blocked', 'missing or mismatched reverse DNS: Gmail 5.7.25, Comcast, Outlook.com, Postfix', [
     String.raw`reverse dns`,
@@ -220,6 +243,8 @@ export const CAUSE_RULES_AFTER_ADDRESS: readonly PhraseRule[] = [
 ];
 
 export const CAUSE_RULES_LAST: readonly PhraseRule[] = [
+  // Gmail's refusal of a malformed message goes on to say that the check reduces spam.
+  rule('policy', 'Gmail: messages not compliant with RFC 5322', [String.raw`not rfc ?5322 compliant`]),
   rule('spam', 'content filters: amavis, Barracuda, SpamAssassin, Gmail, Zoho, Orange', [
     String.raw`\bspam\b`,
     String.raw`\bube\b`,
@@ -252,6 +277,7 @@ export const CAUSE_RULES_LAST: readonly PhraseRule[] = [
   ]),
   rule('expired', 'queue lifetime reached: Exim, sendmail, Exchange, Amazon SES, OpenSMTPD', [
     String.raw`retry time(?:out)? (?:not reached|exceeded)`,
+    String.raw`all hosts have been failing for a long time`,
     String.raw`message expired`,
     String.raw`queue\.expired`,
     String.raw`(?:too long|timeout) in (?:the )?queue`,
@@ -259,6 +285,11 @@ export const CAUSE_RULES_LAST: readonly PhraseRule[] = [
     String.raw`could not be delivered (?:for|within) \d+`,
     String.raw`cannot send message for \d+`,
     String.raw`delivery (?:time|period) (?:has )?expired`,
+    String.raw`envelope expired`,
+    String.raw`could not deliver for the last \d+`,
+    String.raw`after (?:multiple|repeated) (?:retries|attempts), giving up`,
+    String.raw`was aborted after \d`,
+    String.raw`not delivered within \d+ days`,
   ]),
   rule('network_error', 'connections and DNS: Postfix, Exim, sendmail, Gmail, Domino', [
     String.raw`timed out`,
@@ -267,6 +298,7 @@ export const CAUSE_RULES_LAST: readonly PhraseRule[] = [
     String.raw`(?:network|host) (?:is )?unreachable`,
     String.raw`no route to host`,
     String.raw`could not connect`,
+    String.raw`network error on destination`,
     String.raw`unable to connect`,
     String.raw`requests to connect`,
     String.raw`name service error`,

@@ -1,10 +1,11 @@
-import { classifyFailure } from './classify.js';
+import { classifyFailure, normalise } from './classify.js';
 import { MAX_RECIPIENTS, type BounceRecipient, type FeedbackReport } from './feedback-report.js';
 import { addressIn, get, headerFields, messageIdIn, type FieldBlock } from './fields.js';
 import { header, type ParsedMessage } from './parsed-message.js';
 import { FEEDBACK_REPORT, readAppleUnsubscribe, readArf, readJmrp } from './read-complaint.js';
 import { classifyDsnLine, clip, dsnLines, type DsnHint, type DsnLine } from './read-dsn.js';
 import { readSesNotification } from './read-ses.js';
+import { categoryBy, reportingSystemOf } from './reporting-systems.js';
 import { descriptionLines, readTextRecipients, type TextRecipient } from './read-text.js';
 import {
   hasBounceSubject,
@@ -52,7 +53,12 @@ function read(message: ParsedMessage): FeedbackReport {
   const originalMessageId = messageIdIn(original);
   const excluded = excludedAddresses(message, original);
   const subject = header(message, 'subject') ?? '';
-  const permanent = !isDelayWarning(subject, descriptionLines(message.text).join('\n'));
+  const description = descriptionLines(message.text).join('\n');
+  const permanent = !isDelayWarning(subject, description);
+  // A notice of a system that says things its own way: its words decide the category.
+  const system = reportingSystemOf(message);
+  const noticeText = system === null ? '' : normalise(description);
+  const categoryOf = (text: string) => categoryBy(system, normalise(text), noticeText);
 
   const statuses = message.parts.filter((part) => DELIVERY_STATUS.has(part.contentType));
   let lines = statuses.flatMap((part) => dsnLines(part.text));
@@ -62,7 +68,9 @@ function read(message: ParsedMessage): FeedbackReport {
   if (lines.length > 0) {
     const hints = readTextRecipients(message.text, { excluded, permanent });
     const recipients = lines.map((line) => {
-      const read = classifyDsnLine(line, hintFor(line, lines.length, hints));
+      const hint = hintFor(line, lines.length, hints);
+      const vendorCategory = line.vendorCategory ?? categoryOf(line.diagnostic ?? hint?.diagnostic ?? '');
+      const read = classifyDsnLine({ ...line, vendorCategory }, hint);
       // A Final-Recipient that is no address (sendmail writes "@host" when it lost the local part):
       // the text names the recipient when it names only one.
       const named = hints.length === 1 && lines.length === 1 ? hints[0]!.recipient : null;
@@ -75,10 +83,9 @@ function read(message: ParsedMessage): FeedbackReport {
   const inner = message.parts.find((part) => part.message !== undefined)?.message;
   const innerReport = inner === undefined || !isBounceSender(message) ? null : read(inner);
   if (!looksLikeBounce(message)) return { kind: 'unknown' };
-  const description = descriptionLines(message.text).join('\n');
   const exim = eximShape(message, description);
   if (exim === 'broken') return { kind: 'unknown' };
-  const found = readTextRecipients(message.text, { excluded, permanent });
+  const found = readTextRecipients(message.text, { excluded, permanent, categoryOf });
   const named = found.some((line) => line.recipient !== null);
   if (!named && innerReport !== null && innerReport.kind !== 'unknown') return innerReport;
   const fallback = fallbackRecipient(message, original);
@@ -105,7 +112,12 @@ function read(message: ParsedMessage): FeedbackReport {
 /** Exim's bounce: its first line, and the marks only Exim leaves (its header, its copy line). */
 const EXIM_SIGNATURE = /this message was created automatically by mail delivery software/i;
 const EXIM_COPY = /^-+ this is a copy of the message, including all the headers/im;
-const EXIM_PERMANENT = /this is a permanent error/i;
+/**
+ * Exim says its failure is final in one of two ways (deliver.c): to the sender, "This is a
+ * permanent error."; to another address (errors_to), "A message sent by <sender> could not be
+ * delivered to one or more of its recipients", with no such sentence.
+ */
+const EXIM_PERMANENT = /this is a permanent error|a message sent by\s+<[^<>\n]*>\s+could not be delivered/i;
 
 /**
  * Exim's bounce has a fixed shape: from Mailer-Daemon, text/plain, "could not be delivered to one

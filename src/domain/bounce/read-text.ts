@@ -1,3 +1,4 @@
+import type { BounceCategory } from './categories.js';
 import { classifyFailure, normalise, type FailureVerdict } from './classify.js';
 import { MAX_RECIPIENTS } from './feedback-report.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
@@ -27,9 +28,13 @@ const MAX_LINE = 1000;
 
 // A mailbox as bounces print it. The local part excludes quotes and brackets, which surround it.
 const ADDRESS = String.raw`[\w.%+!#$&*/=?^\x60{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]|\.(?=[A-Za-z0-9]))*`;
-/** A line that starts with an address, after list markers, quote marks and brackets. */
+/**
+ * A line that starts with an address, after list markers, quote marks and brackets. The address
+ * ends at punctuation, white space or a letter of another script ("jane@example.org様"); a dot
+ * ends it only when no label follows, so an address is never cut short at a dot of its domain.
+ */
 const ADDRESS_LINE = new RegExp(
-  String.raw`^[\s>*•-]*(?:\d{1,3}[.)]\s+)?["'<(\[]?(${ADDRESS})(?=$|["'>)\]\s:.,;(<]|\.{3})`,
+  String.raw`^[\s>*•-]*(?:\d{1,3}[.)]\s+)?["'<(\[]?(${ADDRESS})(?=$|["'>)\]\s:,;(<]|\.(?![A-Za-z0-9])|[^\x00-\x7F])`,
 );
 /** Sentences that name the recipient a failure is about. */
 const ADDRESS_CUES = new RegExp(
@@ -99,10 +104,19 @@ function blocksOf(lines: readonly string[], excluded: ReadonlySet<string>): Bloc
   return blocks;
 }
 
+/**
+ * sendmail's local mailer (mail.local) prints its own complaint in the transcript ("mail.local:
+ * unknown user: jane") before sendmail's summary of how the mailer exited ("554 <…>... Service
+ * unavailable"): the complaint names the cause, the summary does not.
+ */
+const LOCAL_MAILER_LINE = /^mail\.local: /i;
+
 /** From the first line that quotes a server's reply, when there is one: the rest is preamble. */
 function focus(lines: readonly string[]): string {
   const reply = lines.findIndex((line) => REPLY_LINE.test(line));
-  return (reply > 0 ? lines.slice(reply) : lines).join(' ');
+  if (reply <= 0) return lines.join(' ');
+  const localMailer = lines.slice(0, reply).findIndex((line) => LOCAL_MAILER_LINE.test(line));
+  return lines.slice(localMailer >= 0 ? localMailer : reply).join(' ');
 }
 
 /**
@@ -112,7 +126,12 @@ function focus(lines: readonly string[]): string {
  */
 export function readTextRecipients(
   text: string,
-  options: { readonly excluded: ReadonlySet<string>; readonly permanent: boolean },
+  options: {
+    readonly excluded: ReadonlySet<string>;
+    readonly permanent: boolean;
+    /** The category the reporting system's own words give a recipient's text (reporting-systems.ts). */
+    readonly categoryOf?: (diagnostic: string) => BounceCategory | null;
+  },
 ): TextRecipient[] {
   const lines = descriptionLines(text);
   const nonBlank = lines.map((line) => line.trim()).filter((line) => line !== '');
@@ -120,8 +139,14 @@ export function readTextRecipients(
   // The command is named before the reply is quoted ("after RCPT TO:<…>:", then the reply).
   const wholeCommand = smtpCommandIn(normalise(nonBlank.join(' ')));
   const blocks = blocksOf(lines, options.excluded);
+  const categoryOf = options.categoryOf ?? (() => null);
   const wholeVerdict = () =>
-    classifyFailure({ diagnostic: whole, command: wholeCommand, permanent: options.permanent });
+    classifyFailure({
+      diagnostic: whole,
+      command: wholeCommand,
+      permanent: options.permanent,
+      category: categoryOf(whole),
+    });
   if (blocks.length === 0)
     return [{ recipient: null, diagnostic: whole, command: wholeCommand, verdict: wholeVerdict() }];
   return blocks.map((block) => {
@@ -131,12 +156,13 @@ export function readTextRecipients(
       diagnostic: own,
       command,
       permanent: options.permanent,
+      category: categoryOf(own),
     });
     // The lines about the recipient say nothing a rule can read: the reason is elsewhere in the
     // description (MailMarshal and KDDI give it before the list of recipients).
     if (verdict.category === 'other' && verdict.status === null && verdict.replyCode === null) {
       const shared = wholeVerdict();
-      return { recipient: block.address, diagnostic: own || whole, command, verdict: shared };
+      return { recipient: block.address, diagnostic: whole, command, verdict: shared };
     }
     return { recipient: block.address, diagnostic: own, command, verdict };
   });
