@@ -68,7 +68,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       { subject: values.subject, text: values.text, html: values.html },
       'data' in parsed ? parsed.data : {},
     );
-    return { error: 'error' in parsed ? parsed.error : null, ...rendered };
+    return { ...rendered, error: 'error' in parsed ? parsed.error : rendered.error };
   };
 
   const editor = formPage(
