@@ -15,6 +15,7 @@ import { NotificationService } from './services/notifications.js';
 import { ProjectService } from './services/projects.js';
 import { SmtpSettingsService } from './services/smtp-settings.js';
 import { TemplateService } from './services/templates.js';
+import { LayoutService } from './services/layouts.js';
 import { UsageService } from './services/usage.js';
 import { SuppressionService } from './services/suppressions.js';
 import { WebhookService } from './services/webhooks.js';
@@ -29,7 +30,7 @@ import { NOTIFICATION_QUEUE, WEBHOOK_QUEUE } from './storage/queue.js';
 import { recordCalls, WebhookConsumer } from './webhooks/webhook-consumer.js';
 import { openStorage } from './storage/open.js';
 import { findProjectById } from './storage/projects.js';
-import { findTemplate } from './storage/templates.js';
+import { findCurrentTemplate } from './storage/template-versions.js';
 import { queueStats } from './storage/queue-stats.js';
 import type { Storage } from './storage/storage.js';
 import { Deliverer } from './worker/deliver.js';
@@ -47,6 +48,7 @@ export interface Services {
   readonly storage: Storage;
   readonly projects: ProjectService;
   readonly templates: TemplateService;
+  readonly layouts: LayoutService;
   readonly smtpSettings: SmtpSettingsService;
   /** Accepting sends: the group commit of the API. */
   readonly accept: AcceptService;
@@ -157,6 +159,7 @@ export async function openServices(
     storage,
     projects,
     templates: new TemplateService(db, projects),
+    layouts: new LayoutService(db, projects),
     smtpSettings,
     accept: new AcceptService(storage),
     notifications: new NotificationService(db),
@@ -173,7 +176,7 @@ export async function openServices(
     defaultFrom,
     loader: new DeliveryLoader({
       project: (id) => findProjectById(db, id),
-      template: (projectId, name) => findTemplate(db, projectId, name),
+      template: (projectId, name) => findCurrentTemplate(db, projectId, name),
       smtp: (projectId) => smtpSettings.forDelivery(projectId),
     }),
     deliverer: new Deliverer({

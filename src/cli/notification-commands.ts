@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { notificationView } from '../domain/notification.js';
 import type { ContentView, NotificationDetail } from '../services/notifications.js';
-import type { TemplateDiagnosis } from '../services/templates.js';
+import { diagnoseTemplate, type TemplateDiagnosis } from '../services/template-preview.js';
 import { servicesAction } from './context.js';
 import { iso } from './output.js';
 
@@ -87,11 +87,10 @@ export function notificationCommands(): Command {
       servicesAction(
         async ({ notifications, templates }, out, requestId: string, options: { reveal?: boolean }) => {
           const { notification: row, attempts } = await notifications.detail(requestId);
-          const template = await templates.diagnose(
-            row.project_id,
-            row.template,
-            row.content_erased_at === null ? row.data : null,
-          );
+          const template = await diagnoseTemplate(templates, {
+            ...row,
+            data: row.content_erased_at === null ? row.data : null,
+          });
           const rerender = template.found ? template.rerender : undefined;
           const content = notifications.content(row, options.reveal ?? false, rerender);
           const shown = { row, attempts, content, template };

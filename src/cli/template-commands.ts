@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import type { Template, TemplateVersion } from '../services/templates.js';
 import { projectSubcommand, servicesAction } from './context.js';
 import { templateJson } from './output.js';
 
@@ -8,46 +9,87 @@ interface TemplateOptions {
   subject?: string;
   text?: string;
   html?: string;
+  layout?: string;
+  locale?: string;
 }
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function fullJson(template: Template): Record<string, unknown> {
+  return {
+    ...templateJson(template),
+    version: template.version,
+    layout: template.layout,
+    locales: template.locales,
+  };
+}
+
+function versionJson(version: TemplateVersion): Record<string, unknown> {
+  return {
+    version: version.version,
+    created_at: iso(version.createdAt),
+    layout: version.layout,
+    locales: version.locales,
+    engine: version.engine,
+    note: version.note,
+  };
+}
+
+const variantOf = (options: { locale?: string }) => (options.locale ? ` (${options.locale})` : '');
 
 export function templateCommands(): Command {
   const template = new Command('template').description("manage a project's templates");
 
-  projectSubcommand(template, 'create', 'create a template; placeholders are written {{name}}')
+  projectSubcommand(template, 'create', 'create a template, or with --locale add a locale variant to one')
     .requiredOption('--name <name>', 'template name (callers send it exactly, case-sensitive)')
     .requiredOption('--subject <subject>', 'subject line')
     .requiredOption('--text <body>', 'text body')
     .option('--html <html>', 'HTML body (values are HTML-escaped; {{{name}}} inserts raw)')
+    .option('--layout <name>', 'the layout its bodies go into')
+    .option('--locale <tag>', 'write this locale variant (a BCP 47 tag such as fr or fr-CA)')
     .action(
       servicesAction(
-        async ({ templates }, out, options: Required<Omit<TemplateOptions, 'html'>> & TemplateOptions) => {
+        async (
+          { templates },
+          out,
+          options: Required<Pick<TemplateOptions, 'subject' | 'text'>> & TemplateOptions,
+        ) => {
           const created = await templates.create(options.project, {
             name: options.name,
             subject: options.subject,
             text: options.text,
             html: options.html ?? null,
+            ...(options.layout !== undefined && { layout: options.layout }),
+            ...(options.locale !== undefined && { locale: options.locale }),
           });
           out.print(
-            templateJson(created),
-            `Created template ${created.name} (placeholders: ${created.placeholders.join(', ') || 'none'}).`,
+            fullJson(created),
+            `Created template ${created.name}${variantOf(options)}, version ${created.version} (placeholders: ${created.placeholders.join(', ') || 'none'}).`,
           );
         },
       ),
     );
 
-  projectSubcommand(template, 'update', 'change a template')
+  projectSubcommand(template, 'update', 'change a template (a new version)')
     .requiredOption('--name <name>', 'template name')
     .option('--subject <subject>', 'subject line')
     .option('--text <body>', 'text body')
     .option('--html <html>', 'HTML body ("" removes it)')
+    .option('--layout <name>', "the layout its bodies go into ('' detaches it)")
+    .option('--locale <tag>', 'change this locale variant instead of the default')
     .action(
       servicesAction(async ({ templates }, out, options: TemplateOptions) => {
         const updated = await templates.update(options.project, options.name, {
           ...(options.subject !== undefined && { subject: options.subject }),
           ...(options.text !== undefined && { text: options.text }),
           ...(options.html !== undefined && { html: options.html }),
+          ...(options.layout !== undefined && { layout: options.layout }),
+          ...(options.locale !== undefined && { locale: options.locale }),
         });
-        out.print(templateJson(updated), `Updated template ${updated.name}.`);
+        out.print(
+          fullJson(updated),
+          `Updated template ${updated.name}${variantOf(options)}, now version ${updated.version}.`,
+        );
       }),
     );
 
@@ -55,19 +97,65 @@ export function templateCommands(): Command {
     servicesAction(async ({ templates }, out, options: { project: string }) => {
       const list = await templates.list(options.project);
       out.print(
-        { templates: list.map(templateJson) },
-        list.length === 0 ? 'No templates.' : list.map((t) => `${t.name.padEnd(28)} ${t.subject}`).join('\n'),
+        { templates: list.map(fullJson) },
+        list.length === 0
+          ? 'No templates.'
+          : list.map((t) => `${t.name.padEnd(28)} v${String(t.version).padEnd(4)} ${t.subject}`).join('\n'),
       );
     }),
   );
 
-  projectSubcommand(template, 'delete', 'delete a template')
+  projectSubcommand(template, 'delete', 'delete a template, or with --locale one locale variant')
+    .requiredOption('--name <name>', 'template name')
+    .option('--locale <tag>', 'delete only this locale variant (a new version without it)')
+    .action(
+      servicesAction(
+        async ({ templates }, out, options: { project: string; name: string; locale?: string }) => {
+          if (options.locale !== undefined) {
+            const updated = await templates.deleteVariant(options.project, options.name, options.locale);
+            out.print(
+              { deleted: true, name: options.name, locale: options.locale, version: updated.version },
+              `Deleted the ${options.locale} variant of ${options.name}, now version ${updated.version}.`,
+            );
+            return;
+          }
+          await templates.delete(options.project, options.name);
+          out.print({ deleted: true, name: options.name }, `Deleted template ${options.name}.`);
+        },
+      ),
+    );
+
+  projectSubcommand(template, 'versions', "list a template's versions, newest first")
     .requiredOption('--name <name>', 'template name')
     .action(
       servicesAction(async ({ templates }, out, options: { project: string; name: string }) => {
-        await templates.delete(options.project, options.name);
-        out.print({ deleted: true, name: options.name }, `Deleted template ${options.name}.`);
+        const versions = await templates.versions(options.project, options.name);
+        out.print(
+          { versions: versions.map(versionJson) },
+          versions
+            .map(
+              (v) =>
+                `v${String(v.version).padEnd(4)} ${iso(v.createdAt)}  layout: ${v.layout ?? '-'}  locales: ${v.locales.join(', ') || '-'}${v.note ? `  (${v.note})` : ''}`,
+            )
+            .join('\n'),
+        );
       }),
+    );
+
+  projectSubcommand(template, 'rollback', "make a new version with an earlier version's content")
+    .requiredOption('--name <name>', 'template name')
+    .requiredOption('--version <n>', 'the version whose content to restore')
+    .action(
+      servicesAction(
+        async ({ templates }, out, options: { project: string; name: string; version: string }) => {
+          const n = /^\d+$/.test(options.version) ? Number(options.version) : NaN;
+          const updated = await templates.rollback(options.project, options.name, n);
+          out.print(
+            fullJson(updated),
+            `Restored version ${options.version} of ${updated.name} as version ${updated.version}.`,
+          );
+        },
+      ),
     );
 
   return template;

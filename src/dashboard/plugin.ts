@@ -18,6 +18,8 @@ import { projectRoutes } from './routes-projects.js';
 import { smtpRoutes } from './routes-smtp.js';
 import { suppressionRoutes } from './routes-suppressions.js';
 import { templateRoutes } from './routes-templates.js';
+import { templateHistoryRoutes } from './routes-template-history.js';
+import { layoutRoutes } from './routes-layouts.js';
 import { usageRoutes } from './routes-usage.js';
 import { webhookRoutes } from './routes-webhooks.js';
 import { secretsMatch } from '../security/token.js';
@@ -139,6 +141,8 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
         await authRoutes(admin, deps, isSecure);
         await projectRoutes(admin, deps);
         await templateRoutes(admin, deps);
+        await templateHistoryRoutes(admin, deps);
+        await layoutRoutes(admin, deps);
         await smtpRoutes(admin, deps);
         await logRoutes(admin, deps);
         await usageRoutes(admin, deps);

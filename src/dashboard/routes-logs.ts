@@ -3,6 +3,7 @@ import type { NotificationFilter } from '../storage/notifications.js';
 import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
 import { notice, page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
+import { diagnoseTemplate } from '../services/template-preview.js';
 
 const PAGE_SIZE = 50;
 /**
@@ -77,11 +78,10 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const revealed = (request.query as Record<string, unknown>).reveal === '1';
     const pending = notification.state === 'queued' || notification.state === 'sending';
     const erased = notification.content_erased_at !== null;
-    const template = await templates.diagnose(
-      notification.project_id,
-      notification.template,
-      erased ? null : notification.data,
-    );
+    const template = await diagnoseTemplate(templates, {
+      ...notification,
+      data: erased ? null : notification.data,
+    });
     const content = notifications.content(
       notification,
       revealed,

@@ -4,6 +4,7 @@ import type { Project } from '../services/projects.js';
 import { TEMPLATE_LIMITS, type Template } from '../services/templates.js';
 import { formPage, fragment, isHtmx, notice, page, projectOf, type DashboardDeps } from './context.js';
 import { fieldsOf, idParam, parseSampleData, refusal, sampleDataFor, text, type Fields } from './forms.js';
+import { previewTemplate } from '../services/template-preview.js';
 
 type NameParams = { Params: { id: string; name: string } };
 type IdParams = { Params: { id: string } };
@@ -26,6 +27,10 @@ export interface EditorValues {
   readonly text: string;
   readonly html: string;
   readonly data: string;
+  /** The layout's name; '' for none. */
+  readonly layout: string;
+  /** The variant edited: '' for the default, else its BCP 47 tag. */
+  readonly locale: string;
 }
 
 interface Preview {
@@ -45,36 +50,49 @@ function valuesOf(form: Fields): EditorValues {
     text: text(form, 'text'),
     html: text(form, 'html'),
     data: text(form, 'data'),
+    layout: text(form, 'layout'),
+    locale: text(form, 'locale').trim(),
   };
 }
 
-function templateValues(template: Template): EditorValues {
+/** The editor's values for one variant of a saved template; a variant not there yet starts from the default. */
+function templateValues(template: Template, locale: string): EditorValues {
+  const variant = locale === '' ? template : (template.locales[locale] ?? template);
   return {
     name: template.name,
-    subject: template.subject,
-    text: template.text,
-    html: template.html ?? '',
+    subject: variant.subject,
+    text: variant.text,
+    html: variant.html ?? '',
     data: template.sampleData ?? sampleDataFor(template.placeholders),
+    layout: template.layout ?? '',
+    locale,
   };
 }
 
 export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
-  const { projects, templates, accept } = deps.services;
+  const { projects, templates, layouts, accept } = deps.services;
 
-  /** Renders unsaved template text with the sample data, exactly as delivery would. */
-  const preview = (values: EditorValues): Preview => {
+  /** Renders unsaved template text with the sample data in its layout, exactly as delivery would. */
+  const preview = async (project: Project, values: EditorValues): Promise<Preview> => {
     const parsed = parseSampleData(values.data);
-    const rendered = templates.preview(
+    let layout = null;
+    try {
+      layout = await templates.layoutSource(project.id, values.layout);
+    } catch (error) {
+      return { subject: '', text: '', html: null, placeholders: [], blank: [], error: refusal(error) };
+    }
+    const rendered = previewTemplate(
       { subject: values.subject, text: values.text, html: values.html },
       'data' in parsed ? parsed.data : {},
+      layout,
     );
-    return { error: 'error' in parsed ? parsed.error : null, ...rendered };
+    return { ...rendered, error: 'error' in parsed ? parsed.error : rendered.error };
   };
 
   const editor = formPage(
     deps,
     'template-edit',
-    (
+    async (
       state: {
         project: Project;
         mode: 'new' | 'edit';
@@ -82,6 +100,9 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
         error?: string | null;
         testError?: string | null;
         updatedAt?: number | null;
+        template?: Template | null;
+        /** Adding a locale variant: the editor asks for its tag. */
+        newLocale?: boolean;
       },
       request,
     ) => ({
@@ -90,7 +111,10 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       tab: 'templates',
       mode: state.mode,
       values: state.values,
-      preview: preview(state.values),
+      preview: await preview(state.project, state.values),
+      layouts: await layouts.list(state.project.id),
+      template: state.template ?? null,
+      newLocale: state.newLocale ?? false,
       limits: TEMPLATE_LIMITS,
       error: state.error ?? null,
       testError: state.testError ?? null,
@@ -120,6 +144,8 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       text: 'Hello {{user_name}},\n\nYour account is ready.\n',
       html: '',
       data: '{\n  "user_name": "Jane"\n}',
+      layout: '',
+      locale: '',
     };
     return editor(request, reply, { project, mode: 'new', values });
   });
@@ -128,7 +154,12 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     const project = await projectOf(deps, request.params);
     const values = valuesOf(fieldsOf(request.body));
     try {
-      const created = await templates.create(project.id, { ...values, sampleData: values.data });
+      const created = await templates.create(project.id, {
+        ...values,
+        locale: '',
+        layout: values.layout || null,
+        sampleData: values.data,
+      });
       return reply.redirect(
         `/projects/${project.id}/templates/edit/${encodeURIComponent(created.name)}?notice=created`,
         303,
@@ -144,42 +175,60 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     const project = await projectOf(deps, request.params);
     const form = fieldsOf(request.body);
     const values = valuesOf(form);
-    if (isHtmx(request)) return fragment(request, reply, 'partials/preview', { preview: preview(values) });
+    if (isHtmx(request))
+      return fragment(request, reply, 'partials/preview', { preview: await preview(project, values) });
     return editor(request, reply, { project, mode: form.mode === 'edit' ? 'edit' : 'new', values });
   });
 
   app.get<NameParams>('/projects/:id/templates/edit/:name', async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const template = await templates.get(project.id, request.params.name);
+    const locale = fieldsOf(request.query).locale ?? '';
     return editor(request, reply, {
       project,
       mode: 'edit',
-      values: templateValues(template),
+      values: templateValues(template, locale === 'new' ? '' : locale),
       updatedAt: template.updatedAt,
+      template,
+      newLocale: locale === 'new',
     });
   });
 
   app.post<NameParams>('/projects/:id/templates/edit/:name', FORM_LIMIT, async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const values = { ...valuesOf(fieldsOf(request.body)), name: request.params.name };
+    let saved: Template;
     try {
-      await templates.update(project.id, request.params.name, { ...values, sampleData: values.data });
+      saved = await templates.update(project.id, request.params.name, { ...values, sampleData: values.data });
     } catch (error) {
+      const template = await templates.get(project.id, request.params.name);
       return editor(
         request,
         reply,
-        { project, mode: 'edit', values, error: refusal(error, 'TEMPLATE_NOT_FOUND') },
+        { project, mode: 'edit', values, error: refusal(error, 'TEMPLATE_NOT_FOUND'), template },
         400,
       );
     }
+    const variant = Object.keys(saved.locales).find(
+      (tag) => tag.toLowerCase() === values.locale.toLowerCase(),
+    );
+    const query = variant === undefined ? '' : `&locale=${encodeURIComponent(variant)}`;
     return reply.redirect(
-      `/projects/${project.id}/templates/edit/${encodeURIComponent(request.params.name)}?notice=saved`,
+      `/projects/${project.id}/templates/edit/${encodeURIComponent(request.params.name)}?notice=saved${query}`,
       303,
     );
   });
 
   app.post<NameParams>('/projects/:id/templates/delete/:name', async (request, reply) => {
     const project = await projectOf(deps, request.params);
+    const locale = text(fieldsOf(request.body), 'locale');
+    if (locale !== '') {
+      await templates.deleteVariant(project.id, request.params.name, locale);
+      return reply.redirect(
+        `/projects/${project.id}/templates/edit/${encodeURIComponent(request.params.name)}?notice=saved`,
+        303,
+      );
+    }
     await templates.delete(project.id, request.params.name);
     return reply.redirect(`/projects/${project.id}/templates?notice=deleted`, 303);
   });
@@ -196,7 +245,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       editor(
         request,
         reply,
-        { project, mode: 'edit', values, testError: message, updatedAt: template.updatedAt },
+        { project, mode: 'edit', values, testError: message, updatedAt: template.updatedAt, template },
         400,
       );
 
@@ -206,7 +255,14 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     if ('error' in data) return fail(data.error);
     const outcome = await accept.accept({
       project: row,
-      sends: { template: template.name, to, data: data.data, type: 'email', sendAt: null },
+      sends: {
+        template: template.name,
+        to,
+        data: data.data,
+        type: 'email',
+        sendAt: null,
+        locale: values.locale === '' ? null : values.locale,
+      },
     });
     if (outcome.kind === 'quota_exceeded') return fail('The project has used up its quota for this period.');
     if (outcome.kind !== 'accepted') return fail('The test email could not be queued.');

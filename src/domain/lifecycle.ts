@@ -79,6 +79,8 @@ export type NotificationChanges = Partial<
     | 'bounce_category'
     | 'bounce_status'
     | 'bounce_diagnostic'
+    | 'template_locale'
+    | 'template_version'
   >
 >;
 
@@ -133,6 +135,8 @@ export interface AcceptedSend {
   readonly data: string;
   readonly type: string;
   readonly sendAt: number | null;
+  /** The template variant asked for (BCP 47); null or absent for the default. */
+  readonly locale?: string | null;
 }
 
 export type AcceptedRow = Pick<
@@ -147,6 +151,7 @@ export type AcceptedRow = Pick<
   | 'attempts'
   | 'run_at'
   | 'send_at'
+  | 'locale'
   | 'created_at'
   | 'updated_at'
 >;
@@ -165,6 +170,7 @@ export function accepted(send: AcceptedSend, now: number): { row: AcceptedRow; u
       attempts: 0,
       run_at: Math.max(now, send.sendAt ?? now),
       send_at: send.sendAt,
+      locale: send.locale ?? null,
       created_at: now,
       updated_at: now,
     },
@@ -215,6 +221,9 @@ export function attemptFinished(
     subject: result.rendered ? result.rendered.subject : row.subject,
     text_body: result.rendered ? result.rendered.text : row.text_body,
     html_body: result.rendered ? result.rendered.html : row.html_body,
+    // Which variant and version rendered it: what the status body says was sent.
+    template_locale: result.rendered ? (result.rendered.templateLocale ?? null) : row.template_locale,
+    template_version: result.rendered ? (result.rendered.templateVersion ?? null) : row.template_version,
     transport: result.transport,
     message_id: result.messageId,
     updated_at: now,

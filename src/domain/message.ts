@@ -1,8 +1,25 @@
-import { compileTemplate, rendersBlank, type CompiledTemplate } from './render.js';
+import { compileTemplate, rendersBlank, type CompiledTemplate, type RenderMode } from './render.js';
+import { RenderBudget } from './template/budget.js';
+import { compileHandlebars } from './template/handlebars.js';
+
+/**
+ * How a template version is written. `handlebars`: the template language (docs/templates.md).
+ * `placeholders`: `{{name}}` and nothing else, every other brace literal: what templates saved
+ * before Herald spoke Handlebars were written in; their versions keep rendering the same bytes.
+ */
+export type TemplateEngine = 'handlebars' | 'placeholders';
 
 export interface TemplateSource {
   readonly subject: string;
   readonly text: string;
+  readonly html: string | null;
+  /** Handlebars unless said otherwise. */
+  readonly engine?: TemplateEngine;
+}
+
+/** A layout: the frame a template's bodies go into, at `{{{content}}}` (HTML) and `{{content}}` (text). */
+export interface LayoutSource {
+  readonly text: string | null;
   readonly html: string | null;
 }
 
@@ -10,23 +27,48 @@ export interface RenderedMessage {
   readonly subject: string;
   readonly text: string;
   readonly html: string | null;
+  /** The locale variant that rendered (null: the default), when a stored template did. */
+  readonly templateLocale?: string | null;
+  /** The template version that rendered, when a stored template did. */
+  readonly templateVersion?: number | null;
 }
 
-/** A template compiled once: subject, text body and optional HTML body. */
+export function compilePart(source: string, mode: RenderMode, engine: TemplateEngine): CompiledTemplate {
+  return engine === 'placeholders' ? compileTemplate(source, mode) : compileHandlebars(source, mode);
+}
+
+const present = (text: string | null | undefined): text is string => text != null && text !== '';
+
+/**
+ * A template compiled once, in its layout if it has one: subject, text body and optional HTML
+ * body. Compiling throws TemplateSyntaxError; rendering throws TemplateRenderError past the
+ * message's budget (budget.ts), one budget for all its parts.
+ */
 export class CompiledMessage {
   private readonly subject: CompiledTemplate;
   private readonly text: CompiledTemplate;
   private readonly html: CompiledTemplate | null;
+  private readonly layoutText: CompiledTemplate | null;
+  private readonly layoutHtml: CompiledTemplate | null;
 
-  constructor(source: TemplateSource) {
-    this.subject = compileTemplate(source.subject, 'subject');
-    this.text = compileTemplate(source.text, 'text');
-    this.html = source.html === null || source.html === '' ? null : compileTemplate(source.html, 'html');
+  constructor(source: TemplateSource, layout: LayoutSource | null = null) {
+    const engine = source.engine ?? 'handlebars';
+    this.subject = compilePart(source.subject, 'subject', engine);
+    this.text = compilePart(source.text, 'text', engine);
+    this.html = present(source.html) ? compilePart(source.html, 'html', engine) : null;
+    this.layoutText = present(layout?.text) ? compileHandlebars(layout.text, 'text') : null;
+    this.layoutHtml = present(layout?.html) ? compileHandlebars(layout.html, 'html') : null;
   }
 
-  /** Every placeholder the template uses, in order of first appearance. */
+  /** Every placeholder the template uses (its layout's too), in order of first appearance. */
   get placeholders(): string[] {
-    const all = [...this.subject.placeholders, ...this.text.placeholders, ...(this.html?.placeholders ?? [])];
+    const all = [
+      ...this.subject.placeholders,
+      ...this.text.placeholders,
+      ...(this.html?.placeholders ?? []),
+      ...(this.layoutText?.placeholders ?? []),
+      ...(this.layoutHtml?.placeholders ?? []),
+    ].filter((path) => path !== 'content' || (this.layoutText === null && this.layoutHtml === null));
     return [...new Set(all)];
   }
 
@@ -38,11 +80,17 @@ export class CompiledMessage {
     return this.placeholders.filter((path) => rendersBlank(values, path));
   }
 
-  render(values: Readonly<Record<string, unknown>>): RenderedMessage {
-    return {
-      subject: this.subject.render(values),
-      text: this.text.render(values),
-      html: this.html?.render(values) ?? null,
-    };
+  render(
+    values: Readonly<Record<string, unknown>>,
+    budget: RenderBudget = new RenderBudget(),
+  ): RenderedMessage {
+    const subject = this.subject.render(values, budget);
+    let text = this.text.render(values, budget);
+    let html = this.html?.render(values, budget) ?? null;
+    // The layout sees the same data, and the body as `content`.
+    if (this.layoutText !== null) text = this.layoutText.render({ ...values, content: text }, budget);
+    if (this.layoutHtml !== null && html !== null)
+      html = this.layoutHtml.render({ ...values, content: html }, budget);
+    return { subject, text, html };
   }
 }

@@ -40,6 +40,11 @@ export interface Notification {
   readonly bounce_category: BounceCategory | null;
   readonly bounce_status: string | null;
   readonly bounce_diagnostic: string | null;
+  /** The locale a send asked for; null for none. */
+  readonly locale: string | null;
+  /** The variant that rendered (null: the default) and its template version, once rendered. */
+  readonly template_locale: string | null;
+  readonly template_version: number | null;
 }
 
 /**
@@ -65,6 +70,9 @@ export interface NotificationView {
   bounced_at?: string;
   /** Why it bounced, in one word and the relay's or report's own (product.md §9). */
   bounce?: BounceVerdict;
+  /** Once rendered: the locale variant used (null for the default) and the template version. */
+  template_locale?: string | null;
+  template_version?: number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -103,6 +111,10 @@ export function notificationView(row: Notification): NotificationView {
       view.last_error = row.error_message;
       view.next_attempt_at = iso(row.run_at);
     }
+  }
+  if (row.template_version !== null) {
+    view.template_locale = row.template_locale;
+    view.template_version = row.template_version;
   }
   if (row.bounce_type !== null && row.bounce_category !== null)
     view.bounce = {

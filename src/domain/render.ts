@@ -1,12 +1,20 @@
 import { HEADER_BREAKS } from './header-break.js';
+import { RenderBudget } from './template/budget.js';
 
 export type RenderMode = 'text' | 'html' | 'subject';
 
 export interface CompiledTemplate {
   /** Placeholder paths in order of first appearance, deduplicated, e.g. ['user_name', 'order.id']. */
   readonly placeholders: readonly string[];
-  render(values: Readonly<Record<string, unknown>>): string;
+  /** Throws TemplateRenderError past the budget (one per message, shared by its parts). */
+  render(values: Readonly<Record<string, unknown>>, budget?: RenderBudget): string;
 }
+
+/*
+ * The placeholder engine: `{{name}}`, `{{ a.b }}`, `{{{raw}}}` and nothing else, every other brace
+ * literal text. Templates saved before Herald spoke Handlebars keep rendering with it, byte for
+ * byte (their versions say so); template/handlebars.ts writes values with the same functions.
+ */
 
 interface Slot {
   /** null when the path can never resolve (it names `__proto__`). */
@@ -31,7 +39,7 @@ const PLACEHOLDER = new RegExp(
  * character scan, or a regex when it holds a CR) if it needs it.
  */
 export function compileTemplate(source: string, mode: RenderMode): CompiledTemplate {
-  const finishLiteral = mode === 'subject' ? replaceControls : normalizeNewlines;
+  const finish = mode === 'subject' ? replaceControls : normalizeNewlines;
   // Invariant: literals.length === slots.length + 1; literal i comes before slot i.
   const literals: string[] = [];
   const slots: Slot[] = [];
@@ -40,7 +48,7 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
   for (const match of source.matchAll(PLACEHOLDER)) {
     const rawPath = match[1];
     const dottedPath = rawPath ?? match[2] ?? '';
-    literals.push(finishLiteral(source.slice(last, match.index)));
+    literals.push(finish(source.slice(last, match.index)));
     const path = dottedPath.split('.');
     // Even an own `__proto__` key (JSON.parse creates one) is refused: values are caller data, and a
     // template that walks through `__proto__` is an attack, not a use case.
@@ -51,7 +59,7 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
     if (!placeholders.includes(dottedPath)) placeholders.push(dottedPath);
     last = match.index + match[0].length;
   }
-  literals.push(finishLiteral(source.slice(last)));
+  literals.push(finish(source.slice(last)));
 
   const head = literals[0] ?? '';
   const count = slots.length;
@@ -59,11 +67,12 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
 
   return {
     placeholders: frozenPlaceholders,
-    render(values) {
+    render(values, budget = new RenderBudget()) {
       let out = head;
       for (let i = 0; i < count; i++) {
         const slot = slots[i] as Slot;
         const text = slot.path === null ? '' : valueText(lookup(values, slot.path));
+        budget.charge(text.length);
         out += (text === '' ? '' : slot.finish(text)) + (literals[i + 1] as string);
       }
       // Trimming is on the whole string: a blank value at either end must not leave a space.
@@ -78,7 +87,13 @@ export function rendersBlank(values: unknown, path: string): boolean {
   return keys.includes('__proto__') || valueText(lookup(values, keys)) === '';
 }
 
-function valueFinisher(mode: RenderMode, raw: boolean): (text: string) => string {
+/** Literal template text as a mode writes it: newlines normalized, or a subject's breaks replaced. */
+export function finishLiteral(text: string, mode: RenderMode): string {
+  return mode === 'subject' ? replaceControls(text) : normalizeNewlines(text);
+}
+
+/** How a mode writes a value's text; `raw` is `{{{name}}}`, which the HTML body does not escape. */
+export function valueFinisher(mode: RenderMode, raw: boolean): (text: string) => string {
   if (mode === 'subject') return replaceControls;
   if (mode === 'html' && !raw) return (text) => escapeHtml(normalizeValueNewlines(text));
   return normalizeValueNewlines;
@@ -100,7 +115,8 @@ function lookup(values: unknown, path: readonly string[]): unknown {
   return current;
 }
 
-function valueText(value: unknown): string {
+/** A value as text: strings as they are, numbers and booleans as their text, anything else blank. */
+export function valueText(value: unknown): string {
   switch (typeof value) {
     case 'string':
       return value;

@@ -2,6 +2,7 @@ import type { Mailbox } from './address.js';
 import { parseMailbox } from './address.js';
 import { jsonByteLength } from './canonical-json.js';
 import { HeraldError, errors } from './errors.js';
+import { canonicalLocale } from './template/locale.js';
 
 /**
  * The send request as the domain sees it, checked in the order the product fixes:
@@ -22,6 +23,8 @@ export interface SendRequest {
   readonly type: 'email';
   /** When a scheduled send asked to go out (epoch ms); null to send now. May lie in the past. */
   readonly sendAt: number | null;
+  /** The BCP 47 tag of the template variant asked for (canonical case); null for the default. */
+  readonly locale?: string | null;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -113,6 +116,14 @@ function parseSendAt(value: unknown, now: number): number | null {
   return at;
 }
 
+/** `locale`: absent or null asks for the default variant; otherwise a BCP 47 tag (product.md §11). */
+function parseLocale(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const locale = canonicalLocale(value);
+  if (locale === null) throw errors.invalidField("Invalid 'locale'");
+  return locale;
+}
+
 /** Checks a send request; `now` bounds how far ahead `send_at` may lie. */
 export function parseSendRequest(body: unknown, now: number = Date.now()): SendRequest {
   const fields = isPlainObject(body) ? body : {};
@@ -139,7 +150,8 @@ export function parseSendRequest(body: unknown, now: number = Date.now()): SendR
   const variables = placeholderObject(fields.variables, 'variables');
   const data = placeholderObject(fields.data, 'data');
   const sendAt = parseSendAt(fields.send_at, now);
-  return { template, to, data: { ...variables, ...data }, type: 'email', sendAt };
+  const locale = parseLocale(fields.locale);
+  return { template, to, data: { ...variables, ...data }, type: 'email', sendAt, locale };
 }
 
 /** One refused item of a batch: its index and the error a single send of it would get. */

@@ -89,6 +89,12 @@ export const SendBody = Type.Object(
           'Send at this time (RFC 3339 with an offset or Z), at most 30 days ahead; a time already past sends now.',
       }),
     ),
+    locale: Type.Optional(
+      Type.Union([Type.String({ minLength: 1, maxLength: 35 }), Type.Null()], {
+        description:
+          "The template variant to render, a BCP 47 tag such as `fr-CA`: the exact tag, else its language (`fr`), else the default. Otherwise `400 Invalid 'locale'`.",
+      }),
+    ),
   },
   { description: 'One notification to send. `data` wins over `variables` on a shared key.' },
 );
@@ -186,6 +192,15 @@ export const StatusResponse = Type.Object(
             "The latest bounce: a relay's refusal of an attempt, or a report that came back after sending.",
         },
       ),
+    ),
+    template_locale: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'Once rendered: the locale variant of the template that rendered it; null for the default.',
+      }),
+    ),
+    template_version: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'Once rendered: the template version that rendered it.' }),
     ),
   },
   { description: "The notification's state." },

@@ -133,6 +133,7 @@ export class AcceptService {
           data: JSON.stringify(request.data),
           type: request.type,
           sendAt: request.sendAt,
+          locale: request.locale ?? null,
         },
         now,
       );

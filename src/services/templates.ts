@@ -1,33 +1,31 @@
 import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
-import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
-import { CompiledMessage, type RenderedMessage } from '../domain/message.js';
-import { closestName } from '../domain/suggest.js';
+import { CompiledMessage, type LayoutSource, type TemplateEngine } from '../domain/message.js';
+import { canonicalLocale } from '../domain/template/locale.js';
+import type { LocalizedTemplate } from '../domain/template/localized.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
+import { findLayout, findLayoutById } from '../storage/template-layouts.js';
 import {
-  deleteTemplate,
-  findTemplate,
-  insertTemplate,
-  listTemplates,
-  updateTemplate,
-} from '../storage/templates.js';
+  findCurrentTemplate,
+  localizedTemplate,
+  findVersion,
+  insertVersion,
+  listVersions,
+  type CurrentTemplate,
+  type StoredVersion,
+} from '../storage/template-versions.js';
+import { deleteTemplate, insertTemplate, listTemplates, updateTemplate } from '../storage/templates.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
-import type { Rerender } from '../domain/sensitive.js';
+import { checkName, checkSizes, checkVariant, type VariantContent } from './template-checks.js';
 
-/** Names are bounded like the `template` field of a send request, so every template can be sent. */
-export const TEMPLATE_LIMITS = {
-  name: MAX_TEMPLATE_NAME_LENGTH,
-  subject: 1000,
-  sampleData: 64 * 1024,
-  text: 256 * 1024,
-  html: 512 * 1024,
-} as const;
+export { TEMPLATE_LIMITS } from './template-checks.js';
 
 export interface Template {
   readonly id: number;
   readonly projectId: number;
   readonly name: string;
+  /** The default variant. */
   readonly subject: string;
   readonly text: string;
   readonly html: string | null;
@@ -36,26 +34,63 @@ export interface Template {
   readonly placeholders: string[];
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** The current version, from 1. */
+  readonly version: number;
+  readonly engine: TemplateEngine;
+  /** The layout's name; null without one. */
+  readonly layout: string | null;
+  /** The locale variants, by tag. */
+  readonly locales: Readonly<Record<string, VariantContent>>;
 }
 
-export type TemplateDiagnosis =
-  | {
-      readonly found: true;
-      readonly blank: string[] | null;
-      /** Renders the template as it is now with some data (masking puts its masks by it). */
-      readonly rerender: Rerender;
-    }
-  | { readonly found: false; readonly names: string[]; readonly suggestion: string | null };
+export interface TemplateVersion {
+  readonly version: number;
+  readonly createdAt: number;
+  readonly engine: TemplateEngine;
+  readonly layout: string | null;
+  readonly locales: string[];
+  readonly note: string | null;
+}
+
+/** A whole version, for reading or comparing: every variant's content and its layout's name. */
+export interface TemplateVersionContent extends TemplateVersion {
+  readonly variants: Readonly<Record<string, VariantContent>>;
+}
 
 export interface TemplateInput {
   readonly subject?: string;
   readonly text?: string;
   readonly html?: string | null;
   readonly sampleData?: string | null;
+  /** A layout's name; null or '' detaches the template from its layout. */
+  readonly layout?: string | null;
+  /** The variant written: a BCP 47 tag; absent for the default. */
+  readonly locale?: string;
 }
 
-function toTemplate(row: TemplateRow): Template {
-  const compiled = new CompiledMessage({ subject: row.subject, text: row.text_body, html: row.html_body });
+type CreateInput = { name: string } & Required<Pick<TemplateInput, 'subject' | 'text'>> & TemplateInput;
+
+const DEFAULT = '';
+
+function variantsOf(stored: StoredVersion): Map<string, VariantContent> {
+  return new Map(
+    stored.variants.map((v) => [v.locale, { subject: v.subject, text: v.text_body, html: v.html_body }]),
+  );
+}
+
+function toTemplate(current: CurrentTemplate): Template {
+  const { template: row } = current;
+  const variants = variantsOf(current);
+  let placeholders: string[] = [];
+  try {
+    placeholders = new CompiledMessage(
+      { subject: row.subject, text: row.text_body, html: row.html_body, engine: current.version.engine },
+      current.layout && { text: current.layout.text_body, html: current.layout.html_body },
+    ).placeholders;
+  } catch {
+    // A version saved before its layout changed may no longer compile; it shows no placeholders.
+  }
+  variants.delete(DEFAULT);
   return {
     id: row.id,
     projectId: row.project_id,
@@ -64,37 +99,25 @@ function toTemplate(row: TemplateRow): Template {
     text: row.text_body,
     html: row.html_body,
     sampleData: row.sample_data ?? null,
-    placeholders: compiled.placeholders,
+    placeholders,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    version: row.version,
+    engine: current.version.engine,
+    layout: current.layout?.name ?? null,
+    locales: Object.fromEntries(variants),
   };
 }
 
-function checkName(name: string): string {
-  // Names are matched exactly (case-sensitive) against what callers send, so none is trimmed.
-  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}]/u.test(name)) {
-    throw errors.invalidInput(`Template name must be 1–${TEMPLATE_LIMITS.name} characters without spaces`);
-  }
-  return name;
+function localeOf(input: TemplateInput): string {
+  if (input.locale === undefined || input.locale === '') return DEFAULT;
+  const locale = canonicalLocale(input.locale);
+  if (locale === null)
+    throw errors.invalidInput(`Invalid locale '${input.locale}' (a BCP 47 tag such as fr or fr-CA)`);
+  return locale;
 }
 
-function checkBody(input: TemplateInput): void {
-  if (
-    input.subject !== undefined &&
-    (input.subject.trim() === '' || input.subject.length > TEMPLATE_LIMITS.subject)
-  ) {
-    throw errors.invalidInput(`Subject must be 1–${TEMPLATE_LIMITS.subject} characters`);
-  }
-  if (input.text !== undefined && input.text.length > TEMPLATE_LIMITS.text) {
-    throw errors.invalidInput(`Text body must be at most ${TEMPLATE_LIMITS.text} characters`);
-  }
-  if (input.html != null && input.html.length > TEMPLATE_LIMITS.html) {
-    throw errors.invalidInput(`HTML body must be at most ${TEMPLATE_LIMITS.html} characters`);
-  }
-  if (input.sampleData != null && input.sampleData.length > TEMPLATE_LIMITS.sampleData) {
-    throw errors.invalidInput(`Sample data must be at most ${TEMPLATE_LIMITS.sampleData} characters`);
-  }
-}
+const emptyHtml = (html: string | null | undefined) => (html === '' ? null : html);
 
 export class TemplateService {
   constructor(
@@ -103,55 +126,202 @@ export class TemplateService {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async create(
-    projectRef: string | number,
-    input: { name: string } & Required<Pick<TemplateInput, 'subject' | 'text'>> & TemplateInput,
-  ): Promise<Template> {
+  /**
+   * Creates a template (version 1 of its default variant), or, with `locale`, adds that variant to
+   * an existing template as its next version.
+   */
+  async create(projectRef: string | number, input: CreateInput): Promise<Template> {
     const project = await this.projects.resolve(projectRef);
-    checkBody(input);
+    checkSizes(input);
+    const locale = localeOf(input);
+    if (locale !== DEFAULT) {
+      const current = await findCurrentTemplate(this.db, project.id, input.name);
+      if (current === undefined) throw errors.templateNotFound();
+      if (variantsOf(current).has(locale))
+        throw errors.invalidInput(`Template ${JSON.stringify(input.name)} already has a ${locale} variant`);
+      return this.update(project.id, input.name, input);
+    }
+    const content = { subject: input.subject, text: input.text, html: emptyHtml(input.html) ?? null };
+    checkVariant(content, 'handlebars', DEFAULT);
+    const layout = await this.layoutFor(project.id, input.layout ?? null);
     const now = this.now();
     try {
-      const row = await insertTemplate(this.db, {
-        project_id: project.id,
-        name: checkName(input.name),
-        subject: input.subject,
-        text_body: input.text,
-        html_body: input.html === '' ? null : (input.html ?? null),
-        sample_data: input.sampleData ?? null,
-        created_at: now,
-        updated_at: now,
+      await this.db.transaction().execute(async (tx) => {
+        const row = await insertTemplate(tx, {
+          project_id: project.id,
+          name: checkName(input.name),
+          subject: content.subject,
+          text_body: content.text,
+          html_body: content.html,
+          sample_data: input.sampleData ?? null,
+          created_at: now,
+          updated_at: now,
+          version: 1,
+        });
+        await insertVersion(
+          tx,
+          {
+            template_id: row.id,
+            version: 1,
+            engine: 'handlebars',
+            layout_id: layout?.id ?? null,
+            created_at: now,
+          },
+          [{ locale: DEFAULT, subject: content.subject, text_body: content.text, html_body: content.html }],
+        );
       });
-      return toTemplate(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw errors.templateExists(input.name);
       throw error;
     }
+    return this.get(project.id, input.name);
   }
 
+  /**
+   * Changes a template: any change of content or layout is a new version, a whole snapshot with
+   * every variant. Sample data alone is not content and makes no version.
+   */
   async update(projectRef: string | number, name: string, input: TemplateInput): Promise<Template> {
     const project = await this.projects.resolve(projectRef);
-    checkBody(input);
-    const row = await updateTemplate(this.db, project.id, name, {
-      ...(input.subject !== undefined && { subject: input.subject }),
-      ...(input.text !== undefined && { text_body: input.text }),
-      ...(input.html !== undefined && { html_body: input.html === '' ? null : input.html }),
-      ...(input.sampleData !== undefined && { sample_data: input.sampleData }),
-      updated_at: this.now(),
-    });
-    if (row === undefined) throw errors.templateNotFound();
-    return toTemplate(row);
+    checkSizes(input);
+    const locale = localeOf(input);
+    const changesContent =
+      input.subject !== undefined ||
+      input.text !== undefined ||
+      input.html !== undefined ||
+      input.layout !== undefined;
+    if (!changesContent) {
+      const row = await updateTemplate(this.db, project.id, name, {
+        ...(input.sampleData !== undefined && { sample_data: input.sampleData }),
+        updated_at: this.now(),
+      });
+      if (row === undefined) throw errors.templateNotFound();
+      return this.get(project.id, name);
+    }
+    const current = await findCurrentTemplate(this.db, project.id, name);
+    if (current === undefined) throw errors.templateNotFound();
+    const variants = variantsOf(current);
+    const before = variants.get(locale);
+    if (before === undefined && (input.subject === undefined || input.text === undefined))
+      throw errors.invalidInput(`A new ${locale} variant needs a subject and a text body`);
+    const touched = input.subject !== undefined || input.text !== undefined || input.html !== undefined;
+    if (touched || before === undefined) {
+      variants.set(locale, {
+        subject: input.subject ?? before?.subject ?? '',
+        text: input.text ?? before?.text ?? '',
+        html: input.html !== undefined ? (emptyHtml(input.html) ?? null) : (before?.html ?? null),
+      });
+    }
+    const layoutId =
+      input.layout === undefined
+        ? current.version.layout_id
+        : ((await this.layoutFor(project.id, input.layout))?.id ?? null);
+    await this.saveVersion(current, variants, 'handlebars', layoutId, null, input.sampleData);
+    return this.get(project.id, name);
+  }
+
+  /** Removes a locale variant: a new version without it. The default variant is the template. */
+  async deleteVariant(projectRef: string | number, name: string, locale: string): Promise<Template> {
+    const project = await this.projects.resolve(projectRef);
+    const tag = localeOf({ locale });
+    const current = await findCurrentTemplate(this.db, project.id, name);
+    if (current === undefined) throw errors.templateNotFound();
+    const variants = variantsOf(current);
+    const stored = [...variants.keys()].find((key) => key.toLowerCase() === tag.toLowerCase());
+    if (tag === DEFAULT || stored === undefined)
+      throw errors.invalidInput(`Template ${JSON.stringify(name)} has no ${tag} variant`);
+    variants.delete(stored);
+    await this.saveVersion(current, variants, current.version.engine, current.version.layout_id, null);
+    return this.get(project.id, name);
+  }
+
+  /** A new version with version `n`'s content (its variants, layout and engine). */
+  async rollback(projectRef: string | number, name: string, n: number): Promise<Template> {
+    const project = await this.projects.resolve(projectRef);
+    const current = await findCurrentTemplate(this.db, project.id, name);
+    if (current === undefined) throw errors.templateNotFound();
+    const target = Number.isSafeInteger(n) ? await findVersion(this.db, current.template.id, n) : undefined;
+    if (target === undefined)
+      throw errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${n}`);
+    await this.saveVersion(
+      current,
+      variantsOf(target),
+      target.version.engine,
+      target.version.layout_id,
+      `rollback to ${n}`,
+    );
+    return this.get(project.id, name);
+  }
+
+  private async saveVersion(
+    current: CurrentTemplate,
+    variants: Map<string, VariantContent>,
+    engine: TemplateEngine,
+    layoutId: number | null,
+    note: string | null,
+    sampleData?: string | null,
+  ): Promise<void> {
+    for (const [locale, content] of variants) {
+      checkSizes({ subject: content.subject, text: content.text, html: content.html });
+      checkVariant(content, engine, locale);
+    }
+    const now = this.now();
+    const main = variants.get(DEFAULT) as VariantContent;
+    const version = current.template.version + 1;
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        // Conditional on the version read: of two saves racing from the same version, one wins.
+        const moved = await tx
+          .updateTable('templates')
+          .set({
+            subject: main.subject,
+            text_body: main.text,
+            html_body: main.html,
+            version,
+            updated_at: now,
+            ...(sampleData !== undefined && { sample_data: sampleData }),
+          })
+          .where('id', '=', current.template.id)
+          .where('version', '=', current.template.version)
+          .executeTakeFirst();
+        if (moved.numUpdatedRows === 0n)
+          throw errors.invalidInput('The template changed meanwhile; try again');
+        await insertVersion(
+          tx,
+          { template_id: current.template.id, version, engine, layout_id: layoutId, note, created_at: now },
+          [...variants].map(([locale, v]) => ({
+            locale,
+            subject: v.subject,
+            text_body: v.text,
+            html_body: v.html,
+          })),
+        );
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw errors.invalidInput('The template changed meanwhile; try again');
+      throw error;
+    }
+  }
+
+  private async layoutFor(projectId: number, name: string | null) {
+    if (name === null || name === '') return null;
+    const layout = await findLayout(this.db, projectId, name);
+    if (layout === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    return layout;
   }
 
   async get(projectRef: string | number, name: string): Promise<Template> {
     const project = await this.projects.resolve(projectRef);
-    const row = await findTemplate(this.db, project.id, name);
-    if (row === undefined) throw errors.templateNotFound();
-    return toTemplate(row);
+    const current = await findCurrentTemplate(this.db, project.id, name);
+    if (current === undefined) throw errors.templateNotFound();
+    return toTemplate(current);
   }
 
   async list(projectRef: string | number): Promise<Template[]> {
     const project = await this.projects.resolve(projectRef);
-    return (await listTemplates(this.db, project.id)).map(toTemplate);
+    const rows = await listTemplates(this.db, project.id);
+    const all = await Promise.all(rows.map((row) => findCurrentTemplate(this.db, project.id, row.name)));
+    return all.filter((t): t is CurrentTemplate => t !== undefined).map(toTemplate);
   }
 
   async delete(projectRef: string | number, name: string): Promise<void> {
@@ -159,46 +329,54 @@ export class TemplateService {
     if (!(await deleteTemplate(this.db, project.id, name))) throw errors.templateNotFound();
   }
 
-  /** Renders unsaved template text with sample data, exactly as delivery would. */
-  preview(
-    source: { subject: string; text: string; html?: string | null },
-    data: Readonly<Record<string, unknown>>,
-  ): RenderedMessage & { placeholders: string[]; blank: string[] } {
-    const compiled = new CompiledMessage({
-      subject: source.subject,
-      text: source.text,
-      html: source.html ?? null,
-    });
+  /** A template's versions, newest first. */
+  async versions(projectRef: string | number, name: string): Promise<TemplateVersion[]> {
+    const template = await this.get(projectRef, name);
+    return (await listVersions(this.db, template.id)).map((row) => ({
+      version: row.version,
+      createdAt: row.created_at,
+      engine: row.engine,
+      layout: row.layout_name,
+      locales: row.locales,
+      note: row.note,
+    }));
+  }
+
+  /** One version's whole content. */
+  async version(projectRef: string | number, name: string, n: number): Promise<TemplateVersionContent> {
+    const template = await this.get(projectRef, name);
+    const stored = await findVersion(this.db, template.id, n);
+    if (stored === undefined)
+      throw errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${n}`);
+    const layout =
+      stored.version.layout_id === null ? undefined : await findLayoutById(this.db, stored.version.layout_id);
     return {
-      ...compiled.render(data),
-      placeholders: compiled.placeholders,
-      blank: compiled.blankPlaceholders(data),
+      version: stored.version.version,
+      createdAt: stored.version.created_at,
+      engine: stored.version.engine,
+      layout: layout?.name ?? null,
+      locales: stored.variants.filter((v) => v.locale !== DEFAULT).map((v) => v.locale),
+      note: stored.version.note,
+      variants: Object.fromEntries(variantsOf(stored)),
     };
   }
 
-  /**
-   * What a notification's template says about it, for people reading a message: when no template
-   * has its name, the project's names and the closest one; otherwise which placeholders render
-   * blank with its data (null when the data is gone or unreadable).
-   */
-  async diagnose(projectId: number, name: string, data: string | null): Promise<TemplateDiagnosis> {
-    const row = await findTemplate(this.db, projectId, name);
-    if (row === undefined) {
-      const names = (await listTemplates(this.db, projectId)).map((template) => template.name);
-      return { found: false, names, suggestion: closestName(name, names) };
-    }
-    const compiled = new CompiledMessage({ subject: row.subject, text: row.text_body, html: row.html_body });
-    const rerender: Rerender = (values) =>
-      typeof values === 'object' && values !== null && !Array.isArray(values)
-        ? compiled.render(values as Record<string, unknown>)
-        : null;
-    let values: unknown = null;
-    try {
-      values = data === null ? null : JSON.parse(data);
-    } catch {
-      values = null;
-    }
-    if (values === null || typeof values !== 'object') return { found: true, blank: null, rerender };
-    return { found: true, blank: compiled.blankPlaceholders(values), rerender };
+  /** The layout a preview uses, by name; null for none. */
+  async layoutSource(projectRef: string | number, name: string | null): Promise<LayoutSource | null> {
+    if (name === null || name === '') return null;
+    const project = await this.projects.resolve(projectRef);
+    const layout = await this.layoutFor(project.id, name);
+    return layout && { text: layout.text_body, html: layout.html_body };
+  }
+
+  /** A template as delivery renders it now: its current version, variants and layout; null: none. */
+  async current(projectId: number, name: string): Promise<LocalizedTemplate | null> {
+    const current = await findCurrentTemplate(this.db, projectId, name);
+    return current === undefined ? null : localizedTemplate(current);
+  }
+
+  /** The names of a project's templates. */
+  async names(projectId: number): Promise<string[]> {
+    return (await listTemplates(this.db, projectId)).map((template: TemplateRow) => template.name);
   }
 }

@@ -1,6 +1,7 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { BounceCategory, BounceType } from '../domain/bounce/categories.js';
 import type { UsageState } from '../domain/lifecycle.js';
+import type { TemplateEngine } from '../domain/message.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { SuppressionReason } from '../domain/suppression.js';
 
@@ -38,6 +39,38 @@ export interface TemplatesTable {
   sample_data: string | null;
   created_at: number;
   updated_at: number;
+  /** The current version; subject and bodies above are its default variant's. */
+  version: Generated<number>;
+}
+
+export interface TemplateLayoutsTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  html_body: string | null;
+  text_body: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TemplateVersionsTable {
+  id: Generated<number>;
+  template_id: number;
+  version: number;
+  engine: TemplateEngine;
+  layout_id: number | null;
+  /** What made this version, when not a plain edit (`rollback to 3`). */
+  note: string | null;
+  created_at: number;
+}
+
+export interface TemplateVariantsTable {
+  version_id: number;
+  /** The BCP 47 tag; '' for the default variant. */
+  locale: string;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
 }
 
 export interface SmtpSettingsTable {
@@ -88,6 +121,11 @@ export interface NotificationsTable {
   bounce_category: BounceCategory | null;
   bounce_status: string | null;
   bounce_diagnostic: string | null;
+  /** The locale a send asked for; null for none. */
+  locale: string | null;
+  /** The variant that rendered (null: the default) and its template version, once rendered. */
+  template_locale: string | null;
+  template_version: number | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -250,6 +288,9 @@ export interface SuppressionsTable {
 export interface Database {
   projects: ProjectsTable;
   templates: TemplatesTable;
+  template_layouts: TemplateLayoutsTable;
+  template_versions: TemplateVersionsTable;
+  template_variants: TemplateVariantsTable;
   smtp_settings: SmtpSettingsTable;
   notifications: NotificationsTable;
   delivery_attempts: DeliveryAttemptsTable;
@@ -273,6 +314,9 @@ export type ProjectRow = Selectable<ProjectsTable>;
 export type NewProjectRow = Insertable<ProjectsTable>;
 export type ProjectUpdate = Updateable<ProjectsTable>;
 export type TemplateRow = Selectable<TemplatesTable>;
+export type TemplateLayoutRow = Selectable<TemplateLayoutsTable>;
+export type TemplateVersionRow = Selectable<TemplateVersionsTable>;
+export type TemplateVariantRow = Selectable<TemplateVariantsTable>;
 export type SmtpSettingsRow = Selectable<SmtpSettingsTable>;
 export type NotificationRow = Selectable<NotificationsTable>;
 export type NewNotificationRow = Insertable<NotificationsTable>;

@@ -7,6 +7,8 @@ import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
 import type { SmtpTarget } from '../mail/smtp-target.js';
 import { urlHost } from '../domain/url-host.js';
 import type { NotificationRow } from '../storage/schema.js';
+import type { RenderedMessage } from '../domain/message.js';
+import { TemplateRenderError } from '../domain/template/budget.js';
 import type { DeliveryContext } from './loader.js';
 
 export interface DeliveryDeps {
@@ -55,7 +57,20 @@ export class Deliverer {
       };
     }
     const { project, message, smtp } = context;
-    const rendered = message.render(JSON.parse(row.data) as Record<string, unknown>);
+    let rendered: RenderedMessage;
+    try {
+      rendered = message.render(JSON.parse(row.data) as Record<string, unknown>, row.locale);
+    } catch (error) {
+      // Past the render's bound (or a template the engine refuses): final, with the reason.
+      if (!(error instanceof TemplateRenderError)) throw error;
+      return {
+        ok: false,
+        failure: permanent(error.message),
+        transport: null,
+        rendered: null,
+        messageId: null,
+      };
+    }
     const planned = planDelivery({
       project: {
         fromEmail: project.from_email,

@@ -1,11 +1,14 @@
-import { CompiledMessage } from '../domain/message.js';
+import type { LocalizedTemplate } from '../domain/template/localized.js';
+import { localizedTemplate } from '../storage/template-versions.js';
 import type { ProjectSmtp } from '../services/smtp-settings.js';
-import type { ProjectRow, TemplateRow } from '../storage/schema.js';
+import type { ProjectRow } from '../storage/schema.js';
+import type { CurrentTemplate } from '../storage/template-versions.js';
 
 /** What delivering a notification needs besides its own row, as the worker asks for it. */
 export interface DeliverySources {
   project(id: number): Promise<ProjectRow | undefined>;
-  template(projectId: number, name: string): Promise<TemplateRow | undefined>;
+  /** The template at its current version, with its variants and layout. */
+  template(projectId: number, name: string): Promise<CurrentTemplate | undefined>;
   /** The project's own SMTP settings, password decrypted; null when it has none. */
   smtp(projectId: number): Promise<ProjectSmtp | null>;
 }
@@ -13,7 +16,7 @@ export interface DeliverySources {
 /** Everything a notification's delivery reads, loaded. */
 export interface DeliveryContext {
   readonly project: ProjectRow;
-  readonly message: CompiledMessage;
+  readonly message: LocalizedTemplate;
   readonly smtp: ProjectSmtp | null;
 }
 
@@ -22,10 +25,11 @@ const MAX_COMPILED = 1000;
 
 /**
  * Loads what a claimed batch needs once per project and template, not once per message, and keeps
- * compiled templates across batches (keyed by id and update time, so an edit takes effect at once).
+ * compiled templates across batches: one per version (a save is a new version, so it takes effect
+ * at once) and per state of its layout (which changes without a new version).
  */
 export class DeliveryLoader {
-  private readonly compiled = new Map<string, CompiledMessage>();
+  private readonly compiled = new Map<string, LocalizedTemplate>();
 
   constructor(private readonly sources: DeliverySources) {}
 
@@ -34,16 +38,13 @@ export class DeliveryLoader {
     return new BatchLoader(this.sources, (template) => this.compile(template));
   }
 
-  private compile(template: TemplateRow): CompiledMessage {
-    const key = `${template.id}:${template.updated_at}`;
+  private compile(current: CurrentTemplate): LocalizedTemplate {
+    const { version, layout } = current;
+    const key = `${version.id}:${layout === null ? '' : `${layout.id}:${layout.updated_at}`}`;
     let compiled = this.compiled.get(key);
     if (compiled === undefined) {
       if (this.compiled.size >= MAX_COMPILED) this.compiled.clear();
-      compiled = new CompiledMessage({
-        subject: template.subject,
-        text: template.text_body,
-        html: template.html_body,
-      });
+      compiled = localizedTemplate(current);
       this.compiled.set(key, compiled);
     }
     return compiled;
@@ -52,12 +53,12 @@ export class DeliveryLoader {
 
 export class BatchLoader {
   private readonly projects = new Map<number, Promise<ProjectRow | undefined>>();
-  private readonly templates = new Map<string, Promise<TemplateRow | undefined>>();
+  private readonly templates = new Map<string, Promise<CurrentTemplate | undefined>>();
   private readonly smtp = new Map<number, Promise<ProjectSmtp | null>>();
 
   constructor(
     private readonly sources: DeliverySources,
-    private readonly compile: (template: TemplateRow) => CompiledMessage,
+    private readonly compile: (template: CurrentTemplate) => LocalizedTemplate,
   ) {}
 
   /** The project, compiled template and SMTP settings of a notification; null: no such template. */

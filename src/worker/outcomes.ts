@@ -29,6 +29,8 @@ const COLUMNS = [
   'bounce_category',
   'bounce_status',
   'bounce_diagnostic',
+  'template_locale',
+  'template_version',
 ] as const;
 const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 

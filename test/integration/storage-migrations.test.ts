@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Generated, type Kysely } from 'kysely';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest } from '../../src/storage/migrate.js';
 import { migrationsFor, POSTGRES_TYPES, SQLITE_TYPES } from '../../src/storage/migrations.js';
@@ -31,6 +31,7 @@ const MIGRATIONS = [
   '008_complaints_once',
   '009_project_change_notices',
   '010_bounce_categories',
+  '014_template_versions',
 ];
 const TABLES = [
   'admins',
@@ -46,6 +47,9 @@ const TABLES = [
   'settings',
   'smtp_settings',
   'suppressions',
+  'template_layouts',
+  'template_variants',
+  'template_versions',
   'templates',
   'usage_counters',
   'usage_deltas',
@@ -300,6 +304,7 @@ describe(`migrations (${backend})`, () => {
     try {
       const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
       const before = Object.fromEntries(MIGRATIONS.slice(0, 9).map((name) => [name, all[name]!]));
+      // From 009 to the latest, which includes 010 and 014.
       await migrateToLatest(storage.db, before, { inTransaction: false });
       const projectId = await addProject(storage.db);
       const bounced = await addNotification(storage.db, projectId, {
@@ -320,6 +325,9 @@ describe(`migrations (${backend})`, () => {
           bounce_category: null,
           bounce_status: null,
           bounce_diagnostic: null,
+          locale: null,
+          template_locale: null,
+          template_version: null,
         })),
       );
       expect(await notification(storage.db, bounced)).toMatchObject({
@@ -331,4 +339,106 @@ describe(`migrations (${backend})`, () => {
       await database.drop();
     }
   });
+
+  it('moves a database of the bounce release (010) forward: every template becomes version 1 of its default variant', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const upTo010 = MIGRATIONS.slice(0, MIGRATIONS.indexOf('010_bounce_categories') + 1);
+      await migrateToLatest(storage.db, Object.fromEntries(upTo010.map((name) => [name, all[name]!])), {
+        inTransaction: false,
+      });
+      const projectId = await addProject(storage.db);
+      // Written in the placeholder syntax, one with braces Handlebars would not parse.
+      const db = storage.db as unknown as Kysely<LegacyTemplates>;
+      await db
+        .insertInto('templates')
+        .values([
+          legacyTemplate(
+            projectId,
+            'welcome',
+            'Hi {{ name }}',
+            'Hello {{name}}',
+            '<p>{{{html}}} {{name}}</p>',
+          ),
+          legacyTemplate(projectId, 'odd', '{{ 1 + 2 }} {{x}}', 'Sum: {{ 1 + 2 }} {{}} {{#if}}', null),
+        ])
+        .execute();
+      const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi Jane' });
+      const templatesBefore = await db.selectFrom('templates').selectAll().orderBy('id').execute();
+      const notificationsBefore = await storage.db.selectFrom('notifications').selectAll().execute();
+
+      await storage.migrate();
+
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      const templatesAfter = await storage.db.selectFrom('templates').selectAll().orderBy('id').execute();
+      expect(templatesAfter).toEqual(templatesBefore.map((row) => ({ ...row, version: 1 })));
+      const versions = await storage.db
+        .selectFrom('template_versions as v')
+        .innerJoin('template_variants as x', 'x.version_id', 'v.id')
+        .select(['v.template_id', 'v.version', 'v.engine', 'v.layout_id', 'v.created_at'])
+        .select(['x.locale', 'x.subject', 'x.text_body', 'x.html_body'])
+        .orderBy('v.template_id')
+        .execute();
+      expect(
+        versions.map((v) => ({ ...v, template_id: Number(v.template_id), created_at: Number(v.created_at) })),
+      ).toEqual(
+        templatesBefore.map((t) => ({
+          template_id: Number(t.id),
+          version: 1,
+          engine: 'placeholders',
+          layout_id: null,
+          created_at: Number(t.updated_at),
+          locale: '',
+          subject: t.subject,
+          text_body: t.text_body,
+          html_body: t.html_body,
+        })),
+      );
+      expect(await storage.db.selectFrom('notifications').selectAll().execute()).toEqual(
+        notificationsBefore.map((row) => ({
+          ...row,
+          locale: null,
+          template_locale: null,
+          template_version: null,
+        })),
+      );
+      expect(await notification(storage.db, sent)).toMatchObject({
+        subject: 'Hi Jane',
+        template_version: null,
+      });
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
 });
+
+/** The templates table as release 010 had it. */
+interface LegacyTemplates {
+  templates: {
+    id: Generated<number>;
+    project_id: number;
+    name: string;
+    subject: string;
+    text_body: string;
+    html_body: string | null;
+    sample_data: string | null;
+    created_at: number;
+    updated_at: number;
+  };
+}
+
+function legacyTemplate(projectId: number, name: string, subject: string, text: string, html: string | null) {
+  return {
+    project_id: projectId,
+    name,
+    subject,
+    text_body: text,
+    html_body: html,
+    sample_data: null,
+    created_at: 1_700_000_000_000,
+    updated_at: 1_700_000_500_000,
+  };
+}

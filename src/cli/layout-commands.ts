@@ -1,0 +1,75 @@
+import { Command } from 'commander';
+import type { Layout } from '../services/layouts.js';
+import { projectSubcommand, servicesAction } from './context.js';
+
+interface LayoutOptions {
+  project: string;
+  name: string;
+  html?: string;
+  text?: string;
+}
+
+function layoutJson(layout: Layout): Record<string, unknown> {
+  return {
+    id: layout.id,
+    name: layout.name,
+    html: layout.html,
+    text: layout.text,
+    created_at: new Date(layout.createdAt).toISOString(),
+    updated_at: new Date(layout.updatedAt).toISOString(),
+  };
+}
+
+export function layoutCommands(): Command {
+  const layout = new Command('layout').description("manage a project's layouts (frames templates go into)");
+
+  projectSubcommand(layout, 'create', 'create a layout: {{{content}}} in its HTML, {{content}} in its text')
+    .requiredOption('--name <name>', 'layout name')
+    .option('--html <html>', 'HTML frame, with {{{content}}} where the template HTML goes')
+    .option('--text <text>', 'text frame, with {{content}} where the template text goes')
+    .action(
+      servicesAction(async ({ layouts }, out, options: LayoutOptions) => {
+        const created = await layouts.create(options.project, {
+          name: options.name,
+          html: options.html ?? null,
+          text: options.text ?? null,
+        });
+        out.print(layoutJson(created), `Created layout ${created.name}.`);
+      }),
+    );
+
+  projectSubcommand(layout, 'update', 'change a layout (templates in it render with the change)')
+    .requiredOption('--name <name>', 'layout name')
+    .option('--html <html>', 'HTML frame ("" removes it)')
+    .option('--text <text>', 'text frame ("" removes it)')
+    .action(
+      servicesAction(async ({ layouts }, out, options: LayoutOptions) => {
+        const updated = await layouts.update(options.project, options.name, {
+          ...(options.html !== undefined && { html: options.html }),
+          ...(options.text !== undefined && { text: options.text }),
+        });
+        out.print(layoutJson(updated), `Updated layout ${updated.name}.`);
+      }),
+    );
+
+  projectSubcommand(layout, 'list', "list a project's layouts").action(
+    servicesAction(async ({ layouts }, out, options: { project: string }) => {
+      const list = await layouts.list(options.project);
+      out.print(
+        { layouts: list.map(layoutJson) },
+        list.length === 0 ? 'No layouts.' : list.map((l) => l.name).join('\n'),
+      );
+    }),
+  );
+
+  projectSubcommand(layout, 'delete', 'delete a layout no template uses')
+    .requiredOption('--name <name>', 'layout name')
+    .action(
+      servicesAction(async ({ layouts }, out, options: { project: string; name: string }) => {
+        await layouts.delete(options.project, options.name);
+        out.print({ deleted: true, name: options.name }, `Deleted layout ${options.name}.`);
+      }),
+    );
+
+  return layout;
+}

@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import type { TemplateVersionContent } from '../services/templates.js';
+import { notice, page, projectOf, type DashboardDeps } from './context.js';
+import { diffLines, type DiffLine } from './diff.js';
+import { fieldsOf, whole } from './forms.js';
+
+type NameParams = { Params: { id: string; name: string } };
+
+/** One part of one variant, compared between two versions; only parts that differ are listed. */
+interface PartDiff {
+  readonly variant: string;
+  readonly part: string;
+  readonly lines: DiffLine[];
+}
+
+const PARTS = [
+  ['subject', 'Subject'],
+  ['text', 'Text body'],
+  ['html', 'HTML body'],
+] as const;
+
+function compare(a: TemplateVersionContent, b: TemplateVersionContent): PartDiff[] {
+  const out: PartDiff[] = [];
+  if (a.layout !== b.layout)
+    out.push({
+      variant: 'all',
+      part: 'Layout',
+      lines: diffLines(a.layout ?? '(none)', b.layout ?? '(none)'),
+    });
+  const locales = [...new Set([...Object.keys(a.variants), ...Object.keys(b.variants)])].sort();
+  for (const locale of locales) {
+    for (const [key, label] of PARTS) {
+      const before = a.variants[locale]?.[key] ?? '';
+      const after = b.variants[locale]?.[key] ?? '';
+      if (before !== after)
+        out.push({
+          variant: locale === '' ? 'default' : locale,
+          part: label,
+          lines: diffLines(before, after),
+        });
+    }
+  }
+  return out;
+}
+
+/** A template's history: its versions, the difference between two, and restoring one. */
+export async function templateHistoryRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  const { templates } = deps.services;
+
+  app.get<NameParams>('/projects/:id/templates/history/:name', async (request, reply) => {
+    const project = await projectOf(deps, request.params);
+    const template = await templates.get(project.id, request.params.name);
+    const versions = await templates.versions(project.id, template.name);
+    const query = fieldsOf(request.query);
+    const to = whole(query.b, 1, template.version) ?? template.version;
+    const from = whole(query.a, 1, template.version) ?? Math.max(1, to - 1);
+    const [a, b] = await Promise.all([
+      templates.version(project.id, template.name, from),
+      templates.version(project.id, template.name, to),
+    ]);
+    return page(request, reply, deps, 'template-history', {
+      title: `History · ${template.name}`,
+      project,
+      tab: 'templates',
+      template,
+      versions,
+      from,
+      to,
+      diff: compare(a, b),
+      notice: notice(request, { restored: 'Version restored.' }),
+    });
+  });
+
+  app.post<NameParams>('/projects/:id/templates/rollback/:name', async (request, reply) => {
+    const project = await projectOf(deps, request.params);
+    const version = whole(fieldsOf(request.body).version);
+    const restored = await templates.rollback(project.id, request.params.name, version ?? NaN);
+    return reply.redirect(
+      `/projects/${project.id}/templates/history/${encodeURIComponent(restored.name)}?notice=restored`,
+      303,
+    );
+  });
+}

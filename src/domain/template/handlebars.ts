@@ -1,0 +1,382 @@
+import Handlebars from 'handlebars';
+import type { CompiledTemplate, RenderMode } from '../render.js';
+import { finishLiteral, valueFinisher, valueText } from '../render.js';
+import { RenderBudget, TemplateRenderError } from './budget.js';
+import { TemplateSyntaxError } from './syntax-error.js';
+
+/**
+ * Templates in Handlebars syntax (what Amazon SES, SendGrid and Mailgun users write), rendered by
+ * Handlebars itself in an environment of its own, narrowed to what Herald promises:
+ *
+ * - Helpers: `if`, `unless`, `each`, `with` and Mustache sections (`{{#list}}…{{/list}}`), each
+ *   wrapped to count against the render's budget. `log` and `lookup` are removed, and the template
+ *   is compiled with `knownHelpersOnly`, so a helper that is not one of these is refused when the
+ *   template is saved. Partials and decorators are refused too.
+ * - Lookups go through `ownValue` (the compiler's documented `nameLookup` extension point): own,
+ *   enumerable data properties only. No prototype, no getter, no `length` of a string or array,
+ *   and never through `__proto__`, even an own JSON key: exactly as Herald's placeholders always
+ *   read values.
+ * - Every value written (`{{x}}`, `{{{x}}}`) goes through one of Herald's own helpers, so values
+ *   are turned into text, escaped and normalized as they always were (render.ts): the same bytes
+ *   for every template written in the placeholder syntax, whatever Handlebars' own escaping does.
+ */
+
+const env = Handlebars.create();
+env.unregisterHelper('log');
+env.unregisterHelper('lookup');
+env.unregisterDecorator('inline');
+
+/** The block helpers a template may use; anything else is refused when the template is saved. */
+export const BLOCK_HELPERS = ['if', 'unless', 'each', 'with'] as const;
+
+/** Herald's value writers, one per mode and escaping; names no template can spell as a value. */
+const WRITERS = {
+  text: 'herald:text',
+  subject: 'herald:subject',
+  html: 'herald:html',
+  raw: 'herald:raw',
+} as const;
+const LOOKUP = 'herald:own';
+
+/** The render under way: Handlebars renders synchronously, so one at a time. */
+let active: RenderBudget | null = null;
+
+function writer(mode: RenderMode, raw: boolean): (value: unknown) => string {
+  const finish = valueFinisher(mode, raw);
+  return (value) => {
+    const text = valueText(value);
+    active?.charge(text.length);
+    return text === '' ? '' : finish(text);
+  };
+}
+env.registerHelper(WRITERS.text, writer('text', false));
+env.registerHelper(WRITERS.subject, writer('subject', false));
+env.registerHelper(WRITERS.html, writer('html', false));
+env.registerHelper(WRITERS.raw, writer('html', true));
+
+/** Reads one key as render.ts does: an own, enumerable data property of an object, else nothing. */
+function ownValue(parent: unknown, key: string): unknown {
+  if (parent === null || typeof parent !== 'object') return undefined;
+  const descriptor = Object.getOwnPropertyDescriptor(parent, key);
+  if (descriptor === undefined || !descriptor.enumerable || !('value' in descriptor)) return undefined;
+  return descriptor.value;
+}
+// Registered as an object, not a function: Handlebars passes objects through unwrapped (a
+// function helper gets an options argument appended), and no template can call an object.
+env.registerHelper(LOOKUP, { read: ownValue } as unknown as Handlebars.HelperDelegate);
+
+type Body = (context: unknown, options?: unknown) => string;
+
+const counted = new WeakSet<Body>();
+
+/** Counts every body a block helper renders (each item of an `#each`) against the budget. */
+function budgeted(body: Body): Body {
+  // A section over a list hands its body on to #each: it is counted once.
+  if (counted.has(body)) return body;
+  const wrapped: Body = function (this: unknown, context, options) {
+    const budget = active;
+    if (budget === null) return body.call(this, context, options);
+    budget.enterBlock();
+    let out: string;
+    try {
+      out = body.call(this, context, options);
+    } catch (error) {
+      budget.abandonBlock();
+      throw error;
+    }
+    budget.leaveBlock(out.length);
+    return out;
+  };
+  counted.add(wrapped);
+  return wrapped;
+}
+
+for (const name of [...BLOCK_HELPERS, 'blockHelperMissing']) {
+  const helper = env.helpers[name] as (this: unknown, ...args: unknown[]) => unknown;
+  env.registerHelper(name, function (this: unknown, ...args: unknown[]) {
+    const options = args[args.length - 1] as { fn: Body; inverse: Body };
+    options.fn = budgeted(options.fn);
+    options.inverse = budgeted(options.inverse);
+    return helper.apply(this, args);
+  });
+}
+
+/**
+ * Handlebars' compiler with every data lookup (`a.b`, `this.x`, `@key`) routed to ownValue. The
+ * subclassing pattern and `nameLookup` are the extension point Handlebars documents for this.
+ */
+interface CompilerClass {
+  prototype: { nameLookup(parent: unknown, name: string, type: string): unknown };
+}
+const compilers = env as unknown as { JavaScriptCompiler: CompilerClass };
+const Base = compilers.JavaScriptCompiler;
+function HeraldCompiler(this: unknown) {}
+HeraldCompiler.prototype = Object.create(Base.prototype) as object;
+Object.assign(HeraldCompiler.prototype, {
+  compiler: HeraldCompiler,
+  nameLookup(this: CompilerClass['prototype'], parent: unknown, name: string, type: string) {
+    if (type === 'context' || type === 'data') {
+      return ['helpers[', JSON.stringify(LOOKUP), '].read(', parent, ', ', JSON.stringify(name), ')'];
+    }
+    return Base.prototype.nameLookup.call(this, parent, name, type);
+  },
+});
+compilers.JavaScriptCompiler = HeraldCompiler as unknown as CompilerClass;
+
+const KNOWN_HELPERS = Object.fromEntries(
+  [...BLOCK_HELPERS, ...Object.values(WRITERS)].map((name) => [name, true]),
+);
+
+/** Compiled with data lookups into our helper; the runtime still denies prototype access. */
+const COMPILE_OPTIONS = {
+  knownHelpers: KNOWN_HELPERS,
+  knownHelpersOnly: true,
+  noEscape: true,
+  strict: false,
+  preventIndent: true,
+} as const;
+const RUNTIME_OPTIONS = { allowProtoMethodsByDefault: false, allowProtoPropertiesByDefault: false } as const;
+
+type Node = hbs.AST.Node;
+type Statement = hbs.AST.Statement;
+type Expression = hbs.AST.Expression;
+
+/**
+ * Parses `source` (Handlebars' parser and whitespace rules), refusing what Herald does not run,
+ * with the line and column of the first problem.
+ */
+export function parseTemplate(source: string): hbs.AST.Program {
+  let program: hbs.AST.Program;
+  try {
+    program = env.parse(source);
+  } catch (error) {
+    throw syntaxError(error);
+  }
+  check(program);
+  return program;
+}
+
+function syntaxError(error: unknown): TemplateSyntaxError {
+  if (error instanceof RangeError) return new TemplateSyntaxError('blocks nested too deeply', null);
+  const message = error instanceof Error ? error.message : String(error);
+  const exception = error as { lineNumber?: number; column?: number };
+  if (typeof exception.lineNumber === 'number' && typeof exception.column === 'number') {
+    // Handlebars' own exceptions end with " - line:column" (column from 0).
+    return new TemplateSyntaxError(message.replace(/ - \d+:\d+$/, ''), {
+      line: exception.lineNumber,
+      column: exception.column + 1,
+    });
+  }
+  // The parser's message shows the place with a caret; the lexer knows the token it stopped at.
+  const at = (
+    Handlebars as unknown as { Parser: { lexer: { yylloc?: { first_line: number; first_column: number } } } }
+  ).Parser.lexer.yylloc;
+  return new TemplateSyntaxError(
+    parserReason(message),
+    at ? { line: at.first_line, column: at.first_column + 1 } : null,
+  );
+}
+
+/** The parser's "Expecting 'X', 'Y', got 'Z'" in words a template's author reads. */
+function parserReason(message: string): string {
+  const got = /got '([A-Z_]+)'/.exec(message)?.[1];
+  if (got === 'EOF')
+    return message.includes("'OPEN_ENDBLOCK'")
+      ? 'a block is not closed (its {{/name}} is missing)'
+      : 'the template ends inside {{ }}';
+  if (got === 'INVALID') return 'unexpected character inside {{ }} (write \\{{ for literal braces)';
+  if (got === 'CLOSE' || got === 'CLOSE_UNESCAPED') return 'nothing to write inside {{ }}';
+  if (got !== undefined) return `unexpected ${got.toLowerCase().replace(/_/g, ' ')}`;
+  return message.split('\n')[0] ?? message;
+}
+
+function place(node: Node): { line: number; column: number } | null {
+  return node.loc ? { line: node.loc.start.line, column: node.loc.start.column + 1 } : null;
+}
+
+/** Refuses partials, decorators, raw blocks and helpers Herald does not register. */
+function check(program: hbs.AST.Program): void {
+  const stack: Node[] = [program];
+  while (stack.length > 0) {
+    const node = stack.pop() as Node;
+    switch (node.type) {
+      case 'Program':
+        stack.push(...(node as hbs.AST.Program).body);
+        break;
+      case 'PartialStatement':
+      case 'PartialBlockStatement':
+        throw new TemplateSyntaxError('partials ({{> name}}) are not supported; use a layout', place(node));
+      case 'Decorator':
+      case 'DecoratorBlock':
+        throw new TemplateSyntaxError('decorators ({{* name}}) are not supported', place(node));
+      case 'MustacheStatement': {
+        const mustache = node as hbs.AST.MustacheStatement;
+        if (mustache.params.length > 0 || (mustache.hash?.pairs.length ?? 0) > 0)
+          throw unknownHelper(mustache.path, node);
+        checkExpression(mustache.path);
+        break;
+      }
+      case 'BlockStatement': {
+        const block = node as hbs.AST.BlockStatement;
+        const name =
+          block.path.type === 'PathExpression' ? (block.path as hbs.AST.PathExpression).original : '';
+        const isHelper = (BLOCK_HELPERS as readonly string[]).includes(name);
+        if (block.path.type !== 'PathExpression' || (!isHelper && block.params.length > 0))
+          throw unknownHelper(block.path, node);
+        if (isHelper && block.params.length !== 1)
+          throw new TemplateSyntaxError(`#${name} takes exactly one value`, place(node));
+        if ((block.hash?.pairs.length ?? 0) > 0 && name !== 'if' && name !== 'unless')
+          throw new TemplateSyntaxError(`#${name} takes no options`, place(node));
+        if (!isHelper) checkExpression(block.path);
+        block.params.forEach(checkExpression);
+        if (block.program) stack.push(block.program);
+        if (block.inverse) stack.push(block.inverse);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+function checkExpression(expression: Expression): void {
+  if (expression.type === 'SubExpression')
+    throw new TemplateSyntaxError('helper calls in parentheses are not supported', place(expression));
+}
+
+function unknownHelper(path: Expression, node: Node): TemplateSyntaxError {
+  const name = path.type === 'PathExpression' ? (path as hbs.AST.PathExpression).original : path.type;
+  return new TemplateSyntaxError(
+    `unknown helper '${name}' (Herald has #if, #unless, #each and #with)`,
+    place(node),
+  );
+}
+
+/**
+ * The program Handlebars compiles: literal text normalized for the mode (newlines, or a subject's
+ * line breaks), each value mustache turned into a call of the mode's writer, and every path that
+ * names `__proto__` made undefined.
+ */
+function prepare(program: hbs.AST.Program, mode: RenderMode, placeholders: Set<string>): void {
+  const visit = (body: Statement[], scoped: boolean) => {
+    for (let i = 0; i < body.length; i++) {
+      const node = body[i] as Statement;
+      if (node.type === 'ContentStatement') {
+        const content = node as hbs.AST.ContentStatement;
+        content.value = finishLiteral(content.value, mode);
+      } else if (node.type === 'MustacheStatement') {
+        const mustache = node as hbs.AST.MustacheStatement;
+        if (!scoped) note(mustache.path, placeholders);
+        const name = mode === 'html' ? (mustache.escaped ? WRITERS.html : WRITERS.raw) : WRITERS[mode];
+        body[i] = {
+          ...mustache,
+          path: pathTo(name, mustache.path),
+          params: [guard(mustache.path)],
+          escaped: false,
+        } as hbs.AST.MustacheStatement;
+      } else if (node.type === 'BlockStatement') {
+        const block = node as hbs.AST.BlockStatement;
+        const name = (block.path as hbs.AST.PathExpression).original;
+        const isHelper = (BLOCK_HELPERS as readonly string[]).includes(name);
+        if (!scoped) block.params.forEach((param) => note(param, placeholders));
+        if (!isHelper && !scoped) note(block.path, placeholders);
+        block.params = block.params.map(guard);
+        if (!isHelper) block.path = guard(block.path) as hbs.AST.PathExpression;
+        // Inside #each, #with and sections, paths are relative to another object.
+        const changesScope = scoped || name === 'each' || name === 'with' || !isHelper;
+        if (block.program) visit(block.program.body, changesScope);
+        if (block.inverse) visit(block.inverse.body, scoped);
+      }
+    }
+  };
+  visit(program.body, false);
+}
+
+function pathTo(name: string, near: Node): hbs.AST.PathExpression {
+  return { type: 'PathExpression', data: false, depth: 0, parts: [name], original: name, loc: near.loc };
+}
+
+/** A path through `__proto__` never resolves, even through an own key of that name. */
+function guard(expression: Expression): Expression {
+  if (expression.type !== 'PathExpression') return expression;
+  const path = expression as hbs.AST.PathExpression;
+  if (!path.parts.includes('__proto__')) return path;
+  return { type: 'UndefinedLiteral', value: undefined, original: undefined, loc: path.loc } as Expression;
+}
+
+/** A placeholder as people name it: a path from the data's root, without `this` or `@`. */
+function note(expression: Expression, placeholders: Set<string>): void {
+  if (expression.type !== 'PathExpression') return;
+  const path = expression as hbs.AST.PathExpression;
+  if (path.data || path.depth > 0 || path.parts.length === 0 || path.original.startsWith('this')) return;
+  placeholders.add(path.parts.join('.'));
+}
+
+/**
+ * Compiles a template once for rendering many times. A problem Handlebars finds only when it
+ * compiles (not when it parses) is reported as a syntax error too, so whatever is saved renders.
+ */
+export function compileHandlebars(source: string, mode: RenderMode): CompiledTemplate {
+  const program = parseTemplate(source);
+  const placeholders = new Set<string>();
+  prepare(program, mode, placeholders);
+  const template = env.compile(program, COMPILE_OPTIONS);
+  try {
+    // Compilation is lazy in Handlebars: a first render compiles, with nothing to write.
+    renderWith(template, {}, new RenderBudget());
+  } catch (error) {
+    if (error instanceof TemplateRenderError) throw error;
+    throw syntaxError(error);
+  }
+  return {
+    placeholders: Object.freeze([...placeholders]),
+    render(values, budget = new RenderBudget()) {
+      const out = renderWith(template, values, budget);
+      return mode === 'subject' ? out.trim() : out;
+    },
+  };
+}
+
+function renderWith(
+  template: HandlebarsTemplateDelegate,
+  values: Readonly<Record<string, unknown>>,
+  budget: RenderBudget,
+): string {
+  const outer = active;
+  active = budget;
+  try {
+    return template(values, RUNTIME_OPTIONS);
+  } catch (error) {
+    if (error instanceof TemplateRenderError) throw error;
+    throw new TemplateRenderError(error instanceof Error ? error.message : String(error));
+  } finally {
+    active = outer;
+  }
+}
+
+/**
+ * Whether a layout's part has its content placeholder: `{{{content}}}` in HTML (the body is
+ * HTML already, so it is inserted raw), `{{content}}` or `{{{content}}}` in text.
+ */
+export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): boolean {
+  const stack: hbs.AST.Program[] = [parseTemplate(source)];
+  while (stack.length > 0) {
+    for (const node of (stack.pop() as hbs.AST.Program).body) {
+      if (node.type === 'MustacheStatement') {
+        const mustache = node as hbs.AST.MustacheStatement;
+        const path = mustache.path as hbs.AST.PathExpression;
+        if (
+          path.type === 'PathExpression' &&
+          path.original === 'content' &&
+          (mode === 'text' || !mustache.escaped)
+        )
+          return true;
+      } else if (node.type === 'BlockStatement') {
+        const block = node as hbs.AST.BlockStatement;
+        if (block.program) stack.push(block.program);
+        if (block.inverse) stack.push(block.inverse);
+      }
+    }
+  }
+  return false;
+}

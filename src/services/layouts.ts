@@ -1,0 +1,136 @@
+import type { Kysely } from 'kysely';
+import { errors } from '../domain/errors.js';
+import { hasContentPlaceholder } from '../domain/template/handlebars.js';
+import type { Database, TemplateLayoutRow } from '../storage/schema.js';
+import {
+  countLayoutUsers,
+  deleteLayout,
+  findLayout,
+  insertLayout,
+  listLayouts,
+  updateLayout,
+} from '../storage/template-layouts.js';
+import { isUniqueViolation } from '../storage/unique-violation.js';
+import type { ProjectService } from './projects.js';
+import { checkName, checkSizes, compileChecked, invalidTemplate } from './template-checks.js';
+
+export interface Layout {
+  readonly id: number;
+  readonly name: string;
+  readonly html: string | null;
+  readonly text: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface LayoutInput {
+  readonly html?: string | null;
+  readonly text?: string | null;
+}
+
+function toLayout(row: TemplateLayoutRow): Layout {
+  return {
+    id: row.id,
+    name: row.name,
+    html: row.html_body,
+    text: row.text_body,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+const blankToNull = (value: string | null | undefined) => (value === '' ? null : value);
+
+/**
+ * A layout must parse and hold its content placeholder: `{{{content}}}` in its HTML (the body is
+ * HTML already), `{{content}}` in its text. One of the two is enough; a template's part goes into
+ * the layout's part of the same kind.
+ */
+function checkLayout(html: string | null, text: string | null): void {
+  if (html === null && text === null) throw errors.invalidInput('A layout needs an HTML or a text frame');
+  checkSizes({ html, text });
+  if (html !== null) {
+    compileChecked(html, 'html', 'handlebars', ' (layout)');
+    if (!hasContentPlaceholder(html, 'html'))
+      throw invalidTemplate("a layout's HTML must have {{{content}}} where the template's HTML body goes");
+  }
+  if (text !== null) {
+    compileChecked(text, 'text', 'handlebars', ' (layout)');
+    if (!hasContentPlaceholder(text, 'text'))
+      throw invalidTemplate("a layout's text must have {{content}} where the template's text body goes");
+  }
+}
+
+/** A project's layouts: shared frames templates go into (product.md §11). */
+export class LayoutService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly projects: ProjectService,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(projectRef: string | number, input: { name: string } & LayoutInput): Promise<Layout> {
+    const project = await this.projects.resolve(projectRef);
+    const html = blankToNull(input.html) ?? null;
+    const text = blankToNull(input.text) ?? null;
+    checkLayout(html, text);
+    const now = this.now();
+    try {
+      const row = await insertLayout(this.db, {
+        project_id: project.id,
+        name: checkName(input.name, 'Layout'),
+        html_body: html,
+        text_body: text,
+        created_at: now,
+        updated_at: now,
+      });
+      return toLayout(row);
+    } catch (error) {
+      if (isUniqueViolation(error))
+        throw errors.invalidInput(`A layout named ${JSON.stringify(input.name)} already exists`);
+      throw error;
+    }
+  }
+
+  /** Changes a layout; every template in it renders with the change from then on. */
+  async update(projectRef: string | number, name: string, input: LayoutInput): Promise<Layout> {
+    const project = await this.projects.resolve(projectRef);
+    const before = await findLayout(this.db, project.id, name);
+    if (before === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    const html = input.html === undefined ? before.html_body : (blankToNull(input.html) ?? null);
+    const text = input.text === undefined ? before.text_body : (blankToNull(input.text) ?? null);
+    checkLayout(html, text);
+    const row = await updateLayout(this.db, project.id, name, {
+      html_body: html,
+      text_body: text,
+      updated_at: this.now(),
+    });
+    if (row === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    return toLayout(row);
+  }
+
+  async get(projectRef: string | number, name: string): Promise<Layout> {
+    const project = await this.projects.resolve(projectRef);
+    const row = await findLayout(this.db, project.id, name);
+    if (row === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    return toLayout(row);
+  }
+
+  async list(projectRef: string | number): Promise<Layout[]> {
+    const project = await this.projects.resolve(projectRef);
+    return (await listLayouts(this.db, project.id)).map(toLayout);
+  }
+
+  /** Refused while a template's current version uses it, naming how many do. */
+  async delete(projectRef: string | number, name: string): Promise<void> {
+    const project = await this.projects.resolve(projectRef);
+    const row = await findLayout(this.db, project.id, name);
+    if (row === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    const users = await countLayoutUsers(this.db, row.id);
+    if (users > 0)
+      throw errors.invalidInput(
+        `Layout ${name} is used by ${users} template${users === 1 ? '' : 's'}; attach them elsewhere first`,
+      );
+    await deleteLayout(this.db, row.id);
+  }
+}

@@ -1,0 +1,78 @@
+import { errors, type HeraldError } from '../domain/errors.js';
+import { compilePart, type TemplateEngine } from '../domain/message.js';
+import type { RenderMode } from '../domain/render.js';
+import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
+import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
+
+/** Names are bounded like the `template` field of a send request, so every template can be sent. */
+export const TEMPLATE_LIMITS = {
+  name: MAX_TEMPLATE_NAME_LENGTH,
+  subject: 1000,
+  sampleData: 64 * 1024,
+  text: 256 * 1024,
+  html: 512 * 1024,
+} as const;
+
+/** The content of one variant (the default, or a locale's). */
+export interface VariantContent {
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string | null;
+}
+
+/** The error every save of a template (or layout) that does not parse gets: `Invalid template: …`. */
+export function invalidTemplate(detail: string): HeraldError {
+  return errors.invalidInput(`Invalid template: ${detail}`);
+}
+
+export function checkName(name: string, what = 'Template'): string {
+  // Names are matched exactly (case-sensitive) against what callers send, so none is trimmed.
+  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}]/u.test(name)) {
+    throw errors.invalidInput(`${what} name must be 1–${TEMPLATE_LIMITS.name} characters without spaces`);
+  }
+  return name;
+}
+
+export function checkSizes(input: {
+  subject?: string | undefined;
+  text?: string | null | undefined;
+  html?: string | null | undefined;
+  sampleData?: string | null | undefined;
+}): void {
+  if (
+    input.subject !== undefined &&
+    (input.subject.trim() === '' || input.subject.length > TEMPLATE_LIMITS.subject)
+  ) {
+    throw errors.invalidInput(`Subject must be 1–${TEMPLATE_LIMITS.subject} characters`);
+  }
+  if (input.text != null && input.text.length > TEMPLATE_LIMITS.text) {
+    throw errors.invalidInput(`Text body must be at most ${TEMPLATE_LIMITS.text} characters`);
+  }
+  if (input.html != null && input.html.length > TEMPLATE_LIMITS.html) {
+    throw errors.invalidInput(`HTML body must be at most ${TEMPLATE_LIMITS.html} characters`);
+  }
+  if (input.sampleData != null && input.sampleData.length > TEMPLATE_LIMITS.sampleData) {
+    throw errors.invalidInput(`Sample data must be at most ${TEMPLATE_LIMITS.sampleData} characters`);
+  }
+}
+
+const PART_NAMES: Record<RenderMode, string> = { subject: 'subject', text: 'text body', html: 'HTML body' };
+
+/** Compiles one part, turning a syntax error into `Invalid template: <part>, line L, column C: …`. */
+export function compileChecked(source: string, mode: RenderMode, engine: TemplateEngine, label = ''): void {
+  try {
+    compilePart(source, mode, engine);
+  } catch (error) {
+    if (error instanceof TemplateSyntaxError)
+      throw invalidTemplate(`${PART_NAMES[mode]}${label}, ${error.message}`);
+    throw error;
+  }
+}
+
+/** Every part of a variant must compile; `locale` names the variant in the error. */
+export function checkVariant(content: VariantContent, engine: TemplateEngine, locale: string): void {
+  const label = locale === '' ? '' : ` (${locale})`;
+  compileChecked(content.subject, 'subject', engine, label);
+  compileChecked(content.text, 'text', engine, label);
+  if (content.html !== null && content.html !== '') compileChecked(content.html, 'html', engine, label);
+}

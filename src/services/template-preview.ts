@@ -1,0 +1,112 @@
+import { HeraldError } from '../domain/errors.js';
+import { CompiledMessage, type LayoutSource, type RenderedMessage } from '../domain/message.js';
+import { rendersBlank } from '../domain/render.js';
+import type { Rerender } from '../domain/sensitive.js';
+import { closestName } from '../domain/suggest.js';
+import { TemplateRenderError } from '../domain/template/budget.js';
+import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
+import { checkVariant } from './template-checks.js';
+import type { TemplateService } from './templates.js';
+
+/** What a template is to the person looking at it: its preview, or what it says about a message. */
+
+export type TemplatePreview = RenderedMessage & {
+  readonly placeholders: string[];
+  readonly blank: string[];
+  readonly error: string | null;
+};
+
+/**
+ * Renders unsaved template text with sample data, exactly as delivery would, in a layout if given.
+ * A template that does not parse, or does not render, is an `error` with its place, not an
+ * exception: the editor shows it next to the preview.
+ */
+export function previewTemplate(
+  source: { subject: string; text: string; html?: string | null },
+  data: Readonly<Record<string, unknown>>,
+  layout: LayoutSource | null = null,
+): TemplatePreview {
+  try {
+    const compiled = new CompiledMessage(
+      { subject: source.subject, text: source.text, html: source.html ?? null },
+      layout,
+    );
+    return {
+      ...compiled.render(data),
+      placeholders: compiled.placeholders,
+      blank: compiled.blankPlaceholders(data),
+      error: null,
+    };
+  } catch (error) {
+    if (!(error instanceof TemplateSyntaxError || error instanceof TemplateRenderError)) throw error;
+    return {
+      subject: '',
+      text: '',
+      html: null,
+      placeholders: [],
+      blank: [],
+      error: syntaxProblem(source) ?? error.message,
+    };
+  }
+}
+
+/** The first part that does not parse, named as a save would name it; null when all parse. */
+function syntaxProblem(source: { subject: string; text: string; html?: string | null }): string | null {
+  try {
+    checkVariant({ subject: source.subject, text: source.text, html: source.html ?? null }, 'handlebars', '');
+    return null;
+  } catch (error) {
+    if (error instanceof HeraldError) return error.message;
+    throw error;
+  }
+}
+
+export type TemplateDiagnosis =
+  | {
+      readonly found: true;
+      readonly blank: string[] | null;
+      /** Renders the template as it is now with some data (masking puts its masks by it). */
+      readonly rerender: Rerender;
+    }
+  | { readonly found: false; readonly names: string[]; readonly suggestion: string | null };
+
+/**
+ * What a notification's template says about it, for people reading a message: when no template
+ * has its name, the project's names and the closest one; otherwise which placeholders render blank
+ * with its data (null when the data is gone or unreadable), and its rendering, in the variant the
+ * send asked for, to mask secrets by.
+ */
+export async function diagnoseTemplate(
+  templates: TemplateService,
+  notification: { project_id: number; template: string; data: string | null; locale: string | null },
+): Promise<TemplateDiagnosis> {
+  const { project_id: projectId, template: name, data, locale } = notification;
+  const current = await templates.current(projectId, name);
+  if (current === null) {
+    const names = await templates.names(projectId);
+    return { found: false, names, suggestion: closestName(name, names) };
+  }
+  const rerender: Rerender = (values) => {
+    if (typeof values !== 'object' || values === null || Array.isArray(values)) return null;
+    try {
+      const { subject, text, html } = current.render(values as Record<string, unknown>, locale);
+      return { subject, text, html };
+    } catch {
+      return null;
+    }
+  };
+  let values: unknown = null;
+  try {
+    values = data === null ? null : JSON.parse(data);
+  } catch {
+    values = null;
+  }
+  if (values === null || typeof values !== 'object') return { found: true, blank: null, rerender };
+  let placeholders: string[] = [];
+  try {
+    placeholders = current.placeholders(locale);
+  } catch {
+    // A version that no longer compiles (its layout changed since) shows no placeholders.
+  }
+  return { found: true, blank: placeholders.filter((path) => rendersBlank(values, path)), rerender };
+}

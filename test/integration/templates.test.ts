@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../../src/compose.js';
+import { HeraldError } from '../../src/domain/errors.js';
+import { settledStatus } from '../helpers/http.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+
+/**
+ * Templates people write (product.md §11), end to end: saved through the services, sent over
+ * HTTP, rendered by the worker, received by a real SMTP server, and described by the status body.
+ */
+
+let sink: SmtpSink;
+let ctx: TestContext;
+let worker: Worker;
+
+beforeAll(async () => {
+  sink = await new SmtpSink().start();
+  ctx = await createTestContext({ HERALD_SMTP_URL: sink.url, HERALD_DELIVERY_POLL_MS: '20' });
+  worker = createWorker(ctx.services);
+  worker.start();
+});
+afterAll(async () => {
+  await worker.stop();
+  await ctx.close();
+  await sink.stop();
+});
+
+async function send(apiKey: string, body: Record<string, unknown>) {
+  return ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications',
+    headers: { authorization: `Bearer ${apiKey}` },
+    payload: body,
+  });
+}
+
+async function delivered(apiKey: string, body: Record<string, unknown>) {
+  const response = await send(apiKey, body);
+  expect(response.statusCode).toBe(202);
+  const requestId = response.json<{ request_id: string }>().request_id;
+  const status = await settledStatus(ctx.app, apiKey, requestId);
+  // The relay keeps a message before it answers 250, so a sent message is there already.
+  const message =
+    status.status === 'sent'
+      ? sink.messages.find((m) => m.parsed.headers.get('x-herald-request-id') === requestId)
+      : undefined;
+  return { status, message };
+}
+
+async function refusal(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof HeraldError) return error.message;
+    throw error;
+  }
+  throw new Error('accepted');
+}
+
+describe('templates with logic, layouts, locales and versions', () => {
+  it('renders logic inside a layout, picks the locale variant, and says which version rendered', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const { templates, layouts } = ctx.services;
+    await layouts.create(projectId, {
+      name: 'brand',
+      html: '<main>{{{content}}}</main><footer>{{company}}</footer>',
+      text: '{{content}}\n-- {{company}}',
+    });
+    await templates.create(projectId, {
+      name: 'order',
+      subject: 'Order {{id}}',
+      text: '{{#each lines}}{{name}} x{{qty}}\n{{/each}}{{#if trial}}Trial{{/if}}',
+      html: '<ul>{{#each lines}}<li>{{name}}</li>{{/each}}</ul>',
+      layout: 'brand',
+    });
+    await templates.create(projectId, {
+      name: 'order',
+      locale: 'fr',
+      subject: 'Commande {{id}}',
+      text: '{{#each lines}}{{name}} ×{{qty}}\n{{/each}}',
+    });
+    const data = { id: 7, company: 'Acme & Co', trial: true, lines: [{ name: 'Tea <green>', qty: 2 }] };
+
+    const fr = await delivered(apiKey, { template: 'order', to: 'a@example.org', locale: 'fr-CA', data });
+    expect(fr.status).toMatchObject({ status: 'sent', template_locale: 'fr', template_version: 2 });
+    expect(fr.message!.parsed.subject).toBe('Commande 7');
+    expect(fr.message!.parsed.text?.trim()).toBe('Tea <green> ×2\n\n-- Acme & Co');
+
+    const en = await delivered(apiKey, { template: 'order', to: 'a@example.org', locale: 'de', data });
+    expect(en.status).toMatchObject({ template_locale: null, template_version: 2 });
+    expect(en.message!.parsed.html).toBe(
+      '<main><ul><li>Tea &lt;green&gt;</li></ul></main><footer>Acme &amp; Co</footer>',
+    );
+    expect(en.message!.parsed.text?.trim()).toBe('Tea <green> x2\nTrial\n-- Acme & Co');
+  });
+
+  it('keeps every version, rolls back as a new version, and delivers what the current one says', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    await templates.create(projectId, { name: 'note', subject: 'One', text: 'first' });
+    await templates.update(projectId, 'note', { subject: 'Two', text: 'second' });
+    const rolled = await templates.rollback(projectId, 'note', 1);
+    expect(rolled).toMatchObject({ version: 3, subject: 'One', text: 'first' });
+    expect((await templates.versions(projectId, 'note')).map((v) => [v.version, v.note])).toEqual([
+      [3, 'rollback to 1'],
+      [2, null],
+      [1, null],
+    ]);
+    expect((await templates.version(projectId, 'note', 2)).variants['']).toEqual({
+      subject: 'Two',
+      text: 'second',
+      html: null,
+    });
+    const { status, message } = await delivered(apiKey, { template: 'note', to: 'b@example.org' });
+    expect(status).toMatchObject({ template_version: 3, template_locale: null });
+    expect(message!.parsed.subject).toBe('One');
+  });
+
+  it('refuses a template that does not parse, naming the part, line and column', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    expect(
+      await refusal(() => templates.create(projectId, { name: 'bad', subject: 'Hi', text: 'a\n{{#if x}}b' })),
+    ).toBe(
+      'Invalid template: text body, line 2, column 11: a block is not closed (its {{/name}} is missing)',
+    );
+    await templates.create(projectId, { name: 'good', subject: 'Hi', text: 'ok' });
+    expect(
+      await refusal(() =>
+        templates.update(projectId, 'good', { locale: 'fr', subject: 'Salut {{#x}}', text: 'ok' }),
+      ),
+    ).toMatch(/^Invalid template: subject \(fr\), line 1, column \d+: /);
+    expect((await templates.get(projectId, 'good')).version).toBe(1);
+  });
+
+  it('refuses a layout without its content placeholder, and deleting one that templates use', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates, layouts } = ctx.services;
+    expect(
+      await refusal(() => layouts.create(projectId, { name: 'l', html: '<main>{{content}}</main>' })),
+    ).toContain('{{{content}}}');
+    expect(await refusal(() => layouts.create(projectId, { name: 'l', text: 'no place' }))).toContain(
+      '{{content}}',
+    );
+    await layouts.create(projectId, { name: 'l', text: '>> {{content}}' });
+    await templates.create(projectId, { name: 'a', subject: 'A', text: 'a', layout: 'l' });
+    await templates.create(projectId, { name: 'b', subject: 'B', text: 'b', layout: 'l' });
+    expect(await refusal(() => layouts.delete(projectId, 'l'))).toBe(
+      'Layout l is used by 2 templates; attach them elsewhere first',
+    );
+    await templates.update(projectId, 'a', { layout: '' });
+    await templates.delete(projectId, 'b');
+    await layouts.delete(projectId, 'l');
+    expect(await layouts.list(projectId)).toEqual([]);
+  });
+
+  it("fails a message whose render goes past the bound with 'Template render failed', and others still go", async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    await ctx.services.templates.create(projectId, {
+      name: 'loop',
+      subject: 'L',
+      text: '{{#each items}}{{this}}{{/each}}',
+    });
+    const items = Array.from({ length: 100_000 }, () => 1);
+    const { status } = await delivered(apiKey, { template: 'loop', to: 'c@example.org', data: { items } });
+    expect(status).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(status.error_message).toMatch(/^Template render failed: more than 10000 blocks/);
+    const next = await delivered(apiKey, { template: 'loop', to: 'c@example.org', data: { items: [1, 2] } });
+    expect(next.status).toMatchObject({ status: 'sent' });
+  });
+
+  it("refuses a send whose locale is not a BCP 47 tag of at most 35 characters: 400 Invalid 'locale'", async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    for (const locale of ['fr_CA', 42, '', 'a'.repeat(36), 'en-']) {
+      const response = await send(apiKey, { template: 'user_created', to: 'd@example.org', locale });
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ error: "Invalid 'locale'" });
+    }
+  });
+});

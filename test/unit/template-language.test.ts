@@ -1,0 +1,198 @@
+import { describe, expect, it } from 'vitest';
+import { CompiledMessage } from '../../src/domain/message.js';
+import { RENDER_LIMITS, TemplateRenderError } from '../../src/domain/template/budget.js';
+import { compileHandlebars } from '../../src/domain/template/handlebars.js';
+import { canonicalLocale, chooseLocale } from '../../src/domain/template/locale.js';
+import { LocalizedTemplate } from '../../src/domain/template/localized.js';
+import { TemplateSyntaxError } from '../../src/domain/template/syntax-error.js';
+
+const text = (source: string, values: Record<string, unknown>) =>
+  compileHandlebars(source, 'text').render(values);
+const html = (source: string, values: Record<string, unknown>) =>
+  compileHandlebars(source, 'html').render(values);
+
+function syntaxError(source: string): TemplateSyntaxError {
+  try {
+    compileHandlebars(source, 'html');
+  } catch (error) {
+    if (error instanceof TemplateSyntaxError) return error;
+    throw error;
+  }
+  throw new Error(`${JSON.stringify(source)} compiled`);
+}
+
+function renderError(run: () => unknown): TemplateRenderError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof TemplateRenderError) return error;
+    throw error;
+  }
+  throw new Error('rendered');
+}
+
+describe('the template language: what SES and SendGrid templates use', () => {
+  it('renders the lines of an order with #each, this, @index, @first and @last', () => {
+    const source = '{{#each lines}}{{@index}}. {{name}} × {{qty}}{{#if @last}}.{{else}}, {{/if}}{{/each}}';
+    expect(
+      text(source, {
+        lines: [
+          { name: 'Tea', qty: 2 },
+          { name: 'Cup', qty: 1 },
+        ],
+      }),
+    ).toBe('0. Tea × 2, 1. Cup × 1.');
+  });
+
+  it('drops the lines a block tag stands on alone, as Handlebars does', () => {
+    const source = 'Items:\n{{#each items}}\n- {{this}}\n{{/each}}\nThanks\n';
+    expect(text(source, { items: ['a', 'b'] })).toBe('Items:\n- a\n- b\nThanks\n');
+  });
+
+  it('iterates an object with @key, and renders the else of an empty list', () => {
+    expect(text('{{#each totals}}{{@key}}={{this}};{{/each}}', { totals: { net: 10, tax: 2 } })).toBe(
+      'net=10;tax=2;',
+    );
+    expect(text('{{#each items}}x{{else}}no items{{/each}}', { items: [] })).toBe('no items');
+  });
+
+  it('takes #if, #else and #unless as Handlebars does: empty lists and 0 are false', () => {
+    const source =
+      '{{#if trial}}Trial ends {{trial_end}}{{else}}Paid{{/if}}/{{#unless items}}empty{{/unless}}';
+    expect(text(source, { trial: true, trial_end: 'Friday', items: [] })).toBe('Trial ends Friday/empty');
+    expect(text(source, { trial: 0, items: [1] })).toBe('Paid/');
+  });
+
+  it('reads through #with, ../ and @root, and sections in Mustache style', () => {
+    expect(
+      text('{{#with user}}{{first}} of {{../company}} {{@root.company}}{{/with}}', {
+        user: { first: 'Jo' },
+        company: 'Acme',
+      }),
+    ).toBe('Jo of Acme Acme');
+    expect(
+      text('{{#items}}[{{name}}]{{/items}}{{^none}}no none{{/none}}', {
+        items: [{ name: 'a' }, { name: 'b' }],
+      }),
+    ).toBe('[a][b]no none');
+  });
+
+  it('drops comments and writes escaped braces literally', () => {
+    expect(text('a{{!-- a {{note}} --}}b{{! short }}c \\{{literal}}', {})).toBe('abc {{literal}}');
+  });
+
+  it('escapes values inside blocks of the HTML body, and {{{raw}}} inserts them raw', () => {
+    expect(html('{{#each xs}}<b>{{this}}</b>{{{this}}}{{/each}}', { xs: ['<i>'] })).toBe(
+      '<b>&lt;i&gt;</b><i>',
+    );
+  });
+
+  it('never reaches a prototype, through paths or blocks', () => {
+    const values = JSON.parse('{"__proto__": {"p": "x"}, "s": "abc", "list": [1, 2]}') as Record<
+      string,
+      unknown
+    >;
+    const source =
+      '[{{constructor.constructor}}|{{s.length}}|{{list.length}}|{{#with __proto__}}{{p}}{{/with}}|{{#each constructor}}x{{/each}}|{{#each __proto__}}{{this}}{{/each}}|{{list.[1]}}]';
+    expect(text(source, values)).toBe('[||||||2]');
+    expect(({} as Record<string, unknown>).p).toBeUndefined();
+  });
+});
+
+describe('the template language: what it refuses when saved, with the place', () => {
+  it.each([
+    ['Hello\n{{#if trial}}\nno end', 3, 'not closed'],
+    ['{{#if a}}x{{/each}}', 1, "doesn't match"],
+    ['ok\nSum {{ 1 + 2 }}', 2, 'unexpected character'],
+    ['a {{}}', 1, 'nothing to write'],
+    ['{{> footer}}', 1, 'partials'],
+    ['x {{formatDate date}}', 1, "unknown helper 'formatDate'"],
+    ['{{#equals a "b"}}y{{/equals}}', 1, "unknown helper 'equals'"],
+    ['{{#if (gt a 1)}}y{{/if}}', 1, 'parentheses'],
+    ['{{lookup a "b"}}', 1, "unknown helper 'lookup'"],
+    ['{{log "x"}}', 1, "unknown helper 'log'"],
+    ['{{#if}}y{{/if}}', 1, 'exactly one value'],
+  ])('%j', (source, line, reason) => {
+    const error = syntaxError(source);
+    expect(error.place?.line).toBe(line);
+    expect(error.place?.column).toBeGreaterThan(0);
+    expect(error.message).toContain(reason);
+  });
+
+  it('gives the column of the first wrong character', () => {
+    expect(syntaxError('ok\nSum {{ 1 + 2 }}').place).toEqual({ line: 2, column: 10 });
+  });
+});
+
+describe('the template language: a render is bounded', () => {
+  it('fails an #each over 100,000 items instead of rendering it', () => {
+    const template = compileHandlebars('{{#each items}}{{this}},{{/each}}', 'text');
+    const error = renderError(() => template.render({ items: Array.from({ length: 100_000 }, (_, i) => i) }));
+    expect(error.message).toMatch(/^Template render failed: more than 10000 blocks/);
+    // An order of a thousand lines renders.
+    expect(template.render({ items: Array.from({ length: 1000 }, () => 1) })).toHaveLength(2000);
+  });
+
+  it('fails nested loops that multiply, however few items each has', () => {
+    const source =
+      '{{#each a}}{{#each @root.a}}{{#each @root.a}}{{#each @root.a}}.{{/each}}{{/each}}{{/each}}{{/each}}';
+    expect(renderError(() => text(source, { a: Array(12).fill(0) })).message).toContain('blocks');
+  });
+
+  it('fails output past the bound, from values or from repeated text', () => {
+    const big = 'x'.repeat(RENDER_LIMITS.output / 2 + 1);
+    expect(renderError(() => text('{{v}}{{v}}', { v: big })).message).toBe(
+      `Template render failed: output larger than ${RENDER_LIMITS.output} characters`,
+    );
+    const block = `{{#each items}}${'y'.repeat(100_000)}{{/each}}`;
+    expect(renderError(() => text(block, { items: Array(30).fill(0) })).message).toContain('output larger');
+  });
+
+  it('counts one budget for all the parts of a message, its layout included', () => {
+    const half = 'z'.repeat(RENDER_LIMITS.output / 2);
+    const message = new CompiledMessage(
+      { subject: 'S', text: '{{v}}', html: '<p>{{v}}</p>' },
+      { text: '{{content}}', html: '<main>{{{content}}}</main>' },
+    );
+    expect(renderError(() => message.render({ v: half })).message).toContain('output larger');
+    expect(message.render({ v: 'ok' })).toEqual({ subject: 'S', text: 'ok', html: '<main><p>ok</p></main>' });
+  });
+});
+
+describe('locale variants', () => {
+  it('keeps well-formed BCP 47 tags in canonical case and refuses the rest', () => {
+    expect(canonicalLocale('fr-ca')).toBe('fr-CA');
+    expect(canonicalLocale('zh-hant-tw')).toBe('zh-Hant-TW');
+    for (const bad of ['', 'fr_CA', 'x', 'en-', 'a'.repeat(36), 7, null, 'fr CA'])
+      expect(canonicalLocale(bad)).toBeNull();
+  });
+
+  it('takes the exact tag, else the language, else the default', () => {
+    const locales = ['fr', 'fr-CA', 'de-AT'];
+    expect(chooseLocale(locales, 'FR-ca')).toBe('fr-CA');
+    expect(chooseLocale(locales, 'fr-BE')).toBe('fr');
+    expect(chooseLocale(locales, 'de-DE')).toBeNull();
+    expect(chooseLocale(locales, null)).toBeNull();
+  });
+
+  it('says which variant and version rendered', () => {
+    const template = new LocalizedTemplate(
+      new Map([
+        ['', { subject: 'Hello {{n}}', text: 'Hi', html: null }],
+        ['fr', { subject: 'Bonjour {{n}}', text: 'Salut', html: null }],
+      ]),
+      null,
+      7,
+    );
+    expect(template.render({ n: 'Jo' }, 'fr-CA')).toMatchObject({
+      subject: 'Bonjour Jo',
+      templateLocale: 'fr',
+      templateVersion: 7,
+    });
+    expect(template.render({ n: 'Jo' }, 'es')).toMatchObject({
+      subject: 'Hello Jo',
+      templateLocale: null,
+      templateVersion: 7,
+    });
+  });
+});
