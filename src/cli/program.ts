@@ -19,6 +19,9 @@ export function buildProgram(): Command {
     .option('--json', 'print one JSON object on stdout')
     .option('--data-dir <dir>', 'data directory (overrides HERALD_DATA_DIR)')
     .version(VERSION, '-V, --version', 'print the version')
+    // Options of `herald` itself only before a command: `template rollback --version N` is the
+    // command's own option, never a request for Herald's version.
+    .enablePositionalOptions()
     .showHelpAfterError()
     .exitOverride();
   for (const command of [

@@ -156,6 +156,70 @@ describe('herald CLI', () => {
     expect(await herald('stats')).toMatchObject({ queued: 1, sent: 0 });
   });
 
+  it('manages layouts, locale variants and versions, and rolls back', async () => {
+    const project = ['--project', 'shop'];
+    const frame = await herald(
+      'layout',
+      'create',
+      ...project,
+      '--name',
+      'frame',
+      '--html',
+      '<main>{{{content}}}</main>',
+      '--text',
+      '{{content}}\n-- Shop',
+    );
+    expect(frame).toMatchObject({ name: 'frame' });
+    const v1 = await herald(
+      'template',
+      'create',
+      ...project,
+      '--name',
+      'order',
+      '--layout',
+      'frame',
+      '--subject',
+      'Order {{id}}',
+      '--text',
+      '{{#each lines}}- {{this}}\n{{/each}}',
+    );
+    expect(v1).toMatchObject({ name: 'order', version: 1, layout: 'frame' });
+    const v2 = await herald(
+      'template',
+      'create',
+      ...project,
+      '--name',
+      'order',
+      '--locale',
+      'fr',
+      '--subject',
+      'Commande {{id}}',
+      '--text',
+      '{{#each lines}}- {{this}}\n{{/each}}',
+    );
+    expect(v2).toMatchObject({ version: 2, locales: { fr: { subject: 'Commande {{id}}' } } });
+    const versions = await herald('template', 'versions', ...project, '--name', 'order');
+    expect((versions.versions as { version: number }[]).map((v) => v.version)).toEqual([2, 1]);
+    // --version here is the command's own option, not a request for Herald's version.
+    const v3 = await herald('template', 'rollback', ...project, '--name', 'order', '--version', '1');
+    expect(v3).toMatchObject({ version: 3, locales: {} });
+    // A layout in use cannot go; a template that does not parse is refused with its place.
+    const inUse = await heraldFails('layout', 'delete', ...project, '--name', 'frame');
+    expect(inUse.code).toBe(1);
+    expect(inUse.stderr).toMatch(/1 template/);
+    const broken = await heraldFails(
+      'template',
+      'update',
+      ...project,
+      '--name',
+      'order',
+      '--text',
+      'Hi {{#if x}} no end',
+    );
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toMatch(/^herald: Invalid template: .*line 1, column \d+/m);
+  });
+
   it('stores SMTP settings without ever printing the password', async () => {
     const set = await herald(
       'smtp',
