@@ -146,6 +146,19 @@ export async function openServices(
     timeoutMs: config.delivery.smtpTimeoutMs,
     outbound: config.outbound,
   });
+  const metrics = new Metrics(async () => {
+    const now = Date.now();
+    const stats = await queueStats(db, now);
+    return {
+      queued: stats.queued,
+      sending: stats.sending,
+      oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
+    };
+  });
+  const apiLogs = new ApiLogService(db, logger, {
+    onDrop: (kind) => metrics.apiLogDropped.inc({ kind }),
+  });
+  metrics.apiLogBuffered = () => apiLogs.buffered;
   return {
     config,
     logger,
@@ -155,7 +168,7 @@ export async function openServices(
     smtpSettings,
     accept: new AcceptService(storage),
     notifications: new NotificationService(db),
-    apiLogs: new ApiLogService(db, logger),
+    apiLogs,
     admins: new AdminService(db),
     usage: new UsageService(db),
     webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound),
@@ -178,15 +191,7 @@ export async function openServices(
       defaultFrom,
       returnPath: bounceDomain === null ? null : (id) => returnPath(tokenKey, id, bounceDomain),
     }),
-    metrics: new Metrics(async () => {
-      const now = Date.now();
-      const stats = await queueStats(db, now);
-      return {
-        queued: stats.queued,
-        sending: stats.sending,
-        oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
-      };
-    }),
+    metrics,
   };
 }
 
