@@ -295,7 +295,10 @@ export function createBounceListener(services: Services): BounceListener {
 
 /** Housekeeping of the api role (retention of API logs and Idempotency-Keys). */
 export function createJanitor(services: Services): Janitor {
-  return new Janitor(services.storage.db, services.apiLogs, services.config, services.logger);
+  const { storage } = services;
+  return new Janitor(storage.db, services.apiLogs, services.config, services.logger, undefined, () =>
+    storage.forgetErased === undefined ? Promise.resolve(true) : storage.forgetErased(),
+  );
 }
 
 export async function closeServices(services: Services): Promise<void> {
