@@ -169,7 +169,7 @@ export async function openServices(
     accept: new AcceptService(storage),
     notifications: new NotificationService(db),
     apiLogs,
-    admins: new AdminService(db),
+    admins: new AdminService(db, Date.now, (outcome) => metrics.dashboardLogins.inc({ outcome })),
     usage: new UsageService(db),
     webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound),
     suppressions: new SuppressionService(db, projects),

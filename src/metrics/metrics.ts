@@ -29,6 +29,11 @@ const COUNTERS = {
     help: 'Webhook delivery attempts, by project and outcome (success, failure, timeout)',
     labelNames: ['project_id', 'outcome'],
   },
+  dashboardLogins: {
+    name: 'herald_dashboard_logins_total',
+    help: 'Dashboard login attempts, by outcome (success, failure, throttled: refused unchecked after too many failures)',
+    labelNames: ['outcome'],
+  },
   apiLogDropped: {
     name: 'herald_api_log_dropped_total',
     help: 'API log entries dropped because the buffer was full while the database could not take them, by kind (authenticated, unauthenticated)',
@@ -67,6 +72,7 @@ export class Metrics {
   readonly delivered = this.counter(COUNTERS.delivered);
   readonly webhookDeliveries = this.counter(COUNTERS.webhookDeliveries);
   readonly apiLogDropped = this.counter(COUNTERS.apiLogDropped);
+  readonly dashboardLogins = this.counter(COUNTERS.dashboardLogins);
   readonly smtpDuration = this.histogram(HISTOGRAMS.smtpDuration);
   readonly httpDuration = this.histogram(HISTOGRAMS.httpDuration);
   /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */

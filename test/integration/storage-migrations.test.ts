@@ -31,6 +31,7 @@ const MIGRATIONS = [
   '008_complaints_once',
   '009_project_change_notices',
   '010_bounce_categories',
+  '013_login_attempts',
 ];
 const TABLES = [
   'admins',
@@ -39,6 +40,7 @@ const TABLES = [
   'herald_migrations',
   'herald_migrations_lock',
   'idempotency_keys',
+  'login_attempts',
   'notifications',
   'projects',
   'quota_usage',
@@ -326,6 +328,40 @@ describe(`migrations (${backend})`, () => {
         state: 'failed',
         bounced_at: 1_700_000_100_000,
       });
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the bounce categories release (010) forward, keeping everything', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const last = MIGRATIONS.indexOf('013_login_attempts');
+      const before = Object.fromEntries(MIGRATIONS.slice(0, last).map((name) => [name, all[name]!]));
+      await migrateToLatest(storage.db, before, { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      await addNotification(storage.db, projectId, {
+        state: 'failed',
+        sent_at: 1_700_000_000_000,
+        bounced_at: 1_700_000_100_000,
+        bounce_type: 'hard',
+        bounce_category: 'user_unknown',
+      });
+      await storage.db
+        .insertInto('admins')
+        .values({ email: 'old@herald.example', password_hash: 'x', created_at: 1, updated_at: 1 })
+        .execute();
+      const tables = ['projects', 'notifications', 'admins', 'sessions'] as const;
+      const rows = await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()));
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()))).toEqual(
+        rows,
+      );
+      expect(await storage.db.selectFrom('login_attempts').selectAll().execute()).toEqual([]);
     } finally {
       await storage.close();
       await database.drop();
