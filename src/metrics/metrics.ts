@@ -34,6 +34,11 @@ const COUNTERS = {
     help: 'Dashboard login attempts, by outcome (success, failure, throttled: refused unchecked after too many failures)',
     labelNames: ['outcome'],
   },
+  httpConnectionsRefused: {
+    name: 'herald_http_connections_refused_total',
+    help: 'HTTP connections closed at once because their client already held HERALD_HTTP_MAX_CONNECTIONS_PER_CLIENT',
+    labelNames: [],
+  },
   apiLogDropped: {
     name: 'herald_api_log_dropped_total',
     help: 'API log entries dropped because the buffer was full while the database could not take them, by kind (authenticated, unauthenticated)',
@@ -73,6 +78,7 @@ export class Metrics {
   readonly webhookDeliveries = this.counter(COUNTERS.webhookDeliveries);
   readonly apiLogDropped = this.counter(COUNTERS.apiLogDropped);
   readonly dashboardLogins = this.counter(COUNTERS.dashboardLogins);
+  readonly httpConnectionsRefused = this.counter(COUNTERS.httpConnectionsRefused);
   readonly smtpDuration = this.histogram(HISTOGRAMS.smtpDuration);
   readonly httpDuration = this.histogram(HISTOGRAMS.httpDuration);
   /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  LOGIN_WINDOW_MS,
-  loginAccount,
-  loginClient,
-  loginKeys,
-  loginRefusal,
-} from '../../src/domain/login-throttle.js';
+import { clientNetwork } from '../../src/domain/client-network.js';
+import { LOGIN_WINDOW_MS, loginAccount, loginKeys, loginRefusal } from '../../src/domain/login-throttle.js';
 
 describe('login throttle keys', () => {
   it.each([
@@ -26,7 +21,7 @@ describe('login throttle keys', () => {
     ['2001:db8::1', '2001:db8:0:0::/64'],
     ['::1', '0:0:0:0::/64'],
   ])('the client of %s is %s', (ip, client) => {
-    expect(loginClient(ip)).toBe(client);
+    expect(clientNetwork(ip)).toBe(client);
   });
 
   it('keys an account from a client apart from the client and the account', () => {
