@@ -22,6 +22,11 @@ export interface SendRequest {
   readonly type: 'email';
   /** When a scheduled send asked to go out (epoch ms); null to send now. May lie in the past. */
   readonly sendAt: number | null;
+  /**
+   * `data` as JSON, when the request was checked apart from its handler (a large body is parsed
+   * and checked off the event loop, and only this text comes back); `data` is then not read.
+   */
+  readonly dataJson?: string;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
