@@ -153,6 +153,19 @@ export async function openServices(
     timeoutMs: config.delivery.smtpTimeoutMs,
     outbound: config.outbound,
   });
+  const metrics = new Metrics(async () => {
+    const now = Date.now();
+    const stats = await queueStats(db, now);
+    return {
+      queued: stats.queued,
+      sending: stats.sending,
+      oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
+    };
+  });
+  const apiLogs = new ApiLogService(db, logger, {
+    onDrop: (kind) => metrics.apiLogDropped.inc({ kind }),
+  });
+  metrics.apiLogBuffered = () => apiLogs.buffered;
   return {
     config,
     logger,
@@ -163,8 +176,8 @@ export async function openServices(
     smtpSettings,
     accept: new AcceptService(storage),
     notifications: new NotificationService(db),
-    apiLogs: new ApiLogService(db, logger),
-    admins: new AdminService(db),
+    apiLogs,
+    admins: new AdminService(db, Date.now, (outcome) => metrics.dashboardLogins.inc({ outcome })),
     usage: new UsageService(db),
     webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound),
     suppressions: new SuppressionService(db, projects),
@@ -186,15 +199,7 @@ export async function openServices(
       defaultFrom,
       returnPath: bounceDomain === null ? null : (id) => returnPath(tokenKey, id, bounceDomain),
     }),
-    metrics: new Metrics(async () => {
-      const now = Date.now();
-      const stats = await queueStats(db, now);
-      return {
-        queued: stats.queued,
-        sending: stats.sending,
-        oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
-      };
-    }),
+    metrics,
   };
 }
 
@@ -301,7 +306,10 @@ export function createBounceListener(services: Services): BounceListener {
 
 /** Housekeeping of the api role (retention of API logs and Idempotency-Keys). */
 export function createJanitor(services: Services): Janitor {
-  return new Janitor(services.storage.db, services.apiLogs, services.config, services.logger);
+  const { storage } = services;
+  return new Janitor(storage.db, services.apiLogs, services.config, services.logger, undefined, () =>
+    storage.forgetErased === undefined ? Promise.resolve(true) : storage.forgetErased(),
+  );
 }
 
 export async function closeServices(services: Services): Promise<void> {

@@ -60,6 +60,8 @@ export interface Config {
   readonly contentRetentionDays: number;
   /** Public URL of the dashboard, used in the printed setup link. */
   readonly publicUrl: string | null;
+  /** Connections one HTTP client (an IPv4 address or IPv6 /64) may hold open at once; 0: no cap. */
+  readonly httpMaxConnectionsPerClient: number;
   /** HERALD_METRICS_TOKEN: bearer token for `GET /metrics`; required there in production. */
   readonly metricsToken: string | null;
   /** Where a project's relay may be: internal addresses only via HERALD_OUTBOUND_ALLOW in production. */
@@ -206,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     publicUrl: env.HERALD_PUBLIC_URL || null,
     metricsToken: env.HERALD_METRICS_TOKEN || null,
+    httpMaxConnectionsPerClient: integer(env, 'HERALD_HTTP_MAX_CONNECTIONS_PER_CLIENT', 100, 0, 1_000_000),
     outbound: { enforce: production, allow: outboundAllow(env.HERALD_OUTBOUND_ALLOW ?? '') },
     webhooks: {
       maxAttempts: integer(env, 'HERALD_WEBHOOK_MAX_ATTEMPTS', 16, 1, 100),

@@ -13,6 +13,7 @@ import {
 import type { BounceListener } from './bounces/listener.js';
 import { chooseTransport } from './domain/delivery-plan.js';
 import { buildApp } from './http/app.js';
+import { DEFAULT_CLIENT_LIMITS } from './http/client-limits.js';
 import { urlHost } from './domain/url-host.js';
 import { describeSmtpTarget } from './mail/smtp-target.js';
 import type { HttpPlugin } from './http/plugin.js';
@@ -163,6 +164,10 @@ export async function startServer(
     if (servesApi) {
       app = await buildApp({
         ...services,
+        clientLimits: {
+          ...DEFAULT_CLIENT_LIMITS,
+          maxConnectionsPerClient: config.httpMaxConnectionsPerClient,
+        },
         metricsRoute: {
           metrics: services.metrics,
           production: config.production,

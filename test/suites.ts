@@ -1,4 +1,5 @@
 import { accessSync, constants } from 'node:fs';
+import type { TestContext } from 'vitest';
 
 /**
  * Which optional test suites can run here. The browser suite needs Chromium, the PostgreSQL suite
@@ -65,4 +66,22 @@ export function recordSkippedSuite(
 
 export function skippedSuites(env: NodeJS.ProcessEnv): Record<string, string> {
   return JSON.parse(env[SKIPPED_SUITES_ENV] ?? '{}') as Record<string, string>;
+}
+
+declare module 'vitest' {
+  interface TaskMeta {
+    /** A whole suite this machine could not run, named with why, for the closing line. */
+    skippedSuite?: { readonly name: string; readonly reason: string };
+  }
+}
+
+/**
+ * Skips a suite from inside a test file, where the prerequisite can only be found (root, a tmpfs
+ * mount): says so loudly, and marks the test so the closing line counts the suite as skipped (test
+ * files run in worker processes, whose environment the summary never sees).
+ */
+export function skipSuite(context: TestContext, name: string, reason: string): never {
+  console.warn(`\n  ${name} suite SKIPPED: ${reason}.\n`);
+  context.task.meta.skippedSuite = { name, reason };
+  return context.skip(`${name}: ${reason}`);
 }

@@ -11,8 +11,12 @@ export default class SummaryReporter implements Reporter {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    // Suites a test file found it could not run here (test/suites.ts skipSuite).
+    const skippedHere: Record<string, string> = {};
     for (const module of testModules) {
       for (const test of module.children.allTests()) {
+        const suite = test.meta().skippedSuite;
+        if (suite !== undefined) skippedHere[suite.name] = suite.reason;
         const state = test.result().state;
         if (state === 'passed') passed++;
         else if (state === 'failed') failed++;
@@ -20,7 +24,7 @@ export default class SummaryReporter implements Reporter {
       }
     }
     // A suite left out (no Chromium, no PostgreSQL) counts as skipped too, and is named.
-    const suites = Object.entries(skippedSuites(process.env));
+    const suites = Object.entries({ ...skippedSuites(process.env), ...skippedHere });
     const suiteNote =
       suites.length === 0
         ? ''

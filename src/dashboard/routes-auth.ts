@@ -9,13 +9,13 @@ type IsSecure = (request: FastifyRequest) => boolean;
 type RateLimit = ReturnType<FastifyInstance['createRateLimit']>;
 
 /**
- * Login throttling, per client IP and per email, counted on every attempt. Kept in process memory:
- * with several api processes each keeps its own count, which still bounds guessing to a few dozen
- * tries per window per process.
+ * Throttling of the setup link and of password changes, per client IP and per admin, counted on
+ * every attempt in process memory. Logins are throttled by AdminService.logIn instead: only
+ * failures, per account from one client, shared by every api process.
  */
-const LOGIN_WINDOW_MS = 15 * 60_000;
-const LOGIN_MAX_PER_IP = 30;
-const LOGIN_MAX_PER_EMAIL = 10;
+const LIMIT_WINDOW_MS = 15 * 60_000;
+const SETUP_MAX_PER_IP = 30;
+const PASSWORD_CHANGES_MAX = 10;
 
 /** Counts this attempt against `limit`: the seconds until it is allowed again, or null if it is now. */
 async function refusedFor(limit: RateLimit, request: FastifyRequest): Promise<number | null> {
@@ -69,14 +69,9 @@ export async function publicAuthRoutes(
   isSecure: IsSecure,
 ): Promise<void> {
   const byIp = app.createRateLimit({
-    max: LOGIN_MAX_PER_IP,
-    timeWindow: LOGIN_WINDOW_MS,
-    keyGenerator: (request) => `login-ip:${request.ip}`,
-  });
-  const byEmail = app.createRateLimit({
-    max: LOGIN_MAX_PER_EMAIL,
-    timeWindow: LOGIN_WINDOW_MS,
-    keyGenerator: (request) => `login-email:${text(fieldsOf(request.body), 'email').trim().toLowerCase()}`,
+    max: SETUP_MAX_PER_IP,
+    timeWindow: LIMIT_WINDOW_MS,
+    keyGenerator: (request) => `setup-ip:${request.ip}`,
   });
 
   /** A page shown before login (log in, first admin): its forms carry a pre-session CSRF token. */
@@ -109,23 +104,20 @@ export async function publicAuthRoutes(
     const form = fieldsOf(request.body);
     const email = text(form, 'email');
     const next = safeNext(form.next);
-    for (const limit of [byIp, byEmail]) {
-      const seconds = await refusedFor(limit, request);
-      if (seconds !== null) {
-        reply.header('Retry-After', seconds);
-        const minutes = Math.max(1, Math.ceil(seconds / 60));
-        return loginPage(
-          request,
-          reply,
-          { email, next, error: `Too many login attempts. Try again in ${minutes} min.` },
-          429,
-        );
-      }
+    const result = await deps.admins.logIn(email, text(form, 'password'), request.ip);
+    if (result.kind === 'throttled') {
+      reply.header('Retry-After', result.retryAfterSeconds);
+      const minutes = Math.max(1, Math.ceil(result.retryAfterSeconds / 60));
+      return loginPage(
+        request,
+        reply,
+        { email, next, error: `Too many login attempts. Try again in ${minutes} min.` },
+        429,
+      );
     }
-    const admin = await deps.admins.authenticate(email, text(form, 'password'));
-    if (admin === null)
+    if (result.kind === 'refused')
       return loginPage(request, reply, { email, next, error: 'Email or password is not correct.' }, 401);
-    await logIn(request, reply, deps, admin, isSecure(request));
+    await logIn(request, reply, deps, result.admin, isSecure(request));
     return reply.redirect(next, 303);
   });
 
@@ -175,8 +167,8 @@ export async function authRoutes(
   isSecure: IsSecure,
 ): Promise<void> {
   const passwordChecks = app.createRateLimit({
-    max: LOGIN_MAX_PER_EMAIL,
-    timeWindow: LOGIN_WINDOW_MS,
+    max: PASSWORD_CHANGES_MAX,
+    timeWindow: LIMIT_WINDOW_MS,
     keyGenerator: (request) => `password-change:${request.dashSession?.admin.id ?? request.ip}`,
   });
 

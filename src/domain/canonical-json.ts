@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The body as JSON with object keys sorted, so one body with its keys in another order is the
  * same request. Written without recursion: a body nested 100,000 levels deep in a field Herald
@@ -58,4 +60,9 @@ export function jsonByteLength(value: unknown): number {
     text = canonicalJson(value);
   }
   return Buffer.byteLength(text);
+}
+
+/** The fingerprint of a request body an Idempotency-Key is bound to: SHA-256 of its canonical JSON. */
+export function bodyFingerprint(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
 }

@@ -1,35 +1,23 @@
 import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Which addresses Herald may connect to on a project's behalf (product.md §8). A project's SMTP
- * host is chosen by a dashboard admin, not the operator, so in production it must not reach the
- * operator's own network: loopback, private, link-local and unique-local addresses (and the
- * unspecified address, which reaches the local host) are refused unless HERALD_OUTBOUND_ALLOW lists
- * them. The check runs on the resolved address at connect time, so a name that resolves (or is
- * re-pointed) to an internal address is caught too. Node's BlockList is a pure matcher: no I/O.
+ * host and webhook URLs are chosen by a dashboard admin, not the operator, so in production they
+ * must not reach the operator's own network or anything that is not a plain public host: only
+ * global unicast addresses are allowed unless HERALD_OUTBOUND_ALLOW lists them. Everything in
+ * IANA's IPv4 and IPv6 special-purpose address registries is refused (loopback, private,
+ * link-local, unique-local, shared, documentation, benchmarking, reserved, broadcast, multicast,
+ * Teredo, local-use NAT64, ...), as named by ipaddr.js's range table, and of IPv6 only the global
+ * unicast space IANA allocates (2000::/3) is allowed at all. The check runs on the resolved address
+ * at connect time, so a name that resolves (or is re-pointed) to such an address is caught too.
+ * Nothing here does I/O.
  */
 
-const INTERNAL_V4: readonly [string, number][] = [
-  ['0.0.0.0', 8], // "this network": 0.0.0.0 connects to the local host
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT, private in practice
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, including cloud metadata services
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-];
-const INTERNAL_V6: readonly [string, number][] = [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7], // unique-local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated, still routed on some networks)
-];
-
-const internal = new BlockList();
-for (const [network, prefix] of INTERNAL_V4) internal.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of INTERNAL_V6) internal.addSubnet(network, prefix, 'ipv6');
-
+/** The one range name of ipaddr.js that is an ordinary, globally routed host. */
+const PUBLIC_RANGE = 'unicast';
+/** IANA's global unicast space: the rest of IPv6 is reserved, special-purpose or not routed. */
+const IPV6_GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
 /** One HERALD_OUTBOUND_ALLOW entry: a host name, an address or a CIDR block, and maybe a port. */
 export type AllowEntry =
   | { readonly kind: 'name'; readonly host: string; readonly port: number | null }
@@ -86,11 +74,30 @@ function unmapped(address: string): { address: string; family: 'ipv4' | 'ipv6' }
   return inner === null ? { address, family: 'ipv6' } : { address: inner, family: 'ipv4' };
 }
 
-/** True for loopback, private, link-local, unique-local and unspecified addresses. */
-export function isInternalAddress(address: string): boolean {
+/**
+ * The special-purpose range an address falls in (ipaddr.js's name for it: `loopback`, `private`,
+ * `reserved`, `teredo`, ...), or null for a public unicast address. IPv6 forms that embed an IPv4
+ * address are judged as that address; anything that is not an address is `invalid`.
+ */
+export function specialRange(address: string): string | null {
   const ip = unmapped(address);
+  if (ip === null) return 'invalid';
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(ip.address);
+  } catch {
+    return 'invalid';
+  }
+  const range = parsed.range();
+  if (range !== PUBLIC_RANGE) return range;
+  if (parsed.kind() === 'ipv6' && !parsed.match(IPV6_GLOBAL_UNICAST)) return 'reserved';
+  return null;
+}
+
+/** True for every address but a public unicast one: what needs HERALD_OUTBOUND_ALLOW. */
+export function isInternalAddress(address: string): boolean {
   // Anything that is not a plain address is treated as internal: refuse what cannot be judged.
-  return ip === null || internal.check(ip.address, ip.family);
+  return specialRange(address) !== null;
 }
 
 function portSuffix(raw: string): { rest: string; port: number | null } | null {
@@ -159,5 +166,5 @@ export function outboundRefusal(policy: OutboundPolicy, target: OutboundTarget):
     return ip !== null && entry.list.check(ip.address, ip.family);
   });
   if (allowed) return null;
-  return 'Host is not allowed: it resolves to a loopback, private or link-local address (see HERALD_OUTBOUND_ALLOW)';
+  return `Host is not allowed: it resolves to a loopback, private, link-local or other special-purpose address (${specialRange(target.address)}; see HERALD_OUTBOUND_ALLOW)`;
 }

@@ -25,6 +25,11 @@ export interface SendRequest {
   readonly sendAt: number | null;
   /** The BCP 47 tag of the template variant asked for (canonical case); null for the default. */
   readonly locale?: string | null;
+  /**
+   * `data` as JSON, when the request was checked apart from its handler (a large body is parsed
+   * and checked off the event loop, and only this text comes back); `data` is then not read.
+   */
+  readonly dataJson?: string;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -2,13 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
-import { Messages, errors } from '../domain/errors.js';
+import { HeraldError, Messages, errors } from '../domain/errors.js';
 import type { QuotaState } from '../domain/quota.js';
-import { parseBatchRequest, parseSendRequest } from '../domain/send-request.js';
+import type { SendRequest } from '../domain/send-request.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH, type AcceptOutcome, type AcceptService } from '../services/accept.js';
 import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
+import { BodyChecker, BodyCheckerBusy } from './body-checker.js';
+import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
 import {
   BatchBody,
@@ -117,6 +119,20 @@ function replyToAccept<Body>(
   }
 }
 
+/** A send route's body as it arrived: checked in the handler, where the project is known. */
+class RawBody {
+  constructor(readonly bytes: Buffer) {}
+}
+
+const SEND_ROUTES = new Set([COLLECTION, `${COLLECTION}/`, BATCH, `${BATCH}/`]);
+
+/** Throws what a refused body is answered with; returns the checked sends otherwise. */
+function acceptedBody(result: BodyResult): Extract<BodyResult, { kind: 'ok' | 'problems' }> {
+  if (result.kind === 'invalid_json') throw errors.invalidJson();
+  if (result.kind === 'refused') throw new HeraldError(result.code, result.message);
+  return result;
+}
+
 /**
  * Request bodies and headers are checked in the handlers (`parseSendRequest`, `idempotencyKey`),
  * in the specification's order and with its error strings; their schemas on the routes describe
@@ -140,12 +156,52 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // A GET or DELETE carries no body, but clients often send their usual JSON Content-Type with it;
   // an empty body there is no body, not malformed JSON. Everything else goes to Fastify's parser
   // (which also refuses __proto__ keys).
-  const json = app.getDefaultJsonParser('error', 'error');
+  // Bodies are parsed by the BodyChecker: a large one off the event loop. A send route's body is
+  // checked in its handler, where the project is known; any other body is only checked to be JSON.
+  const bodies = new BodyChecker();
+  app.addHook('onClose', () => bodies.close());
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '' && request.method !== 'POST') return done(null, undefined);
-    return json(request, body as string, done);
-  });
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer' },
+    async (request: FastifyRequest, body: Buffer) => {
+      if (body.length === 0 && request.method !== 'POST') return undefined;
+      if (request.method === 'POST' && SEND_ROUTES.has(request.routeOptions.url ?? ''))
+        return new RawBody(body);
+      acceptedBody(await bodies.check({ kind: 'json' }, body, 'other'));
+      return undefined;
+    },
+  );
+  const check = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    kind: 'send' | 'batch',
+  ): Promise<Extract<BodyResult, { kind: 'ok' | 'problems' }> | null> => {
+    const project = request.project as ProjectRow;
+    const job: BodyRequest = {
+      kind,
+      now: Date.now(),
+      defaultRecipient: Boolean(project.contact_email),
+      fingerprint: request.headers['idempotency-key'] !== undefined,
+      maxItems: MAX_BATCH_SIZE,
+      maxItemBytes: BODY_LIMIT,
+      tooLarge: bodyTooLarge(BODY_LIMIT),
+    };
+    try {
+      return acceptedBody(await bodies.check(job, (request.body as RawBody).bytes, String(project.id)));
+    } catch (error) {
+      if (!(error instanceof BodyCheckerBusy)) throw error;
+      reply.header('Retry-After', 1);
+      sendError(reply, 503, 'Too many large requests are being checked; retry shortly');
+      return null;
+    }
+  };
+  const sendsOf = (result: Extract<BodyResult, { kind: 'ok' }>): SendRequest[] =>
+    result.sends.map((send) => ({ ...send, data: {} }));
+  const idempotency = (request: FastifyRequest, fingerprint: string | null) => {
+    const key = idempotencyKey(request);
+    return key === undefined ? undefined : { key, body: undefined, fingerprint: fingerprint ?? undefined };
+  };
 
   // product.md §6: `POST /api/v1/notifications/` is the collection too, not an item with no id.
   for (const url of [COLLECTION, `${COLLECTION}/`])
@@ -172,12 +228,13 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       },
       async (request, reply) => {
         const project = request.project as ProjectRow;
-        const send = parseSendRequest(request.body);
-        const key = idempotencyKey(request);
+        const checked = await check(request, reply, 'send');
+        if (checked === null) return reply;
+        if (checked.kind !== 'ok') throw new Error('a single send has no item problems');
         const outcome = await deps.accept.accept({
           project,
-          sends: send,
-          idempotency: key === undefined ? undefined : { key, body: request.body },
+          sends: sendsOf(checked)[0]!,
+          idempotency: idempotency(request, checked.fingerprint),
         });
         return replyToAccept(reply, 1, outcome, (body) => body.request_id);
       },
@@ -208,26 +265,22 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       },
       async (request, reply) => {
         const project = request.project as ProjectRow;
-        if (Array.isArray(request.body)) request.sends = request.body.length;
-        const batch = parseBatchRequest(request.body, {
-          maxItems: MAX_BATCH_SIZE,
-          defaultRecipient: Boolean(project.contact_email),
-          maxItemBytes: BODY_LIMIT,
-          tooLarge: bodyTooLarge(BODY_LIMIT),
-        });
-        if (!batch.ok) {
+        const batch = await check(request, reply, 'batch');
+        if (batch === null) return reply;
+        request.sends = batch.items;
+        if (batch.kind === 'problems') {
           const first = batch.problems[0]!;
           const error = `${first.error} (item ${first.index})`;
           request.apiLog.error = error;
           return reply.code(400).send({ error, errors: [...batch.problems] });
         }
-        const key = idempotencyKey(request);
+        const sends = sendsOf(batch);
         const outcome = await deps.accept.accept({
           project,
-          sends: batch.sends,
-          idempotency: key === undefined ? undefined : { key, body: request.body },
+          sends,
+          idempotency: idempotency(request, batch.fingerprint),
         });
-        return replyToAccept(reply, batch.sends.length, outcome, (body) => body.notifications[0]?.request_id);
+        return replyToAccept(reply, sends.length, outcome, (body) => body.notifications[0]?.request_id);
       },
     );
 

@@ -11,6 +11,12 @@ import { registerApiLog } from './api-log-hooks.js';
 import { BACK_TO_DASHBOARD, faviconRoutes, LOGO_SVG, MARK_SVG } from './brand.js';
 import { BODY_LIMIT, OPENAPI, apiRoutes } from './api-routes.js';
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
+import {
+  capConnectionsPerClient,
+  CONNECTIONS_CHECK_MS,
+  DEFAULT_CLIENT_LIMITS,
+  type ClientLimits,
+} from './client-limits.js';
 import { healthRoutes } from './health.js';
 import { metricsRoutes, type MetricsRouteOptions } from './metrics-routes.js';
 
@@ -25,13 +31,23 @@ export interface AppDeps {
   readonly apiLogs: ApiLogService;
   /** `GET /metrics` and the request timers; left out, the app has no metrics endpoint. */
   readonly metricsRoute?: MetricsRouteOptions;
+  /** Slow and greedy clients (client-limits.ts); the defaults when left out. */
+  readonly clientLimits?: ClientLimits;
   /** Registers more routes (the dashboard) on the same server. */
   readonly plugins?: readonly ((app: FastifyInstance) => Promise<void>)[];
 }
 
 /** Builds the HTTP app without listening, so tests drive it through `inject`. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const limits = deps.clientLimits ?? DEFAULT_CLIENT_LIMITS;
   const app: FastifyInstance = Fastify({
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+    },
+    // Fastify sets the server's requestTimeout again from its own option (0, none, by default).
+    requestTimeout: limits.requestTimeoutMs,
     loggerInstance: deps.logger as FastifyBaseLogger,
     // Requests are recorded in the API log; a log line per request would only add cost.
     logController: new LogController({ disableRequestLogging: true }),
@@ -46,6 +62,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 16 * 1024 },
     frameworkErrors: frameworkErrorHandler,
   });
+  const refused = deps.metricsRoute?.metrics.httpConnectionsRefused;
+  capConnectionsPerClient(app.server, limits.maxConnectionsPerClient, () => refused?.inc());
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   registerApiLog(app, deps.apiLogs);

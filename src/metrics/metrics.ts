@@ -29,6 +29,21 @@ const COUNTERS = {
     help: 'Webhook delivery attempts, by project and outcome (success, failure, timeout)',
     labelNames: ['project_id', 'outcome'],
   },
+  dashboardLogins: {
+    name: 'herald_dashboard_logins_total',
+    help: 'Dashboard login attempts, by outcome (success, failure, throttled: refused unchecked after too many failures)',
+    labelNames: ['outcome'],
+  },
+  httpConnectionsRefused: {
+    name: 'herald_http_connections_refused_total',
+    help: 'HTTP connections closed at once because their client already held HERALD_HTTP_MAX_CONNECTIONS_PER_CLIENT',
+    labelNames: [],
+  },
+  apiLogDropped: {
+    name: 'herald_api_log_dropped_total',
+    help: 'API log entries dropped because the buffer was full while the database could not take them, by kind (authenticated, unauthenticated)',
+    labelNames: ['kind'],
+  },
 } as const;
 
 const HISTOGRAMS = {
@@ -61,10 +76,15 @@ export class Metrics {
   readonly accepted = this.counter(COUNTERS.accepted);
   readonly delivered = this.counter(COUNTERS.delivered);
   readonly webhookDeliveries = this.counter(COUNTERS.webhookDeliveries);
+  readonly apiLogDropped = this.counter(COUNTERS.apiLogDropped);
+  readonly dashboardLogins = this.counter(COUNTERS.dashboardLogins);
+  readonly httpConnectionsRefused = this.counter(COUNTERS.httpConnectionsRefused);
   readonly smtpDuration = this.histogram(HISTOGRAMS.smtpDuration);
   readonly httpDuration = this.histogram(HISTOGRAMS.httpDuration);
   /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */
   relayWindows: (() => ReadonlyMap<string, number>) | null = null;
+  /** API log entries waiting to be written, read at scrape time. */
+  apiLogBuffered: (() => number) | null = null;
 
   constructor(snapshot: () => Promise<QueueSnapshot>) {
     const registers = [this.registry];
@@ -88,6 +108,15 @@ export class Metrics {
       registers,
       async collect() {
         this.set((await read()).oldestDueAgeSeconds);
+      },
+    });
+    const apiLogBuffered = () => this.apiLogBuffered?.() ?? 0;
+    new Gauge({
+      name: 'herald_api_log_buffered',
+      help: 'API log entries held in memory, waiting to be written (bounded; see herald_api_log_dropped_total)',
+      registers,
+      collect() {
+        this.set(apiLogBuffered());
       },
     });
     const windows = () => this.relayWindows?.() ?? [];

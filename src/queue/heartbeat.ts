@@ -16,7 +16,7 @@ import { beat, listHeartbeats, reclaimFromDeadWorkers, removeWorker } from '../s
  * stops claiming, but must still beat and still rescue a dead peer's work.
  */
 export class Heartbeat {
-  private readonly judge = new LivenessJudge();
+  private judge = new LivenessJudge();
   private timer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
   private nextLeaseCheckAt = 0;
@@ -52,7 +52,16 @@ export class Heartbeat {
     const { db } = this.storage;
     try {
       const now = this.now();
-      await beat(db, this.owner, now);
+      try {
+        await beat(db, this.owner, now);
+      } catch (err) {
+        // While this worker cannot write its own heartbeat (a full disk, a lost database), its
+        // peers most likely cannot either: the time must not count against them, or each would
+        // judge the others dead the moment the store is back and send their mail a second time.
+        // Their clocks start again at the first beat that succeeds.
+        this.judge = new LivenessJudge();
+        throw err;
+      }
       const dead = this.judge
         .observe(await listHeartbeats(db), now)
         .filter((worker) => worker.owner !== this.owner);

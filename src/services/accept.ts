@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { canonicalJson } from '../domain/canonical-json.js';
+import { bodyFingerprint } from '../domain/canonical-json.js';
 import { errors } from '../domain/errors.js';
 import { accepted, type AcceptedRow, type UsageMove } from '../domain/lifecycle.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
@@ -42,7 +41,9 @@ export interface AcceptCommand<Sends extends SendRequest | readonly SendRequest[
    * `recipientOf`): a batch is accepted in one transaction, every send or none (product.md §6).
    */
   readonly sends: Sends;
-  readonly idempotency?: { readonly key: string; readonly body: unknown } | undefined;
+  /** The body's fingerprint is computed from `body` unless given (a body checked off the event loop). */
+  readonly idempotency?:
+    { readonly key: string; readonly body: unknown; readonly fingerprint?: string } | undefined;
 }
 
 /** What an accept came to; `Body` is a send's or a batch's response body. */
@@ -130,7 +131,7 @@ export class AcceptService {
           template: request.template,
           recipient,
           // Serialized here, so a value that cannot be stays this request's failure.
-          data: JSON.stringify(request.data),
+          data: request.dataJson ?? JSON.stringify(request.data),
           type: request.type,
           sendAt: request.sendAt,
           locale: request.locale ?? null,
@@ -150,9 +151,7 @@ export class AcceptService {
         rows: rows.map((send) => send.row),
         usage: rows.map((send) => send.usage),
         respond: batch ? (bodies) => ({ notifications: bodies }) : (bodies) => bodies[0],
-        fingerprint: idempotency
-          ? createHash('sha256').update(canonicalJson(idempotency.body)).digest('hex')
-          : null,
+        fingerprint: idempotency ? (idempotency.fingerprint ?? bodyFingerprint(idempotency.body)) : null,
         now,
       });
     } catch (error) {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
+import { LOGIN_WINDOW_MS, loginKeys, loginRefusal, type LoginKeyKind } from '../domain/login-throttle.js';
 import { decoyHash, hashPassword, verifyPassword } from '../security/password.js';
 import {
   consumeSetupTokens,
@@ -14,6 +15,12 @@ import {
   listAdmins,
   updateAdminPassword,
 } from '../storage/admins.js';
+import {
+  addLoginFailure,
+  clearLoginFailures,
+  loginFailures,
+  pruneLoginFailures,
+} from '../storage/login-attempts.js';
 import type { AdminRow, Database } from '../storage/schema.js';
 import {
   deleteExpiredSessions,
@@ -70,6 +77,18 @@ function checkPassword(password: string): string {
   return password;
 }
 
+/** What a login came to: the admin, a wrong email or password, or too many failures before it. */
+export type LoginResult =
+  | { readonly kind: 'ok'; readonly admin: Admin }
+  | { readonly kind: 'refused' }
+  | { readonly kind: 'throttled'; readonly retryAfterSeconds: number };
+
+export type LoginOutcome = 'success' | 'failure' | 'throttled';
+
+/** Throttle keys kept at most (the least recently failed go first), and how often that is enforced. */
+const LOGIN_KEYS_KEPT = 100_000;
+const LOGIN_PRUNE_EVERY_MS = 60_000;
+
 /**
  * Dashboard administrators, their sessions, and the one-time setup tokens that create the first
  * admin. Session ids and setup tokens are stored only as SHA-256 hashes: a copy of the database does
@@ -79,7 +98,11 @@ export class AdminService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: () => number = Date.now,
+    /** Told about every login attempt (metrics); must not throw. */
+    private readonly onLogin: (outcome: LoginOutcome) => void = () => {},
   ) {}
+
+  private nextLoginPrune = 0;
 
   async hasAdmins(): Promise<boolean> {
     return (await countAdmins(this.db)) > 0;
@@ -144,6 +167,42 @@ export class AdminService {
       row?.password_hash ?? (await decoyHash()),
     );
     return row !== undefined && ok ? toAdmin(row) : null;
+  }
+
+  /**
+   * A login from the dashboard form: refused without checking the password while the client has
+   * too many recent failures (domain/login-throttle.ts), counted in the database so every api
+   * process shares the count. Only failures count; a success clears its account-from-client count.
+   */
+  async logIn(email: string, password: string, clientIp: string): Promise<LoginResult> {
+    const now = this.now();
+    const windowStart = now - LOGIN_WINDOW_MS;
+    const keys = loginKeys(email, clientIp);
+    const hashed = Object.fromEntries(
+      Object.entries(keys).map(([kind, key]) => [sha256(key), kind as LoginKeyKind]),
+    );
+    const counted = await loginFailures(this.db, Object.keys(hashed), windowStart);
+    const wait = loginRefusal(
+      counted.map((row) => ({ ...row, kind: hashed[row.key]! })),
+      now,
+    );
+    if (wait !== null) {
+      this.onLogin('throttled');
+      return { kind: 'throttled', retryAfterSeconds: wait };
+    }
+    const admin = await this.authenticate(email, password);
+    if (admin === null) {
+      await addLoginFailure(this.db, Object.keys(hashed), now, windowStart);
+      if (now >= this.nextLoginPrune) {
+        this.nextLoginPrune = now + LOGIN_PRUNE_EVERY_MS;
+        await pruneLoginFailures(this.db, windowStart, LOGIN_KEYS_KEPT);
+      }
+      this.onLogin('failure');
+      return { kind: 'refused' };
+    }
+    await clearLoginFailures(this.db, [sha256(keys.accountFromClient)]);
+    this.onLogin('success');
+    return { kind: 'ok', admin };
   }
 
   /**

@@ -34,6 +34,8 @@ export interface JanitorRetention {
  */
 export class Janitor {
   private timers: NodeJS.Timeout[] = [];
+  /** An erase pass whose copies the store could not remove yet. */
+  private copiesLeft = false;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -41,6 +43,8 @@ export class Janitor {
     private readonly retention: JanitorRetention,
     private readonly logger: Logger,
     private readonly intervalMs = 10 * 60_000,
+    /** Removes the store's copies of what an erase pass erased (Storage.forgetErased). */
+    private readonly forgetErased?: () => Promise<boolean>,
   ) {}
 
   start(): void {
@@ -81,6 +85,12 @@ export class Janitor {
       const erased = await eraseFinishedContent(this.db, { before, now, limit: ERASE_BATCH });
       contents += erased;
       if (erased < ERASE_BATCH) break;
+    }
+    // A copy of the database must not yield erased content (docs/security.md), WAL included.
+    if ((contents > 0 || this.copiesLeft) && this.forgetErased !== undefined) {
+      this.copiesLeft = !(await this.forgetErased());
+      if (this.copiesLeft)
+        this.logger.warn('erased content may remain in the WAL until the next pass: readers held it');
     }
     let webhookEvents = 0;
     const eventsBefore = now - this.retention.webhooks.retentionDays * 86_400_000;

@@ -1,12 +1,21 @@
 import type { Kysely } from 'kysely';
 import type { ApiLogRow, Database, NewApiLogRow } from './schema.js';
 
+/**
+ * Entries per INSERT. Each carries nine bound parameters; SQLite allows 32,766 per statement and
+ * PostgreSQL 65,535, so one statement for a whole backlog (a database locked for a while under a
+ * flood of requests) would be refused outright. 1,000 rows are 9,000 parameters on either.
+ */
+export const API_LOG_ROWS_PER_INSERT = 1000;
+
+/** Inserts the entries in statements of at most API_LOG_ROWS_PER_INSERT rows, in order. */
 export async function insertApiLogs(db: Kysely<Database>, rows: readonly NewApiLogRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await db
-    .insertInto('api_logs')
-    .values([...rows])
-    .execute();
+  for (let start = 0; start < rows.length; start += API_LOG_ROWS_PER_INSERT) {
+    await db
+      .insertInto('api_logs')
+      .values(rows.slice(start, start + API_LOG_ROWS_PER_INSERT))
+      .execute();
+  }
 }
 
 /**

@@ -332,6 +332,17 @@ const MIGRATIONS: Record<string, Ddl> = {
     `ALTER TABLE notifications ADD COLUMN bounce_status TEXT`,
     `ALTER TABLE notifications ADD COLUMN bounce_diagnostic TEXT`,
   ],
+  '013_login_attempts': (t) => [
+    // Failed dashboard logins per throttle key (an account from one client, a client, an account),
+    // shared by every api process; the key is a SHA-256, so no attempted email is stored.
+    `CREATE TABLE login_attempts (
+      key TEXT PRIMARY KEY,
+      failures INTEGER NOT NULL,
+      window_started_at ${t.bigint} NOT NULL,
+      updated_at ${t.bigint} NOT NULL
+    )`,
+    `CREATE INDEX login_attempts_updated ON login_attempts (updated_at)`,
+  ],
   '014_template_versions': (t) => [
     // Layouts (product.md §11): a project's shared frames, which template versions point at.
     `CREATE TABLE template_layouts (

@@ -187,6 +187,15 @@ export interface SessionsTable {
   expires_at: number;
 }
 
+/** Failed dashboard logins per throttle key, in a fixed window (services/login-throttle.ts). */
+export interface LoginAttemptsTable {
+  /** SHA-256 of the throttle key. */
+  key: string;
+  failures: number;
+  window_started_at: number;
+  updated_at: number;
+}
+
 export interface SettingsTable {
   key: string;
   value: string;
@@ -299,6 +308,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   admins: AdminsTable;
   sessions: SessionsTable;
+  login_attempts: LoginAttemptsTable;
   settings: SettingsTable;
   workers: WorkersTable;
   usage_counters: UsageCountersTable;

@@ -52,6 +52,11 @@ export interface Storage {
    * have been committed elsewhere, instead of after every message.
    */
   readonly otherCommits?: () => number;
+  /**
+   * Removes the copies of erased content the backend keeps beside its tables (SQLite: the WAL,
+   * checkpointed and truncated); true once none is left. Undefined where there are none.
+   */
+  forgetErased?(): Promise<boolean>;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -269,11 +269,13 @@ export function httpRequest(
     method?: string;
     headers?: Record<string, string>;
     body?: unknown;
+    /** A body sent as it is (with its own content-type header), instead of `body` as JSON. */
+    raw?: string;
     agent?: http.Agent;
     timeoutMs?: number;
   } = {},
 ): Promise<HttpReply> {
-  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
@@ -281,7 +283,8 @@ export function httpRequest(
         method: options.method ?? (payload === undefined ? 'GET' : 'POST'),
         agent: options.agent,
         headers: {
-          ...(payload !== undefined && { 'content-type': 'application/json' }),
+          ...(payload !== undefined && options.raw === undefined && { 'content-type': 'application/json' }),
+          ...(options.raw !== undefined && { 'content-length': String(Buffer.byteLength(options.raw)) }),
           ...options.headers,
         },
         timeout: options.timeoutMs ?? 30_000,

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/domain/api-key.js';
 import { createJanitor } from '../../src/compose.js';
-import type { ApiLogRow } from '../../src/storage/schema.js';
+import { createLogger } from '../../src/logger.js';
+import { ApiLogService } from '../../src/services/api-log.js';
+import type { ApiLogRow, NewApiLogRow } from '../../src/storage/schema.js';
 import { SEND_PATH, expectError, getStatus, send } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -156,5 +159,82 @@ describe('API log under an unauthenticated flood', () => {
     } finally {
       await flood.close();
     }
+  });
+});
+
+describe('API log when the store refuses writes', () => {
+  const entry = (i: number, projectId: number | null, tag = 'outage'): NewApiLogRow => ({
+    created_at: Date.now(),
+    method: 'GET',
+    path: `/api/v1/notifications/${tag}-${i}`,
+    status_code: projectId === null ? 401 : 404,
+    error: null,
+    latency_ms: 1,
+    key_prefix: null,
+    project_id: projectId,
+    request_id: null,
+  });
+  const outage = sql`alter table api_logs rename to api_logs_away`;
+  const recovery = sql`alter table api_logs_away rename to api_logs`;
+  const count = async () =>
+    Number(
+      (
+        await sql<{
+          n: number | string;
+        }>`select count(*) as n from api_logs where path like '/api/v1/notifications/outage-%'`.execute(
+          ctx.services.storage.db,
+        )
+      ).rows[0]!.n,
+    );
+
+  it('writes a backlog larger than one statement may carry once the store is back', async () => {
+    // 8,000 entries of nine parameters each are past SQLite's 32,766 and PostgreSQL's 65,535.
+    const logs = new ApiLogService(ctx.services.storage.db, createLogger('silent'), { retryMs: 20 });
+    await outage.execute(ctx.services.storage.db);
+    try {
+      for (let i = 0; i < 8000; i++) logs.record(entry(i, null));
+      await logs.flush();
+      expect(logs.buffered).toBe(8000);
+    } finally {
+      await recovery.execute(ctx.services.storage.db);
+    }
+    await waitUntil(() => (logs.buffered === 0 ? true : undefined), { what: 'the backlog written' });
+    expect(await count()).toBe(8000);
+    // And it goes on writing.
+    logs.record(entry(8000, null));
+    await logs.flush();
+    expect(await count()).toBe(8001);
+  });
+
+  it('holds at most its bound meanwhile, dropping the oldest unauthenticated entries first', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const dropped: string[] = [];
+    const logs = new ApiLogService(ctx.services.storage.db, createLogger('silent'), {
+      batchSize: 50,
+      maxBuffered: 200,
+      retryMs: 20,
+      onDrop: (kind) => dropped.push(kind),
+    });
+    await outage.execute(ctx.services.storage.db);
+    try {
+      for (let i = 0; i < 300; i++) logs.record(entry(i, i % 3 === 0 ? projectId : null, 'bound'));
+      await logs.flush();
+      expect(logs.buffered).toBe(200);
+    } finally {
+      await recovery.execute(ctx.services.storage.db);
+    }
+    await waitUntil(() => (logs.buffered === 0 ? true : undefined), { what: 'the buffer written' });
+    // 100 authenticated and 200 unauthenticated arrived; 100 of the latter had to go.
+    expect(dropped).toEqual(Array.from({ length: 100 }, () => 'unauthenticated'));
+    const kept = await ctx.services.apiLogs.list({ limit: 20_000 });
+    const ours = kept.filter((row) => row.path.startsWith('/api/v1/notifications/bound-'));
+    expect(ours.filter((row) => row.project_id === projectId)).toHaveLength(100);
+    const unauthenticated = ours
+      .filter((row) => row.project_id === null)
+      .map((row) => Number(row.path.split('-')[1]))
+      .sort((a, b) => a - b);
+    // The newest 100 of them stayed.
+    expect(unauthenticated).toHaveLength(100);
+    expect(unauthenticated[0]).toBeGreaterThan(140);
   });
 });

@@ -456,6 +456,39 @@ describe('reports without a token', () => {
     expect(await eventsOf(other.id)).toHaveLength(1);
   });
 
+  it('naming a message that failed before it was ever sent, nothing changes', async () => {
+    // Refused at RCPT TO for policy (5.7.1, which suppresses nothing): the message has a
+    // Message-ID but no SMTP transaction ever carried it, so no report can be about it.
+    const to = uniqueRecipient('never-sent');
+    sink.rejectRecipients.set(to, [550, '5.7.1 Relaying denied by policy']);
+    const requestId = await accept(to);
+    const body = await settled(requestId);
+    expect(body).toMatchObject({ status: 'failed' });
+    const { notification } = await ctx.services.notifications.detail(requestId);
+    expect(notification.message_id).not.toBeNull();
+    expect(notification.sent_at).toBeNull();
+    expect(await suppression(to)).toBeUndefined();
+    const before = {
+      status: await status(requestId),
+      events: await eventsOf(body.id),
+      usage: await ctx.services.usage.totals(project.projectId),
+    };
+
+    const plain = `bounces@${DOMAIN}`;
+    const raw = loadBounceFixture('dsn-with-headers-only', {
+      tokenAddress: plain,
+      messageId: notification.message_id!,
+      recipient: to,
+    });
+    expect(await report(plain, raw)).toMatchObject({ ok: true, responseCode: 250 });
+    expect(await suppression(to)).toBeUndefined();
+    expect({
+      status: await status(requestId),
+      events: await eventsOf(body.id),
+      usage: await ctx.services.usage.totals(project.projectId),
+    }).toEqual(before);
+  });
+
   it('postmaster@ the bounce domain is accepted (RFC 5321) and read like bounces@', async () => {
     const message = await sendThroughRelay(uniqueRecipient('postmaster'));
     const postmaster = `Postmaster@${DOMAIN}`;

@@ -62,12 +62,14 @@ async function logIn(
   email: string,
   password: string,
   extraCookies: Record<string, string> = {},
+  remoteAddress = '127.0.0.1',
 ): Promise<{ session: string; csrf: string; response: LightMyRequestResponse }> {
-  const form = await app.inject({ url: '/login' });
+  const form = await app.inject({ url: '/login', remoteAddress });
   const pre = cookie(form, 'herald_csrf')!;
   const response = await app.inject({
     method: 'POST',
     url: '/login',
+    remoteAddress,
     cookies: { herald_csrf: pre, ...extraCookies },
     payload: encode({ _csrf: csrfField(form.body), email, password, next: '/projects' }),
     headers: FORM,
@@ -85,7 +87,7 @@ const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const encode = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 const PASSWORD = 'a long enough password';
 
-let d: Dashboard;
+let d: Dashboard & { database: TestDatabase };
 beforeAll(async () => {
   d = await openDashboard();
 });
@@ -285,7 +287,7 @@ describe('CSRF and headers', () => {
 });
 
 describe('login throttling', () => {
-  it('refuses the 11th attempt for one email within 15 minutes with 429', { timeout: 60_000 }, async () => {
+  it('refuses the 11th attempt for one email within 15 minutes with 429', { timeout: 120_000 }, async () => {
     for (let i = 0; i < 10; i++)
       expect((await logIn(d.app, 'guess@herald.example', `wrong password ${i}`)).response.statusCode).toBe(
         401,
@@ -294,6 +296,65 @@ describe('login throttling', () => {
     expect(limited.response.statusCode).toBe(429);
     expect(limited.response.body).toContain('Too many login attempts');
     expect(limited.response.headers['retry-after']).toBeDefined();
+  });
+});
+
+describe('login throttling cannot be turned against an admin', () => {
+  const status = async (app: FastifyInstance, email: string, password: string, from: string) =>
+    (await logIn(app, email, password, {}, from)).response.statusCode;
+
+  it(
+    'failures for a variant of the email from elsewhere leave the admin able to log in',
+    { timeout: 60_000 },
+    async () => {
+      await d.admins.create('victim@herald.example', PASSWORD);
+      for (let i = 0; i < 10; i++)
+        expect(await status(d.app, 'VICTIM@herald.example ', `wrong ${i}`, '198.51.100.7')).toBe(401);
+      // The stranger is held back...
+      expect(await status(d.app, 'victim@herald.example', PASSWORD, '198.51.100.7')).toBe(429);
+      // ...the admin, from their own address, is not.
+      expect(await status(d.app, 'victim@herald.example', PASSWORD, '203.0.113.20')).toBe(303);
+    },
+  );
+
+  it('counts only failures: an admin may log in any number of times', { timeout: 120_000 }, async () => {
+    await d.admins.create('often@herald.example', PASSWORD);
+    for (let i = 0; i < 12; i++)
+      expect(await status(d.app, 'often@herald.example', PASSWORD, '203.0.113.30')).toBe(303);
+  });
+
+  it(
+    'counts an IPv6 client by its /64, so it cannot walk its own network',
+    { timeout: 120_000 },
+    async () => {
+      for (let i = 0; i < 10; i++)
+        expect(await status(d.app, 'walker@herald.example', `wrong ${i}`, `2001:db8:77:1::${i + 1}`)).toBe(
+          401,
+        );
+      expect(await status(d.app, 'walker@herald.example', 'wrong', '2001:db8:77:1:ffff::1')).toBe(429);
+    },
+  );
+
+  it('shares the count between api processes', { timeout: 120_000 }, async () => {
+    // A second process on the same database: its own services, its own app.
+    const config = loadConfig(testEnv(d.database));
+    const other = await openServices(config, createLogger('silent'));
+    const app = await buildApp({ ...other, plugins: [(instance) => dashboardPlugin(instance, other)] });
+    await app.ready();
+    try {
+      for (let i = 0; i < 10; i++)
+        expect(
+          await status(i % 2 === 0 ? d.app : app, 'shared@herald.example', `wrong ${i}`, '198.51.100.9'),
+        ).toBe(401);
+      expect(await status(app, 'shared@herald.example', 'wrong', '198.51.100.9')).toBe(429);
+      expect(await status(d.app, 'shared@herald.example', 'wrong', '198.51.100.9')).toBe(429);
+      const metrics = await other.metrics.render();
+      expect(metrics).toMatch(/herald_dashboard_logins_total\{outcome="failure"\} 5/);
+      expect(metrics).toMatch(/herald_dashboard_logins_total\{outcome="throttled"\} 1/);
+    } finally {
+      await app.close();
+      await closeServices(other);
+    }
   });
 });
 

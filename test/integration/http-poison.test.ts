@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countNotifications, send } from '../helpers/http.js';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { bearer, countNotifications, send, storedData } from '../helpers/http.js';
 import { backend } from '../helpers/database.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -93,5 +94,87 @@ describe(`isolation under poison (${backend})`, () => {
       // The huge string is valid input (within the body limit): it is simply accepted.
       expect(answer.statusCode).toBe(expected.error === undefined ? 202 : 400);
     }
+  });
+});
+
+function sendBatch(
+  app: FastifyInstance,
+  apiKey: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications/batch',
+    headers: { ...bearer(apiKey), 'content-type': 'application/json', ...headers },
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+describe(`large bodies are parsed off the event loop (${backend})`, () => {
+  /** The text of every JSON.parse on this thread while `run` runs. */
+  async function mainThreadParses(run: () => Promise<void>): Promise<string[]> {
+    const texts: string[] = [];
+    const original = JSON.parse;
+    JSON.parse = ((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
+      texts.push(String(text));
+      return original(text, reviver);
+    }) as typeof JSON.parse;
+    try {
+      await run();
+    } finally {
+      JSON.parse = original;
+    }
+    return texts;
+  }
+
+  const deepItem = `{"template":"user_created","to":"x@example.org","data":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`;
+  const deepBatch = `[${Array.from({ length: 170 }, () => deepItem).join(',')}]`;
+  const flatBatch = `[${Array.from({ length: 1_500_000 }, () => '[]').join(',')}]`;
+
+  it('answers a 5 MiB batch nested 5,000 deep, or of a million empty arrays, as before', async () => {
+    let validBody = '';
+    const texts = await mainThreadParses(async () => {
+      const deep = await sendBatch(ctx.app, a.apiKey, deepBatch);
+      expect(deep.statusCode).toBe(400);
+      expect(deep.json<{ error: string }>().error).toBe(
+        "Invalid 'data' (nested deeper than 32 levels) (item 0)",
+      );
+      const flat = await sendBatch(ctx.app, a.apiKey, flatBatch);
+      expect(flat.statusCode).toBe(400);
+      expect(flat.json()).toEqual({ error: 'Body must be a JSON array of 1–500 notifications' });
+      validBody = JSON.stringify(
+        Array.from({ length: 300 }, (_, i) => ({
+          template: 'user_created',
+          to: `large${i}@example.org`,
+          data: { user_name: 'x'.repeat(100), list: [[1, 2], { k: 'v' }] },
+        })),
+      );
+      const valid = await sendBatch(ctx.app, b.apiKey, validBody, { 'idempotency-key': 'large-batch' });
+      expect(valid.statusCode).toBe(202);
+      const replay = await sendBatch(ctx.app, b.apiKey, validBody, {
+        'idempotency-key': 'large-batch',
+      });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+    });
+    // Stored rows and replies were parsed here; none of the request bodies.
+    const bodies = new Set([deepBatch, flatBatch, validBody]);
+    expect(texts.filter((text) => bodies.has(text)).map((text) => text.length)).toEqual([]);
+  });
+
+  it('stores a large body’s data exactly as sent', async () => {
+    const data = {
+      user_name: 'Ünïcode ✓',
+      nested: { list: [1, 'two', null, true], deep: { a: { b: 'c' } } },
+    };
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      template: 'user_created',
+      to: `d${i}@example.org`,
+      data,
+    }));
+    const response = await sendBatch(ctx.app, b.apiKey, items);
+    expect(response.statusCode).toBe(202);
+    const [first] = response.json<{ notifications: { request_id: string }[] }>().notifications;
+    expect(await storedData(ctx.services, first!.request_id)).toEqual(data);
   });
 });

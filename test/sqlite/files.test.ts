@@ -4,6 +4,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { closeServices, createJanitor, openServices } from '../../src/compose.js';
+import { loadConfig } from '../../src/config.js';
 import { ApiLogService } from '../../src/services/api-log.js';
 import { Janitor } from '../../src/services/janitor.js';
 import { openSqlite } from '../../src/storage/sqlite/open.js';
@@ -75,5 +77,35 @@ describe('SQLite files', () => {
     const bytes = Buffer.concat([readFileSync(file), readFileSync(`${file}-wal`)]);
     expect(bytes.includes(secret)).toBe(false);
     await storage.close();
+  });
+
+  it('holds no trace of erased content in the WAL once housekeeping has erased it', async () => {
+    const dataDir = path.join(dir, 'wal');
+    const file = path.join(dataDir, 'herald.db');
+    const config = loadConfig({
+      HERALD_DATA_DIR: dataDir,
+      HERALD_SECRET_KEY: 'a'.repeat(64),
+      HERALD_CONTENT_RETENTION_DAYS: '0',
+    });
+    // As a server opens it: the WAL checkpointed from the background thread, never truncated by it.
+    const services = await openServices(config, pino({ level: 'silent' }), { longRunning: true });
+    try {
+      const secret = 'correct-horse-battery-staple';
+      const projectId = await addProject(services.storage.db);
+      for (let i = 0; i < 40; i++) {
+        await addNotification(services.storage.db, projectId, {
+          state: 'sent',
+          updated_at: 1_000,
+          data: JSON.stringify({ password: `${secret}-${i}` }),
+          text_body: `Your password is ${secret}-${i}`,
+        });
+      }
+      expect(readFileSync(`${file}-wal`).includes(secret)).toBe(true);
+      expect((await createJanitor(services).runOnce(Date.now())).contents).toBe(40);
+      // Read at once: nothing may wait for a later checkpoint to overwrite the old frames.
+      for (const f of [file, `${file}-wal`]) expect(readFileSync(f).includes(secret), f).toBe(false);
+    } finally {
+      await closeServices(services);
+    }
   });
 });

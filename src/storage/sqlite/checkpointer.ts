@@ -27,7 +27,16 @@ const timer = setInterval(() => {
     parentPort.postMessage({ error: String((error && error.message) || error) });
   }
 }, workerData.intervalMs);
-parentPort.on('message', () => {
+parentPort.on('message', (message) => {
+  if (message && message.truncate !== undefined) {
+    try {
+      const [result] = db.pragma('wal_checkpoint(TRUNCATE)');
+      parentPort.postMessage({ truncated: message.truncate, busy: result.busy === 1 });
+    } catch (error) {
+      parentPort.postMessage({ truncated: message.truncate, error: String((error && error.message) || error) });
+    }
+    return;
+  }
   clearInterval(timer);
   db.close();
   parentPort.close();
@@ -41,7 +50,19 @@ export interface CheckpointReport {
 }
 
 export interface Checkpointer {
+  /**
+   * Checkpoints the whole WAL into the database file and truncates the WAL to nothing, waiting up
+   * to the thread's busy timeout for readers and a writer to let it. Resolves true once done,
+   * false when they did not (the WAL keeps its frames until the next try).
+   */
+  truncate(): Promise<boolean>;
   stop(): Promise<void>;
+}
+
+interface TruncateReply {
+  readonly truncated: number;
+  readonly busy?: boolean;
+  readonly error?: string;
 }
 
 export function startCheckpointer(
@@ -56,10 +77,30 @@ export function startCheckpointer(
   // The thread must not keep the process alive, and its failure must not end it: the main
   // connection's automatic checkpoint still bounds the WAL.
   worker.unref();
-  worker.on('error', (error) => options.onReport?.({ error: error.message }));
-  worker.on('message', (report: CheckpointReport) => options.onReport?.(report));
+  const truncations = new Map<number, (reply: TruncateReply) => void>();
+  let nextTruncation = 0;
+  worker.on('error', (error) => {
+    options.onReport?.({ error: error.message });
+    for (const settle of truncations.values()) settle({ truncated: -1, error: error.message });
+    truncations.clear();
+  });
+  worker.on('message', (message: CheckpointReport | TruncateReply) => {
+    if ('truncated' in message) {
+      truncations.get(message.truncated)?.(message);
+      truncations.delete(message.truncated);
+    } else options.onReport?.(message);
+  });
   const exited = once(worker, 'exit');
   return {
+    async truncate() {
+      const id = nextTruncation++;
+      const reply = await new Promise<TruncateReply>((resolve) => {
+        truncations.set(id, resolve);
+        worker.postMessage({ truncate: id });
+      });
+      if (reply.error !== undefined) throw new Error(`WAL checkpoint failed: ${reply.error}`);
+      return reply.busy !== true;
+    },
     async stop() {
       // Waiting for the thread must keep the process alive, or an otherwise idle process would
       // end with this promise unsettled (exit status 13, nothing printed).

@@ -108,6 +108,13 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     // One writer at a time: a second transaction would only wait for the file lock.
     writeConcurrency: 1,
     migrate: () => migrateSqlite(db),
+    // Erased content is zeroed in the database file (secure_delete), but the WAL still holds the
+    // pages as they were before, until it is overwritten: it is checkpointed and truncated.
+    forgetErased: async () => {
+      if (checkpointer !== null) return checkpointer.truncate();
+      const [result] = connection.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      return result?.busy !== 1;
+    },
     ping: async () => {
       await sql`select 1`.execute(db);
     },

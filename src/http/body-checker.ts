@@ -1,0 +1,155 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { checkBody, type BodyRequest, type BodyResult } from './check-body.js';
+
+/**
+ * Where request bodies are parsed and checked. JSON.parse holds the event loop for as long as it
+ * runs, and how long depends on the body's shape, not only its size: 5 MiB of empty arrays or of
+ * objects nested thousands deep takes the better part of a second, during which no other request
+ * of any project is answered. So a body larger than `inlineMaxBytes` (a few milliseconds of parsing
+ * at worst) is parsed and checked in a worker thread, and only the small result comes back: the
+ * error, or the sends with their data already as JSON.
+ *
+ * The threads take waiting bodies round-robin by project, so one project's flood of large bodies
+ * delays another project's large body by one body's check, not by the whole flood. Each waiting
+ * body is a request in flight on a connection of its own (capped per client, client-limits.ts);
+ * the wait is bounded besides (`maxQueued`, `maxQueuedPerKey`): past it the request is refused as
+ * busy (503 with Retry-After).
+ */
+export interface BodyCheckerOptions {
+  readonly inlineMaxBytes: number;
+  readonly threads: number;
+  readonly maxQueued: number;
+  readonly maxQueuedPerKey: number;
+}
+
+export const DEFAULT_BODY_CHECKER: BodyCheckerOptions = {
+  inlineMaxBytes: 8 * 1024,
+  threads: 2,
+  maxQueued: 512,
+  maxQueuedPerKey: 128,
+};
+
+/** Too many large bodies are waiting to be checked: the request may be retried shortly. */
+export class BodyCheckerBusy extends Error {
+  override name = 'BodyCheckerBusy';
+}
+
+interface Pending {
+  readonly job: BodyRequest;
+  readonly bytes: Uint8Array;
+  readonly resolve: (result: BodyResult) => void;
+  readonly reject: (error: Error) => void;
+}
+
+interface Thread {
+  readonly worker: Worker;
+  busy: Pending | null;
+}
+
+/** The worker thread, also when Herald runs from its TypeScript source (tests, `npm run dev`). */
+function startWorker(): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./body-worker.js', import.meta.url));
+  const tsx = createRequire(import.meta.url)
+    .resolve('tsx/package.json')
+    .replace(/package\.json$/, 'dist/esm/api/index.mjs');
+  const entry = new URL('./body-worker.ts', import.meta.url).href;
+  return new Worker(
+    `import(${JSON.stringify(pathToFileURL(tsx).href)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`,
+    { eval: true },
+  );
+}
+
+export class BodyChecker {
+  private readonly threads: Thread[] = [];
+  /** Waiting bodies per key (a project), keys in the order they are served. */
+  private readonly waiting = new Map<string, Pending[]>();
+  private queued = 0;
+  private nextId = 0;
+  private closed = false;
+
+  constructor(private readonly options: BodyCheckerOptions = DEFAULT_BODY_CHECKER) {}
+
+  /** Bodies waiting for a thread (metrics, tests). */
+  get backlog(): number {
+    return this.queued;
+  }
+
+  /**
+   * Checks a body; `key` names whose it is (fairness between projects). Throws BodyCheckerBusy when
+   * too many large bodies wait already, in all or for this key.
+   */
+  check(job: BodyRequest, bytes: Buffer, key: string): Promise<BodyResult> {
+    if (bytes.length <= this.options.inlineMaxBytes)
+      return Promise.resolve(checkBody({ ...job, text: bytes.toString('utf8') }));
+    const mine = this.waiting.get(key) ?? [];
+    if (this.closed || this.queued >= this.options.maxQueued || mine.length >= this.options.maxQueuedPerKey)
+      return Promise.reject(new BodyCheckerBusy('too many large request bodies are waiting to be checked'));
+    // The bytes move to the thread without a copy when the buffer is theirs alone.
+    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const transferable = own ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
+    return new Promise((resolve, reject) => {
+      mine.push({ job, bytes: transferable, resolve, reject });
+      this.waiting.delete(key);
+      this.waiting.set(key, mine);
+      this.queued++;
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const list of this.waiting.values())
+      for (const pending of list) pending.reject(new BodyCheckerBusy('the server is stopping'));
+    this.waiting.clear();
+    this.queued = 0;
+    await Promise.all(this.threads.splice(0).map((thread) => thread.worker.terminate()));
+  }
+
+  /** Gives each idle thread the next waiting body, taking keys in turn. */
+  private dispatch(): void {
+    while (this.queued > 0) {
+      const thread = this.idleThread();
+      if (thread === null) return;
+      const [key, list] = this.waiting.entries().next().value as [string, Pending[]];
+      const pending = list.shift()!;
+      this.queued--;
+      // The key goes to the back of the turn, with what it still has waiting.
+      this.waiting.delete(key);
+      if (list.length > 0) this.waiting.set(key, list);
+      thread.busy = pending;
+      const id = this.nextId++;
+      thread.worker.postMessage({ id, job: { ...pending.job, bytes: pending.bytes } }, [
+        pending.bytes.buffer as ArrayBuffer,
+      ]);
+    }
+  }
+
+  private idleThread(): Thread | null {
+    const idle = this.threads.find((thread) => thread.busy === null);
+    if (idle !== undefined) return idle;
+    if (this.threads.length >= this.options.threads) return null;
+    const thread: Thread = { worker: startWorker(), busy: null };
+    // An idle thread must not keep a stopping process alive.
+    thread.worker.unref();
+    thread.worker.on('message', (message: { result?: BodyResult; error?: string }) => {
+      const pending = thread.busy;
+      thread.busy = null;
+      if (message.result !== undefined) pending?.resolve(message.result);
+      else pending?.reject(new Error(`checking a request body failed: ${message.error}`));
+      this.dispatch();
+    });
+    const fail = (error: Error) => {
+      const index = this.threads.indexOf(thread);
+      if (index !== -1) this.threads.splice(index, 1);
+      thread.busy?.reject(error);
+      thread.busy = null;
+      if (!this.closed) this.dispatch();
+    };
+    thread.worker.on('error', fail);
+    thread.worker.on('exit', (code) => fail(new Error(`the body checking thread exited (${code})`)));
+    this.threads.push(thread);
+    return thread;
+  }
+}

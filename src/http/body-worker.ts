@@ -1,0 +1,13 @@
+import { parentPort } from 'node:worker_threads';
+import { checkBody, type BodyRequest } from './check-body.js';
+
+/** The worker thread of body-checker.ts: checks one body at a time, answers with its result. */
+parentPort?.on('message', ({ id, job }: { id: number; job: BodyRequest & { bytes: Uint8Array } }) => {
+  const text = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength).toString('utf8');
+  try {
+    const { bytes: _bytes, ...request } = job;
+    parentPort?.postMessage({ id, result: checkBody({ ...request, text }) });
+  } catch (error) {
+    parentPort?.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+  }
+});

@@ -1,0 +1,118 @@
+import { bodyFingerprint } from '../domain/canonical-json.js';
+import { HeraldError, type ErrorCode } from '../domain/errors.js';
+import {
+  parseBatchRequest,
+  parseSendRequest,
+  type BatchProblem,
+  type SendRequest,
+} from '../domain/send-request.js';
+
+/**
+ * Everything the API does with a request body before it is accepted: JSON parsing (with the
+ * prototype-poisoning refusals of Fastify's own parser), the send or batch checks, and the
+ * Idempotency-Key fingerprint. A pure function of its job, run on the event loop for small bodies
+ * and in a worker thread for large ones (body-checker.ts): only its small result crosses over.
+ */
+export type BodyRequest =
+  | { readonly kind: 'json' }
+  | {
+      readonly kind: 'send' | 'batch';
+      readonly now: number;
+      /** Whether a send without `to` has somewhere to go (the project's contact email). */
+      readonly defaultRecipient: boolean;
+      /** Whether an Idempotency-Key came with it, so its fingerprint is needed. */
+      readonly fingerprint: boolean;
+      readonly maxItems: number;
+      readonly maxItemBytes: number;
+      readonly tooLarge: string;
+    };
+
+/** A request with its body as text. */
+export type BodyJob = BodyRequest & { readonly text: string };
+
+/** A checked send as it crosses back: its data already JSON. */
+export type CheckedSend = Omit<SendRequest, 'data' | 'dataJson'> & { readonly dataJson: string };
+
+export type BodyResult =
+  | { readonly kind: 'invalid_json' }
+  /** A refusal of the whole body (a HeraldError, rebuilt from its code and message). */
+  | { readonly kind: 'refused'; readonly code: ErrorCode; readonly message: string }
+  | { readonly kind: 'problems'; readonly items: number; readonly problems: readonly BatchProblem[] }
+  | {
+      readonly kind: 'ok';
+      readonly items: number;
+      readonly sends: readonly CheckedSend[];
+      readonly fingerprint: string | null;
+    };
+
+/** Quick tests for the keys Fastify's parser refuses; the parsed value is walked only if they match. */
+const PROTO =
+  /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"/;
+const CONSTRUCTOR =
+  /"(?:c|\\u0063)(?:o|\\u006[Ff])(?:n|\\u006[Ee])(?:s|\\u0073)(?:t|\\u0074)(?:r|\\u0072)(?:u|\\u0075)(?:c|\\u0063)(?:t|\\u0074)(?:o|\\u006[Ff])(?:r|\\u0072)"/;
+
+/** An own `__proto__` key, or a `constructor` object with a `prototype` key, anywhere (no recursion). */
+function poisoned(value: unknown): boolean {
+  const stack = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current !== 'object' || current === null) continue;
+    if (Object.prototype.hasOwnProperty.call(current, '__proto__')) return true;
+    const ctor = (current as Record<string, unknown>).constructor;
+    if (
+      Object.prototype.hasOwnProperty.call(current, 'constructor') &&
+      typeof ctor === 'object' &&
+      ctor !== null &&
+      Object.prototype.hasOwnProperty.call(ctor, 'prototype')
+    )
+      return true;
+    for (const child of Object.values(current)) stack.push(child);
+  }
+  return false;
+}
+
+function parseJson(text: string): { value: unknown } | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if ((PROTO.test(text) || CONSTRUCTOR.test(text)) && poisoned(value)) return null;
+  return { value };
+}
+
+function checked(send: SendRequest): CheckedSend {
+  return {
+    template: send.template,
+    to: send.to,
+    type: send.type,
+    sendAt: send.sendAt,
+    dataJson: JSON.stringify(send.data),
+  };
+}
+
+export function checkBody(job: BodyJob): BodyResult {
+  const parsed = parseJson(job.text);
+  if (parsed === null) return { kind: 'invalid_json' };
+  if (job.kind === 'json') return { kind: 'ok', items: 0, sends: [], fingerprint: null };
+  const body = parsed.value;
+  try {
+    let sends: readonly SendRequest[];
+    if (job.kind === 'send') sends = [parseSendRequest(body, job.now)];
+    else {
+      const batch = parseBatchRequest(body, job);
+      if (!batch.ok) return { kind: 'problems', items: (body as unknown[]).length, problems: batch.problems };
+      sends = batch.sends;
+    }
+    return {
+      kind: 'ok',
+      items: sends.length,
+      sends: sends.map(checked),
+      fingerprint: job.fingerprint ? bodyFingerprint(body) : null,
+    };
+  } catch (error) {
+    if (error instanceof HeraldError) return { kind: 'refused', code: error.code, message: error.message };
+    throw error;
+  }
+}
