@@ -66,7 +66,14 @@ export class Metrics {
   /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */
   relayWindows: (() => ReadonlyMap<string, number>) | null = null;
 
-  constructor(snapshot: () => Promise<QueueSnapshot>) {
+  /**
+   * `snapshot` reads the queue; `relays` what every worker knows of the relays (whether each is up),
+   * from the database, so every process of a deployment reports the same.
+   */
+  constructor(
+    snapshot: () => Promise<QueueSnapshot>,
+    relays: () => Promise<ReadonlyMap<string, boolean>> = () => Promise.resolve(new Map()),
+  ) {
     const registers = [this.registry];
     // The two queue gauges share one read per scrape.
     let pending: Promise<QueueSnapshot> | null = null;
@@ -88,6 +95,17 @@ export class Metrics {
       registers,
       async collect() {
         this.set((await read()).oldestDueAgeSeconds);
+      },
+    });
+    new Gauge({
+      name: 'herald_smtp_relay_up',
+      help: 'Whether each SMTP relay (host:port) Herald has sent to is up (1) or judged down (0) and being probed',
+      labelNames: ['relay'],
+      registers,
+      async collect() {
+        const known = await relays();
+        this.reset();
+        for (const [relay, up] of known) this.set({ relay }, up ? 1 : 0);
       },
     });
     const windows = () => this.relayWindows?.() ?? [];

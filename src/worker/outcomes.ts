@@ -29,6 +29,8 @@ const COLUMNS = [
   'bounce_category',
   'bounce_status',
   'bounce_diagnostic',
+  'relay',
+  'waits_for_relay',
 ] as const;
 const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 
@@ -57,6 +59,7 @@ export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, A
         smtp_code: transition.attempt.smtpCode,
         response: transition.attempt.response,
         transport: transition.attempt.transport,
+        relay: transition.attempt.relay,
       });
       applied.push({
         row: { ...row, ...transition.changes, lease_owner: null, lease_until: null },
