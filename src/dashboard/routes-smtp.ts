@@ -2,8 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
-import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
-import type { SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
+import { urlHost } from '../domain/url-host.js';
+import { describeSmtpTarget, isSmtpSecurity, parseSmtpUrl, SMTP_SECURITY } from '../mail/smtp-target.js';
+import type {
+  FallbackInput,
+  RelayView,
+  SmtpSettingsInput,
+  SmtpSettingsView,
+} from '../services/smtp-settings.js';
 import { formPage, fragment, isHtmx, notice, type DashboardDeps } from './context.js';
 import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
@@ -22,11 +28,37 @@ const NOTICES: Record<string, string> = {
   cleared: 'SMTP settings removed.',
 };
 
+/**
+ * A relay as the fallback field shows it: a URL without its password (`security` spelled out
+ * unless the scheme says it), which saved again as it is keeps the stored password.
+ */
+function relayUrl(view: RelayView | null): string {
+  if (view === null) return '';
+  const user = view.username === null ? '' : `${encodeURIComponent(view.username)}@`;
+  const scheme = view.security === 'tls' ? 'smtps' : 'smtp';
+  const security = view.security === 'tls' || view.security === 'auto' ? '' : `?security=${view.security}`;
+  return `${scheme}://${user}${urlHost(view.host)}:${view.port}${security}`;
+}
+
+/** A typed fallback URL shown again (the form had an error) without the password it may hold. */
+function withoutPassword(url: string): string {
+  return url.replace(/^([^:/?#]*:\/\/[^:/?#@]*):[^/?#]*@/, '$1@');
+}
+
+/** The fallback field: empty removes the fallback; a URL without a password keeps the stored one. */
+function fallbackInput(form: Fields): FallbackInput | null {
+  const url = text(form, 'fallback_url');
+  if (url === '') return null;
+  const target = parseSmtpUrl(url);
+  return { ...target, password: target.password ?? undefined };
+}
+
 /** The form; an empty password keeps the stored one unless "remove the password" is ticked. */
 function settingsInput(form: Fields): SmtpSettingsInput {
   const security = text(form, 'security');
   const password = text(form, 'password');
   return {
+    fallback: fallbackInput(form),
     host: text(form, 'host'),
     port: /^\d{1,5}$/.test(text(form, 'port')) ? Number(text(form, 'port')) : NaN,
     security: isSmtpSecurity(security) ? security : 'auto',
@@ -45,6 +77,7 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
     username: view?.username ?? '',
     from_email: view?.fromEmail ?? '',
     from_name: view?.fromName ?? '',
+    fallback_url: relayUrl(view?.fallback ?? null),
   };
 }
 
@@ -69,6 +102,8 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
       const project = await projects.get(state.id);
       const view = await smtpSettings.get(project.id);
       return {
+        // Its relays, with the one that is down (since when, why, the next probe) first to see.
+        relays: await smtpSettings.relays(project.id),
         title: `SMTP · ${project.name}`,
         project,
         tab: 'smtp',
@@ -76,7 +111,10 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         transport: transportState(deps, view),
         globalSmtp: deps.services.globalSmtp === null ? null : describeSmtpTarget(deps.services.globalSmtp),
         securities: SMTP_SECURITY,
-        values: state.values ?? formValues(view),
+        values:
+          state.values === undefined
+            ? formValues(view)
+            : { ...state.values, fallback_url: withoutPassword(text(state.values, 'fallback_url')) },
         error: state.error ?? null,
         result: state.result ?? null,
         testTo: state.testTo ?? project.contactEmail ?? '',
@@ -104,6 +142,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const id = idParam(request.params.id);
     const form = fieldsOf(request.body);
     try {
+      // The form's own errors (a fallback URL that does not parse) are shown like the service's.
       await smtpSettings.set(id, settingsInput(form));
     } catch (error) {
       return smtpPage(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
