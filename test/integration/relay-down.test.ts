@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../../src/compose.js';
 import type { StatusBody } from '../../src/services/notifications.js';
+import { changeRelayHealth } from '../../src/storage/relay-health.js';
 import { deadRelay, freePort, type DeadKind } from '../helpers/dead-relays.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -214,6 +215,61 @@ describe('a relay that comes back', () => {
       expect(delivered.sort()).toEqual([...ids].sort());
       expect(windowOnReturn).toBe(1);
       expect(await relayUp(relay)).toBe('1');
+    },
+  );
+
+  it(
+    'starts small again in a worker that learned from another that it was down',
+    { timeout: 120_000 },
+    async () => {
+      await start({ HERALD_DELIVERY_MAX_ATTEMPTS: '5', HERALD_DELIVERY_RETRY_BASE_MS: '60000' });
+      const first = await new SmtpSink().start();
+      const port = first.port;
+      const project = await seedProject(ctx!.services);
+      await ctx!.services.smtpSettings.setFromUrl(project.projectId, first.url);
+      worker = createWorker(ctx!.services);
+      worker.start();
+      const relay = `127.0.0.1:${port}`;
+      expect((await finalStatus(project.apiKey, await send(project.apiKey, 'a@example.org'))).status).toBe(
+        'sent',
+      );
+      expect(worker.mail.relayWindows().get(relay)).toBe(5);
+      await first.stop();
+
+      // Another worker judged it down: this one made no attempt that failed.
+      const now = Date.now();
+      await changeRelayHealth(
+        ctx!.services.storage.db,
+        { relay, host: '127.0.0.1', port, tls: false, trusted: false },
+        now,
+        () => ({
+          failures: 3,
+          downSince: now,
+          lastError: 'connect ECONNREFUSED',
+          probes: 0,
+          probeAt: now + 1000,
+        }),
+      );
+      await waitUntil(() => (worker!.mail.health.downRelays().includes(relay) ? true : undefined), {
+        what: 'the worker to learn that the relay is down',
+      });
+      let windowOnReturn: number | undefined;
+      const onChange = worker.mail.health.onChange;
+      worker.mail.health.onChange = (changed, down) => {
+        onChange(changed, down);
+        if (changed === relay && !down) windowOnReturn = worker!.mail.relayWindows().get(relay);
+      };
+      const ids = await Promise.all([1, 2, 3, 4, 5].map((n) => send(project.apiKey, `u${n}@example.org`)));
+      const waiting = await waitUntil(async () => {
+        const body = await status(project.apiKey, ids[0]!);
+        return body.last_error === undefined ? undefined : body;
+      });
+      expect(waiting.last_error).toBe('Relay down: connect ECONNREFUSED');
+
+      const back = await new SmtpSink().start(port);
+      cleanups.push(() => back.stop());
+      await back.waitFor(ids.length, 30_000);
+      expect(windowOnReturn).toBe(1);
     },
   );
 });
