@@ -51,6 +51,13 @@ export function relayHealthPolicy(options: { retryBaseMs: number }): RelayHealth
   return { downAfter: DOWN_AFTER, probeBaseMs, probeMaxMs: Math.min(PROBE_MAX_MS, 12 * probeBaseMs) };
 }
 
+/**
+ * A relay down this long with no mail waiting for it (its project moved to another relay, or all
+ * its mail reached its final state) is forgotten instead of probed: no probe a minute forever, no
+ * `herald_smtp_relay_up 0` that nobody can clear. The next message to it tries it again.
+ */
+export const FORGET_AFTER_MS = 3_600_000;
+
 /** The wait before the next probe, after `failedProbes` probes have failed since the relay went down. */
 export function probeDelay(failedProbes: number, policy: RelayHealthPolicy): number {
   return Math.min(policy.probeMaxMs, policy.probeBaseMs * 2 ** Math.min(failedProbes, 30));
@@ -89,6 +96,11 @@ export function probeDue(health: RelayHealth, now: number): boolean {
 /** A relay that was down and is not any more: its waiting mail is due, its window starts small. */
 export function recovered(before: RelayHealth, after: RelayHealth): boolean {
   return before.downSince !== null && after.downSince === null;
+}
+
+/** Whether a down relay may be forgotten now, if no mail waits for it. */
+export function forgettable(health: RelayHealth, now: number): boolean {
+  return health.downSince !== null && now - health.downSince >= FORGET_AFTER_MS;
 }
 
 /** Whether the relay was reached: its greeting came. */

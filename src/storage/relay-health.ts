@@ -168,3 +168,26 @@ export async function releaseProbe(db: Kysely<Database>, relay: string, owner: s
     .where('probe_owner', '=', owner)
     .execute();
 }
+
+/**
+ * Forgets a relay down since before `downBefore` for which no queued mail waits; false when mail
+ * still waits for it, or it came back meanwhile.
+ */
+export async function forgetRelay(db: Kysely<Database>, relay: string, downBefore: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('relay_health')
+    .where('relay', '=', relay)
+    .where('down_since', '<=', downBefore)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('notifications')
+            .select('id')
+            .where('waits_for_relay', '=', relay)
+            .where('state', '=', 'queued'),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

@@ -8,6 +8,8 @@ import {
   type AttemptRoute,
   type RelayRole,
   failureContact,
+  FORGET_AFTER_MS,
+  forgettable,
   HEALTHY,
   isDown,
   probeDue,
@@ -21,6 +23,7 @@ import {
   changeRelayHealth,
   claimProbe,
   endpointOf,
+  forgetRelay,
   healthOf,
   listRelayHealth,
   releaseProbe,
@@ -233,11 +236,20 @@ export class RelayHealthBook {
     this.timerAt = Infinity;
     if (this.stopped) return;
     try {
-      for (const row of await listRelayHealth(this.db)) {
+      const readAt = this.now();
+      const rows = await listRelayHealth(this.db);
+      for (const row of rows) {
         const known = this.stored.get(row.relay);
         if (known === undefined || known.version <= row.version) this.stored.set(row.relay, row);
         this.notice(row.relay);
       }
+      // Forgotten by a worker (see forgettable): unless this one stored it since the read began.
+      const listed = new Set(rows.map((row) => row.relay));
+      for (const [relay, row] of this.stored)
+        if (!listed.has(relay) && Number(row.updated_at) < readAt && !this.writing.has(relay)) {
+          this.stored.delete(relay);
+          this.notice(relay);
+        }
     } catch (err) {
       this.logger.warn({ err }, 'reading relay health failed');
     }
@@ -258,6 +270,14 @@ export class RelayHealthBook {
     this.probing.add(relay);
     try {
       const startedAt = this.now();
+      if (
+        forgettable(this.health(relay), startedAt) &&
+        (await forgetRelay(this.db, relay, startedAt - FORGET_AFTER_MS))
+      ) {
+        this.stored.delete(relay);
+        this.logger.info({ relay }, 'forgot a relay that stayed down with no mail waiting for it');
+        return this.notice(relay);
+      }
       const lease = startedAt + this.options.probeTimeoutMs + PROBE_LEASE_SLACK_MS;
       if (!(await claimProbe(this.db, relay, this.owner, startedAt, lease))) return;
       const endpoint = endpointOf(row);

@@ -8,6 +8,8 @@ import {
   afterProbe,
   attemptContact,
   failureContact,
+  FORGET_AFTER_MS,
+  forgettable,
   HEALTHY,
   probeDelay,
   probeDue,
@@ -165,6 +167,16 @@ describe('the probe schedule', () => {
       lastError: 'not an SMTP server',
     });
     expect(probeDue(HEALTHY, Infinity)).toBe(false);
+  });
+});
+
+describe('a relay nobody needs', () => {
+  it('may be forgotten after an hour down (if no mail waits for it), never while up', () => {
+    const down = run([unreachable(), unreachable(), unreachable()]);
+    expect(FORGET_AFTER_MS).toBe(3_600_000);
+    expect(forgettable(down, down.downSince! + FORGET_AFTER_MS - 1)).toBe(false);
+    expect(forgettable(down, down.downSince! + FORGET_AFTER_MS)).toBe(true);
+    expect(forgettable(HEALTHY, Infinity)).toBe(false);
   });
 });
 
