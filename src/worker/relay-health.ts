@@ -318,7 +318,8 @@ export class RelayHealthBook {
       );
       this.learned(change);
     } catch (err) {
-      this.logger.warn({ err, relay }, 'probing a relay failed');
+      // A stop closes the mailer and the store under a probe in flight: its lease runs out.
+      if (!this.stopped) this.logger.warn({ err, relay }, 'probing a relay failed');
     } finally {
       this.probing.delete(relay);
     }
