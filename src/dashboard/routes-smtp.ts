@@ -3,7 +3,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
 import { urlHost } from '../domain/url-host.js';
-import { describeSmtpTarget, isSmtpSecurity, parseSmtpUrl, SMTP_SECURITY } from '../mail/smtp-target.js';
+import {
+  describeSmtpTarget,
+  isSmtpSecurity,
+  parseSmtpUrl,
+  SMTP_SECURITY,
+  type SmtpTarget,
+} from '../mail/smtp-target.js';
 import type {
   FallbackInput,
   RelayView,
@@ -165,17 +171,30 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         title: 'Not configured',
         reply: 'Save SMTP settings first.',
       });
+    const connected = (target: SmtpTarget) =>
+      `Connected to ${describeSmtpTarget(target)}; ${target.username === null ? 'no login configured' : 'the login was accepted'}.`;
+    let verified: string;
     try {
       await mailer.verify(smtp.target);
-      const login = smtp.target.username === null ? 'no login configured' : 'the login was accepted';
-      return showResult(request, reply, id, {
-        ok: true,
-        title: 'Connection verified',
-        reply: `Connected to ${describeSmtpTarget(smtp.target)}; ${login}.`,
-      });
+      verified = connected(smtp.target);
     } catch (error) {
       return showResult(request, reply, id, failure('Connection failed', error));
     }
+    // The fallback is checked too: it is needed exactly when the primary is not there to tell.
+    if (smtp.fallback !== null) {
+      try {
+        await mailer.verify(smtp.fallback);
+        verified += `\nFallback: ${connected(smtp.fallback)}`;
+      } catch (error) {
+        const { reply: why } = failure('', error);
+        return showResult(request, reply, id, {
+          ok: false,
+          title: 'Fallback connection failed',
+          reply: `${verified}\nFallback ${describeSmtpTarget(smtp.fallback)}: ${why}`,
+        });
+      }
+    }
+    return showResult(request, reply, id, { ok: true, title: 'Connection verified', reply: verified });
   });
 
   // A direct send over the saved settings, outside the queue: it checks the relay itself and

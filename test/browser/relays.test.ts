@@ -102,4 +102,29 @@ describe('SMTP page of a project whose relay is down', () => {
     expect(await page.content()).not.toContain('s3cret-typo');
     expect(await page.getByLabel('Fallback relay').inputValue()).toBe('http://typo@backup.example');
   });
+
+  it('verifies the fallback relay with the primary', async () => {
+    const refused = await freePort();
+    await h.server.services.smtpSettings.setFromUrl(projectId, fallback.url, {
+      fallbackUrl: `smtp://127.0.0.1:${refused}?security=none`,
+    });
+    await page.goto(`/projects/${projectId}/smtp`);
+    const result = page.getByTestId('smtp-result');
+    await page.getByRole('button', { name: 'Verify connection' }).click();
+    await result.filter({ hasText: 'Fallback connection failed' }).waitFor();
+    expect(await result.innerText()).toMatch(
+      new RegExp(
+        `Connected to smtp://127\\.0\\.0\\.1:${fallback.port}[^\\n]*\\nFallback smtp://127\\.0\\.0\\.1:${refused} \\(none\\): .*ECONNREFUSED`,
+      ),
+    );
+    await h.server.services.smtpSettings.setFromUrl(projectId, fallback.url, {
+      fallbackUrl: fallback.url.replace('127.0.0.1', 'localhost'),
+    });
+    await page.goto(`/projects/${projectId}/smtp`);
+    await page.getByRole('button', { name: 'Verify connection' }).click();
+    await result.filter({ hasText: 'Connection verified' }).waitFor();
+    expect(await result.innerText()).toContain(
+      `Fallback: Connected to smtp://localhost:${fallback.port} (none)`,
+    );
+  });
 });
