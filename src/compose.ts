@@ -32,6 +32,7 @@ import { openStorage } from './storage/open.js';
 import { findProjectById } from './storage/projects.js';
 import { findCurrentTemplate } from './storage/template-versions.js';
 import { queueStats } from './storage/queue-stats.js';
+import { listRelayHealth } from './storage/relay-health.js';
 import type { Storage } from './storage/storage.js';
 import { Deliverer } from './worker/deliver.js';
 import { DeliveryLoader } from './worker/loader.js';
@@ -74,6 +75,15 @@ export interface Services {
   readonly metrics: Metrics;
 }
 
+/** An operator's relay from the environment: trusted, as HERALD_SMTP_URL is (product.md §8). */
+function globalRelay(url: string | null, name: string): SmtpTarget | null {
+  try {
+    return url === null ? null : { ...parseSmtpUrl(url), trusted: true };
+  } catch (error) {
+    throw new ConfigError(`${name}: ${(error as Error).message}`);
+  }
+}
+
 export interface OpenOptions {
   readonly migrate?: boolean;
   /** A server process: SQLite checkpoints its WAL from a background thread. */
@@ -103,6 +113,7 @@ export async function openServices(
   } catch (error) {
     throw new ConfigError(`HERALD_SMTP_URL: ${(error as Error).message}`);
   }
+  const globalFallback = globalRelay(config.smtpFallbackUrl, 'HERALD_SMTP_FALLBACK_URL');
   const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
   let listenerFailed = false;
   if (config.smtpFrom !== null && defaultFrom === null) {
@@ -145,7 +156,10 @@ export async function openServices(
     externalChanges: storage.externalChanges,
     changesSettleMs: storage.projectChangesSettleMs,
   });
-  const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey));
+  const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey), Date.now, {
+    primary: globalSmtp,
+    fallback: globalFallback,
+  });
   const webhookSecrets = new SecretBox(secretKey, SEALED.webhookSecret);
   const tokenKey = bounceKey(secretKey);
   const bounceDomain = config.bounces.domain;
@@ -153,15 +167,19 @@ export async function openServices(
     timeoutMs: config.delivery.smtpTimeoutMs,
     outbound: config.outbound,
   });
-  const metrics = new Metrics(async () => {
-    const now = Date.now();
-    const stats = await queueStats(db, now);
-    return {
-      queued: stats.queued,
-      sending: stats.sending,
-      oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
-    };
-  });
+  const metrics = new Metrics(
+    async () => {
+      const now = Date.now();
+      const stats = await queueStats(db, now);
+      return {
+        queued: stats.queued,
+        sending: stats.sending,
+        oldestDueAgeSeconds: stats.oldestDueAt === null ? 0 : (now - stats.oldestDueAt) / 1000,
+      };
+    },
+    // What every worker knows of the relays, from the database: the same in every process.
+    async () => new Map((await listRelayHealth(db)).map((row) => [row.relay, row.down_since === null])),
+  );
   const apiLogs = new ApiLogService(db, logger, {
     onDrop: (kind) => metrics.apiLogDropped.inc({ kind }),
   });
@@ -195,6 +213,7 @@ export async function openServices(
     deliverer: new Deliverer({
       mailer,
       globalSmtp,
+      globalFallback,
       production: config.production,
       defaultFrom,
       returnPath: bounceDomain === null ? null : (id) => returnPath(tokenKey, id, bounceDomain),
@@ -254,6 +273,7 @@ export function createWorker(
   const webhookLoop = new QueueLoop(storage, WEBHOOK_QUEUE, webhooks, loops, webhookLogger);
 
   mail.onRoom = () => mailLoop.resume();
+  mail.onDue = () => mailLoop.wake();
   webhooks.onRoom = () => webhookLoop.resume();
   mail.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
     metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });

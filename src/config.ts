@@ -27,6 +27,8 @@ export interface Config {
   readonly database: DatabaseConfig;
   /** Global default SMTP server, used by projects without SMTP settings of their own. */
   readonly smtpUrl: string | null;
+  /** HERALD_SMTP_FALLBACK_URL: takes the global relay's mail when it fails or is down (product.md §10). */
+  readonly smtpFallbackUrl: string | null;
   /** Sender (`addr` or `Name <addr>`) for projects that name none; checked where it is parsed. */
   readonly smtpFrom: string | null;
   /** From HERALD_SECRET_KEY; null means "generate or load one from the data dir" (never in production). */
@@ -175,6 +177,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl !== null && !/^smtps?:\/\//.test(smtpUrl)) {
     throw new ConfigError('HERALD_SMTP_URL must start with smtp:// or smtps://');
   }
+  const smtpFallbackUrl = env.HERALD_SMTP_FALLBACK_URL || null;
+  if (smtpFallbackUrl !== null && !/^smtps?:\/\//.test(smtpFallbackUrl))
+    throw new ConfigError('HERALD_SMTP_FALLBACK_URL must start with smtp:// or smtps://');
+  if (smtpFallbackUrl !== null && smtpUrl === null)
+    throw new ConfigError('HERALD_SMTP_FALLBACK_URL needs HERALD_SMTP_URL: it is the fallback of that relay');
   const config: Config = {
     production,
     port: integer(env, env.HERALD_PORT ? 'HERALD_PORT' : 'PORT', 3000, 0, 65535),
@@ -182,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     database: database(env, dataDir),
     smtpUrl,
+    smtpFallbackUrl,
     smtpFrom: env.HERALD_SMTP_FROM || null,
     secretKey,
     logLevel: env.HERALD_LOG_LEVEL || null,

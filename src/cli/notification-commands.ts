@@ -42,6 +42,7 @@ function showJson({ row, attempts, content, template }: Shown): Record<string, u
       smtp_code: a.smtp_code,
       response: a.response,
       transport: a.transport,
+      relay: a.relay,
     })),
   };
 }
@@ -66,7 +67,10 @@ function showText(shown: Shown, status: string): string {
     `template: ${row.template}   to: ${row.recipient}`,
     ...(row.error_message ? [`error: ${row.error_message}`] : []),
     ...templateLines(row, template),
-    ...attempts.map((a) => `  #${a.attempt} ${iso(a.finished_at)} ${a.outcome}: ${a.response ?? ''}`),
+    ...attempts.map(
+      (a) =>
+        `  #${a.attempt} ${iso(a.finished_at)} ${a.outcome}${a.relay ? ` (${a.relay})` : ''}: ${a.response ?? ''}`,
+    ),
     ...(content.subject !== null ? ['', `Subject: ${content.subject}`, '', content.text ?? ''] : []),
     ...(content.html ? ['', '--- HTML ---', content.html] : []),
     ...(content.masked > 0

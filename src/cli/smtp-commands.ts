@@ -1,8 +1,30 @@
 import { Command } from 'commander';
-import type { SmtpSettingsView } from '../services/smtp-settings.js';
+import type { RelayStatus, RelayView, SmtpSettingsView } from '../services/smtp-settings.js';
 import { urlHost } from '../domain/url-host.js';
 import { projectSubcommand, servicesAction } from './context.js';
 import { iso } from './output.js';
+
+/** A fallback relay as printed: like the primary, only whether a password is stored. */
+function relayJson(view: RelayView | null): Record<string, unknown> | null {
+  if (view === null) return null;
+  const { host, port, security, username, hasPassword } = view;
+  return { host, port, security, username, has_password: hasPassword };
+}
+
+/** What is known of a relay: up, or down since when, why, and its next probe. */
+function relayStatusJson(status: RelayStatus): Record<string, unknown> {
+  return {
+    role: status.role,
+    relay: status.relay,
+    source: status.source,
+    up: status.down === null,
+    ...(status.down !== null && {
+      down_since: iso(status.down.since),
+      last_error: status.down.lastError,
+      next_probe_at: status.down.nextProbeAt === null ? null : iso(status.down.nextProbeAt),
+    }),
+  };
+}
 
 /** SMTP settings as printed: the password is never shown, only whether one is stored. */
 function smtpJson(view: SmtpSettingsView): Record<string, unknown> {
@@ -15,6 +37,7 @@ function smtpJson(view: SmtpSettingsView): Record<string, unknown> {
     has_password: view.hasPassword,
     from_email: view.fromEmail,
     from_name: view.fromName,
+    fallback: relayJson(view.fallback),
     updated_at: iso(view.updatedAt),
   };
 }
@@ -27,6 +50,10 @@ export function smtpCommands(): Command {
       '--url <url>',
       'smtp://user:pass@host:port or smtps://…; ?security=auto|starttls|tls|none (default auto: STARTTLS when offered, required with a login)',
     )
+    .option(
+      '--fallback-url <url>',
+      'a second relay that takes over when this one fails or is down (same form; "" removes it; left out, kept)',
+    )
     .option('--from-email <email>', 'sender address when the project has none')
     .option('--from-name <name>', 'sender display name')
     .action(
@@ -34,24 +61,40 @@ export function smtpCommands(): Command {
         async (
           { smtpSettings },
           out,
-          options: { project: string; url: string; fromEmail?: string; fromName?: string },
+          options: {
+            project: string;
+            url: string;
+            fallbackUrl?: string;
+            fromEmail?: string;
+            fromName?: string;
+          },
         ) => {
           const view = await smtpSettings.setFromUrl(options.project, options.url, {
             ...(options.fromEmail !== undefined && { fromEmail: options.fromEmail }),
             ...(options.fromName !== undefined && { fromName: options.fromName }),
+            ...(options.fallbackUrl !== undefined && { fallbackUrl: options.fallbackUrl }),
           });
+          const fallback =
+            view.fallback === null ? '' : `, fallback ${urlHost(view.fallback.host)}:${view.fallback.port}`;
           out.print(
             smtpJson(view),
-            `SMTP for project ${view.projectId}: ${urlHost(view.host)}:${view.port} (${view.security}).`,
+            `SMTP for project ${view.projectId}: ${urlHost(view.host)}:${view.port} (${view.security})${fallback}.`,
           );
         },
       ),
     );
 
-  projectSubcommand(smtp, 'show', "show the project's SMTP settings (without the password)").action(
+  projectSubcommand(
+    smtp,
+    'show',
+    "show the project's SMTP settings (without passwords) and whether its relays are up",
+  ).action(
     servicesAction(async ({ smtpSettings }, out, options: { project: string }) => {
       const view = await smtpSettings.get(options.project);
-      out.print(view === null ? { configured: false } : { configured: true, ...smtpJson(view) });
+      const relays = (await smtpSettings.relays(options.project)).map(relayStatusJson);
+      out.print(
+        view === null ? { configured: false, relays } : { configured: true, ...smtpJson(view), relays },
+      );
     }),
   );
 

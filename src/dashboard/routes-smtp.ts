@@ -2,8 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
-import { describeSmtpTarget, isSmtpSecurity, SMTP_SECURITY } from '../mail/smtp-target.js';
-import type { SmtpSettingsInput, SmtpSettingsView } from '../services/smtp-settings.js';
+import { urlHost } from '../domain/url-host.js';
+import {
+  describeSmtpTarget,
+  isSmtpSecurity,
+  parseSmtpUrl,
+  SMTP_SECURITY,
+  type SmtpTarget,
+} from '../mail/smtp-target.js';
+import type {
+  FallbackInput,
+  RelayView,
+  SmtpSettingsInput,
+  SmtpSettingsView,
+} from '../services/smtp-settings.js';
 import { formPage, fragment, isHtmx, notice, type DashboardDeps } from './context.js';
 import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
@@ -22,11 +34,37 @@ const NOTICES: Record<string, string> = {
   cleared: 'SMTP settings removed.',
 };
 
+/**
+ * A relay as the fallback field shows it: a URL without its password (`security` spelled out
+ * unless the scheme says it), which saved again as it is keeps the stored password.
+ */
+function relayUrl(view: RelayView | null): string {
+  if (view === null) return '';
+  const user = view.username === null ? '' : `${encodeURIComponent(view.username)}@`;
+  const scheme = view.security === 'tls' ? 'smtps' : 'smtp';
+  const security = view.security === 'tls' || view.security === 'auto' ? '' : `?security=${view.security}`;
+  return `${scheme}://${user}${urlHost(view.host)}:${view.port}${security}`;
+}
+
+/** A typed fallback URL shown again (the form had an error) without the password it may hold. */
+function withoutPassword(url: string): string {
+  return url.replace(/^([^:/?#]*:\/\/[^:/?#@]*):[^/?#]*@/, '$1@');
+}
+
+/** The fallback field: empty removes the fallback; a URL without a password keeps the stored one. */
+function fallbackInput(form: Fields): FallbackInput | null {
+  const url = text(form, 'fallback_url');
+  if (url === '') return null;
+  const target = parseSmtpUrl(url);
+  return { ...target, password: target.password ?? undefined };
+}
+
 /** The form; an empty password keeps the stored one unless "remove the password" is ticked. */
 function settingsInput(form: Fields): SmtpSettingsInput {
   const security = text(form, 'security');
   const password = text(form, 'password');
   return {
+    fallback: fallbackInput(form),
     host: text(form, 'host'),
     port: /^\d{1,5}$/.test(text(form, 'port')) ? Number(text(form, 'port')) : NaN,
     security: isSmtpSecurity(security) ? security : 'auto',
@@ -45,6 +83,7 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
     username: view?.username ?? '',
     from_email: view?.fromEmail ?? '',
     from_name: view?.fromName ?? '',
+    fallback_url: relayUrl(view?.fallback ?? null),
   };
 }
 
@@ -69,6 +108,8 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
       const project = await projects.get(state.id);
       const view = await smtpSettings.get(project.id);
       return {
+        // Its relays, with the one that is down (since when, why, the next probe) first to see.
+        relays: await smtpSettings.relays(project.id),
         title: `SMTP · ${project.name}`,
         project,
         tab: 'smtp',
@@ -76,7 +117,10 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         transport: transportState(deps, view),
         globalSmtp: deps.services.globalSmtp === null ? null : describeSmtpTarget(deps.services.globalSmtp),
         securities: SMTP_SECURITY,
-        values: state.values ?? formValues(view),
+        values:
+          state.values === undefined
+            ? formValues(view)
+            : { ...state.values, fallback_url: withoutPassword(text(state.values, 'fallback_url')) },
         error: state.error ?? null,
         result: state.result ?? null,
         testTo: state.testTo ?? project.contactEmail ?? '',
@@ -104,6 +148,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const id = idParam(request.params.id);
     const form = fieldsOf(request.body);
     try {
+      // The form's own errors (a fallback URL that does not parse) are shown like the service's.
       await smtpSettings.set(id, settingsInput(form));
     } catch (error) {
       return smtpPage(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
@@ -126,17 +171,30 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         title: 'Not configured',
         reply: 'Save SMTP settings first.',
       });
+    const connected = (target: SmtpTarget) =>
+      `Connected to ${describeSmtpTarget(target)}; ${target.username === null ? 'no login configured' : 'the login was accepted'}.`;
+    let verified: string;
     try {
       await mailer.verify(smtp.target);
-      const login = smtp.target.username === null ? 'no login configured' : 'the login was accepted';
-      return showResult(request, reply, id, {
-        ok: true,
-        title: 'Connection verified',
-        reply: `Connected to ${describeSmtpTarget(smtp.target)}; ${login}.`,
-      });
+      verified = connected(smtp.target);
     } catch (error) {
       return showResult(request, reply, id, failure('Connection failed', error));
     }
+    // The fallback is checked too: it is needed exactly when the primary is not there to tell.
+    if (smtp.fallback !== null) {
+      try {
+        await mailer.verify(smtp.fallback);
+        verified += `\nFallback: ${connected(smtp.fallback)}`;
+      } catch (error) {
+        const { reply: why } = failure('', error);
+        return showResult(request, reply, id, {
+          ok: false,
+          title: 'Fallback connection failed',
+          reply: `${verified}\nFallback ${describeSmtpTarget(smtp.fallback)}: ${why}`,
+        });
+      }
+    }
+    return showResult(request, reply, id, { ok: true, title: 'Connection verified', reply: verified });
   });
 
   // A direct send over the saved settings, outside the queue: it checks the relay itself and

@@ -15,6 +15,13 @@ export interface DeliveryFailure {
   readonly smtpCode: number | null;
   /** The SMTP command the reply answered (`MAIL FROM`, `RCPT TO`, `DATA`, …), where known. */
   readonly command?: string | null;
+  /**
+   * Set by the SMTP adapter: whether the relay's greeting came (false: no connection, no greeting,
+   * a failed TLS handshake), and whether the transaction ran out of time. The relay's health is
+   * judged from them (relay-health.ts).
+   */
+  readonly reached?: boolean;
+  readonly timedOut?: boolean;
 }
 
 export type Transport = 'smtp' | 'capture';

@@ -6,6 +6,7 @@ import { Messages } from './errors.js';
 import type { NotificationEvent } from './events.js';
 import type { Notification, NotificationView } from './notification.js';
 import type { NotificationState } from './notification-state.js';
+import type { AttemptRoute, RelayRole } from './relay-health.js';
 import { suppressionKey, type SuppressionReason } from './suppression.js';
 
 /**
@@ -81,6 +82,8 @@ export type NotificationChanges = Partial<
     | 'bounce_diagnostic'
     | 'template_locale'
     | 'template_version'
+    | 'relay'
+    | 'waits_for_relay'
   >
 >;
 
@@ -195,6 +198,7 @@ export interface AttemptTransition extends Transition {
     readonly smtpCode: number | null;
     readonly response: string;
     readonly transport: string | null;
+    readonly relay: RelayRole | null;
   };
 }
 
@@ -208,13 +212,17 @@ const EVENT_OF: Record<AttemptOutcome, NotificationEvent> = {
  * What an attempt of a claimed (`sending`) message comes to: `sent`; back to `queued` for a retry
  * (a transient failure with attempts left, due after the backoff); or `failed`. What the outcome
  * leaves alone keeps the row's values (content not rendered this time, the time it was due, no
- * sent time yet).
+ * sent time yet). `route` names the relay (relay-health.ts): after a transient failure on the
+ * primary, a fallback that is up takes the next attempt at once; a failure that did not reach the
+ * relay, or an attempt not made because it is down (`Relay down: …`), leaves the message waiting
+ * for that relay's return.
  */
 export function attemptFinished(
   row: Notification,
   result: AttemptResult,
   policy: AttemptPolicy,
   now: number,
+  route: AttemptRoute | null = null,
   random: () => number = Math.random,
 ): AttemptTransition {
   const common = {
@@ -227,6 +235,7 @@ export function attemptFinished(
     transport: result.transport,
     message_id: result.messageId,
     updated_at: now,
+    relay: route?.role ?? null,
   };
   const requires = { state: 'sending' as NotificationState };
   if (result.ok) {
@@ -243,12 +252,13 @@ export function attemptFinished(
         bounce_category: null,
         bounce_status: null,
         bounce_diagnostic: null,
+        waits_for_relay: null,
       },
       requires,
       usage: moved(row, 'queued', 'sent'),
       event: { type: EVENT_OF.sent, extra: {} },
       suppression: null,
-      attempt: { smtpCode: result.smtpCode, response: result.response, transport: result.transport },
+      attempt: { smtpCode: result.smtpCode, response: result.response, ...attemptVia(result, route) },
     };
   }
   const { failure } = result;
@@ -259,12 +269,19 @@ export function attemptFinished(
     failure.smtpCode === null
       ? null
       : classifyReply({ code: failure.smtpCode, text: failure.message, command: failure.command ?? null });
+  // A transient failure on the primary goes to an available fallback at once (product.md §10).
+  const atOnce = route?.role === 'primary' && route.fallbackReady;
   return {
     outcome,
     changes: {
       ...common,
       state: outcome === 'retry' ? 'queued' : 'failed',
-      run_at: outcome === 'retry' ? now + backoffDelay(row.attempts, policy.backoff, random) : row.run_at,
+      run_at:
+        outcome !== 'retry'
+          ? row.run_at
+          : atOnce
+            ? now
+            : now + backoffDelay(row.attempts, policy.backoff, random),
       sent_at: row.sent_at,
       error_message: failure.message,
       ...(refusal === null
@@ -275,6 +292,8 @@ export function attemptFinished(
             bounce_diagnostic: row.bounce_diagnostic,
           }
         : bounceColumns(refusal)),
+      // Mail that waits for its relay is due at once when the relay is back (relayBack).
+      waits_for_relay: outcome === 'retry' && route?.unreachable === true ? route.relay : null,
     },
     requires,
     usage: outcome === 'retry' ? [] : moved(row, 'queued', 'failed'),
@@ -283,8 +302,21 @@ export function attemptFinished(
       outcome === 'failed' && refusal !== null && refusalSuppresses(failure, refusal)
         ? suppression(row, 'hard_bounce', `${refusal.category}: ${failure.message}`)
         : null,
-    attempt: { smtpCode: failure.smtpCode, response: failure.message, transport: result.transport },
+    attempt: { smtpCode: failure.smtpCode, response: failure.message, ...attemptVia(result, route) },
   };
+}
+
+const attemptVia = (result: AttemptResult, route: AttemptRoute | null) => ({
+  transport: result.transport,
+  relay: route?.role ?? null,
+});
+
+/**
+ * Queued mail waiting for a relay that is back is due now, all of it at once (storage/relay-health.ts);
+ * nothing else changes and no event is due: it still waits for its next attempt, only less long.
+ */
+export function relayBack(now: number) {
+  return { changes: { run_at: now, waits_for_relay: null }, requires: { state: 'queued' as const } };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { BounceCategory, BounceType, BounceVerdict } from './bounce/categories.js';
 import { publicStatus, type NotificationState, type PublicStatus } from './notification-state.js';
+import type { RelayRole } from './relay-health.js';
 
 /**
  * A notification as it is stored: the row is the job and its whole history's summary. Times are
@@ -45,6 +46,10 @@ export interface Notification {
   /** The variant that rendered (null: the default) and its template version, once rendered. */
   readonly template_locale: string | null;
   readonly template_version: number | null;
+  /** The relay of the last attempt: the one that carried it, once sent (product.md §10). */
+  readonly relay: RelayRole | null;
+  /** While queued after its relay failed or was down: that relay (host and port), whose return makes it due. */
+  readonly waits_for_relay: string | null;
 }
 
 /**
@@ -63,6 +68,8 @@ export interface NotificationView {
   updated_at: string;
   sent_at?: string;
   transport?: string;
+  /** Which relay carried a sent message: its project's (or Herald's) primary or fallback. */
+  relay?: RelayRole;
   error_message?: string;
   send_at?: string;
   last_error?: string;
@@ -93,6 +100,7 @@ export function notificationView(row: Notification): NotificationView {
   if (status === 'sent') {
     if (row.sent_at !== null) view.sent_at = iso(row.sent_at);
     if (row.transport !== null) view.transport = row.transport;
+    if (row.relay !== null) view.relay = row.relay;
   }
   if (status === 'failed') {
     view.error_message = row.error_message ?? 'Delivery failed';

@@ -106,3 +106,14 @@ export function nextWindow(window: RelayWindow, finished: Finished, policy: Wind
       return window;
   }
 }
+
+/**
+ * The window of a relay that was down and is back (relay-health.ts): one transaction, doubling
+ * per round of prompt acceptances up to `initial`, then growing by one per window, as a TCP
+ * sender restarts after a timeout. The mail that waited for the relay is due at once; this keeps
+ * it from arriving as one burst that trips the relay's own limits. The new round leaves failures
+ * of transactions started while it was down without effect on it.
+ */
+export function reopenWindow(window: RelayWindow, policy: WindowPolicy): RelayWindow {
+  return { limit: 1, threshold: Math.min(policy.initial, policy.ceiling), round: window.round + 1 };
+}

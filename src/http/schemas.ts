@@ -161,6 +161,12 @@ export const StatusResponse = Type.Object(
     updated_at: Time,
     sent_at: Type.Optional(Time),
     transport: Type.Optional(Type.String()),
+    relay: Type.Optional(
+      Type.Union([Type.Literal('primary'), Type.Literal('fallback')], {
+        description:
+          "Once sent over SMTP: which relay carried it, the project's (or Herald's) primary or its fallback.",
+      }),
+    ),
     error_message: Type.Optional(Type.String()),
     send_at: Type.Optional({ ...Time, description: 'While a scheduled send waits: the time it asked for.' }),
     last_error: Type.Optional(

@@ -48,6 +48,22 @@ function connectionLost(error: SmtpClientError): boolean {
 
 const aborted = () => Object.assign(new Error('SMTP transaction aborted'), { code: 'ETIMEDOUT' });
 
+/**
+ * Marks an error of setting a connection up: `greeted` says whether the relay's greeting had come.
+ * Until then nodemailer names the failing step `CONN` (a refusal, a timeout, a greeting other than
+ * 220, a TLS handshake); after it, the command (EHLO, STARTTLS, AUTH).
+ */
+function beforeGreeting(error: Error): Error {
+  const command = (error as { command?: unknown }).command;
+  return Object.assign(error, { greeted: command !== undefined && command !== 'CONN' });
+}
+
+/** Whether the relay's greeting had come when `error` happened (true for failures after connecting). */
+export function greetedBefore(error: unknown): boolean {
+  const greeted = (error as { greeted?: unknown } | null)?.greeted;
+  return typeof greeted === 'boolean' ? greeted : true;
+}
+
 export class RelayPool {
   private readonly idle: SMTPConnection[] = [];
   private readonly open = new Set<SMTPConnection>();
@@ -113,7 +129,7 @@ export class RelayPool {
         settled = true;
         stopListening();
         connection.close();
-        reject(error);
+        reject(beforeGreeting(error));
       };
       const abort = () => fail(aborted());
       const ready = () => {

@@ -56,6 +56,14 @@ export function parseSmtpUrl(raw: string): SmtpTarget {
   };
 }
 
+/**
+ * The relay a target reaches, as `host:port` (the host lowercased, IPv6 in brackets): lanes,
+ * windows and health are per relay, so one host behind several logins is one relay.
+ */
+export function relayKey(target: Pick<SmtpTarget, 'host' | 'port'>): string {
+  return `${urlHost(target.host.toLowerCase())}:${target.port}`;
+}
+
 /** The target with its password replaced, for logs and CLI output. */
 export function describeSmtpTarget(target: SmtpTarget): string {
   const user = target.username === null ? '' : `${encodeURIComponent(target.username)}@`;

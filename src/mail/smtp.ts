@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
-import { RelayPool } from './relay-pool.js';
+import { greetedBefore, RelayPool } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 
 /**
@@ -130,7 +130,12 @@ export class SmtpMailer {
     if (!this.outbound.enforce || target.trusted === true) return { host: target.host };
     const addresses = isIP(target.host)
       ? [target.host]
-      : (await lookup(target.host, { all: true, verbatim: true })).map((entry) => entry.address);
+      : (
+          await lookup(target.host, { all: true, verbatim: true }).catch((error: Error) => {
+            // A name that does not resolve is a relay that cannot be reached.
+            throw Object.assign(error, { greeted: false });
+          })
+        ).map((entry) => entry.address);
     let refusal: string | null = null;
     for (const address of addresses) {
       refusal = outboundRefusal(this.outbound, { host: target.host, address, port: target.port });
@@ -221,11 +226,12 @@ export class SmtpMailer {
     } catch (error) {
       if (error instanceof SmtpDeliveryError) throw error;
       // An attempt cut off at the deadline reports the deadline, whatever its connection said.
-      throw new SmtpDeliveryError(
-        classifySmtpError(
-          deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
-        ),
+      const failure = classifySmtpError(
+        deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
       );
+      // What the relay's health is judged on (domain/relay-health.ts).
+      const timedOut = deadline.aborted || (error as { code?: unknown } | null)?.code === 'ETIMEDOUT';
+      throw new SmtpDeliveryError({ ...failure, reached: greetedBefore(error), timedOut });
     } finally {
       clearTimeout(timer);
       running.catch(() => undefined);
@@ -258,6 +264,15 @@ export class SmtpMailer {
       if (deadline.aborted) throw new Error(DEADLINE_EXCEEDED);
       await relay.verify(deadline);
     });
+  }
+
+  /**
+   * Connects to a relay judged down, waits for its greeting and says EHLO, then QUIT: whether it
+   * is back (domain/relay-health.ts). No login: the relay's reachability is in question, not the
+   * project's credentials. Throws SmtpDeliveryError as a send would.
+   */
+  async probe(target: SmtpTarget): Promise<void> {
+    await this.verify({ ...target, username: null, password: null });
   }
 
   /** Closes every pool; sends after this fail instead of opening new connections. */

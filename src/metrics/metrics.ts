@@ -86,7 +86,14 @@ export class Metrics {
   /** API log entries waiting to be written, read at scrape time. */
   apiLogBuffered: (() => number) | null = null;
 
-  constructor(snapshot: () => Promise<QueueSnapshot>) {
+  /**
+   * `snapshot` reads the queue; `relays` what every worker knows of the relays (whether each is up),
+   * from the database, so every process of a deployment reports the same.
+   */
+  constructor(
+    snapshot: () => Promise<QueueSnapshot>,
+    relays: () => Promise<ReadonlyMap<string, boolean>> = () => Promise.resolve(new Map()),
+  ) {
     const registers = [this.registry];
     // The two queue gauges share one read per scrape.
     let pending: Promise<QueueSnapshot> | null = null;
@@ -117,6 +124,17 @@ export class Metrics {
       registers,
       collect() {
         this.set(apiLogBuffered());
+      },
+    });
+    new Gauge({
+      name: 'herald_smtp_relay_up',
+      help: 'Whether each SMTP relay (host:port) Herald has sent to is up (1) or judged down (0) and being probed',
+      labelNames: ['relay'],
+      registers,
+      async collect() {
+        const known = await relays();
+        this.reset();
+        for (const [relay, up] of known) this.set({ relay }, up ? 1 : 0);
       },
     });
     const windows = () => this.relayWindows?.() ?? [];

@@ -1,12 +1,29 @@
 import type { Kysely } from 'kysely';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
+import { isDown, type RelayRole } from '../domain/relay-health.js';
 import { storedPasswordSurvives } from '../domain/smtp-credentials.js';
-import { parseSmtpUrl, isSmtpSecurity, type SmtpTarget } from '../mail/smtp-target.js';
+import {
+  describeSmtpTarget,
+  parseSmtpUrl,
+  isSmtpSecurity,
+  relayKey,
+  type SmtpTarget,
+} from '../mail/smtp-target.js';
 import type { SecretBox } from '../security/cipher.js';
+import { findRelayHealth, healthOf } from '../storage/relay-health.js';
 import type { Database, SmtpSecurity, SmtpSettingsRow } from '../storage/schema.js';
 import { deleteSmtpSettings, findSmtpSettings, upsertSmtpSettings } from '../storage/smtp-settings.js';
 import type { ProjectService } from './projects.js';
+
+/** A relay as shown to people: its password, if any, is write-only. */
+export interface RelayView {
+  readonly host: string;
+  readonly port: number;
+  readonly security: SmtpSecurity;
+  readonly username: string | null;
+  readonly hasPassword: boolean;
+}
 
 /** SMTP settings as shown to people: the password is write-only and never leaves the service. */
 export interface SmtpSettingsView {
@@ -19,6 +36,17 @@ export interface SmtpSettingsView {
   readonly fromEmail: string | null;
   readonly fromName: string | null;
   readonly updatedAt: number;
+  /** The fallback relay (product.md §10); null without one. */
+  readonly fallback: RelayView | null;
+}
+
+/** A fallback relay to store; its password kept as the primary's is (see SmtpSettingsInput). */
+export interface FallbackInput {
+  readonly host: string;
+  readonly port: number;
+  readonly security: SmtpSecurity;
+  readonly username?: string | null;
+  readonly password?: string | null;
 }
 
 export interface SmtpSettingsInput {
@@ -30,6 +58,25 @@ export interface SmtpSettingsInput {
   readonly password?: string | null;
   readonly fromEmail?: string | null;
   readonly fromName?: string | null;
+  /** undefined keeps the stored fallback relay; null removes it. */
+  readonly fallback?: FallbackInput | null;
+}
+
+/** A relay's state as the dashboard and the CLI show it (product.md §10). */
+export interface RelayStatus {
+  readonly role: RelayRole;
+  /** `host:port`. */
+  readonly relay: string;
+  /** The relay without its password, e.g. `smtp://user@host:587 (auto)`. */
+  readonly target: string;
+  /** The project's own settings, or Herald's (HERALD_SMTP_URL, HERALD_SMTP_FALLBACK_URL). */
+  readonly source: 'project' | 'global';
+  /** While it is down: since when, its last failure, when it is probed next. */
+  readonly down: {
+    readonly since: number;
+    readonly lastError: string | null;
+    readonly nextProbeAt: number | null;
+  } | null;
 }
 
 function toView(row: SmtpSettingsRow): SmtpSettingsView {
@@ -43,13 +90,40 @@ function toView(row: SmtpSettingsRow): SmtpSettingsView {
     fromEmail: row.from_email,
     fromName: row.from_name,
     updatedAt: row.updated_at,
+    fallback:
+      row.fallback_host === null || row.fallback_port === null
+        ? null
+        : {
+            host: row.fallback_host,
+            port: row.fallback_port,
+            security: row.fallback_security ?? 'auto',
+            username: row.fallback_username,
+            hasPassword: row.fallback_password_enc !== null,
+          },
   };
 }
 
 export interface ProjectSmtp {
   readonly target: SmtpTarget;
+  /** The relay that takes over when the primary fails (product.md §10). */
+  readonly fallback: SmtpTarget | null;
   readonly fromEmail: string | null;
   readonly fromName: string | null;
+}
+
+/** Herald's own relays, for projects without settings of their own. */
+export interface GlobalRelays {
+  readonly primary: SmtpTarget | null;
+  readonly fallback: SmtpTarget | null;
+}
+
+function checkRelay(host: string, port: number, security: string, what = 'SMTP'): void {
+  if (host === '' || host.length > 253 || /[\s/@]/.test(host))
+    throw errors.invalidInput(`${what} host is not valid`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw errors.invalidInput(`${what} port must be between 1 and 65535`);
+  if (!isSmtpSecurity(security))
+    throw errors.invalidInput(`${what} security must be auto, starttls, tls or none`);
 }
 
 export class SmtpSettingsService {
@@ -58,28 +132,33 @@ export class SmtpSettingsService {
     private readonly projects: ProjectService,
     private readonly secrets: SecretBox,
     private readonly now: () => number = Date.now,
+    private readonly globals: GlobalRelays = { primary: null, fallback: null },
   ) {}
 
-  /** `herald smtp set --url smtp://user:pass@host:port`. */
+  /**
+   * `herald smtp set --url smtp://user:pass@host:port [--fallback-url URL]`. Without `fallbackUrl`
+   * the stored fallback stays; an empty one removes it. A fallback URL without a password keeps the
+   * stored one while its host, port and user are the same.
+   */
   async setFromUrl(
     projectRef: string | number,
     url: string,
-    from: { fromEmail?: string | null; fromName?: string | null } = {},
+    options: { fromEmail?: string | null; fromName?: string | null; fallbackUrl?: string | null } = {},
   ): Promise<SmtpSettingsView> {
+    const { fallbackUrl, ...from } = options;
     const target = parseSmtpUrl(url);
-    return this.set(projectRef, { ...target, password: target.password, ...from });
+    return this.set(projectRef, {
+      ...target,
+      password: target.password,
+      ...from,
+      ...(fallbackUrl !== undefined && { fallback: parseFallbackUrl(fallbackUrl) }),
+    });
   }
 
   async set(projectRef: string | number, input: SmtpSettingsInput): Promise<SmtpSettingsView> {
     const project = await this.projects.resolve(projectRef);
     const host = input.host.trim();
-    if (host === '' || host.length > 253 || /[\s/@]/.test(host))
-      throw errors.invalidInput('SMTP host is not valid');
-    if (!Number.isInteger(input.port) || input.port < 1 || input.port > 65535) {
-      throw errors.invalidInput('SMTP port must be between 1 and 65535');
-    }
-    if (!isSmtpSecurity(input.security))
-      throw errors.invalidInput('SMTP security must be auto, starttls, tls or none');
+    checkRelay(host, input.port, input.security);
     let fromEmail = input.fromEmail ?? null;
     if (fromEmail !== null && fromEmail !== '') {
       const mailbox = parseMailbox(fromEmail);
@@ -99,6 +178,7 @@ export class SmtpSettingsService {
         : input.password === null || input.password === ''
           ? null
           : this.secrets.seal(input.password);
+    const fallback = this.fallbackColumns(input.fallback, current, { host, port: input.port });
     const row = await upsertSmtpSettings(this.db, {
       project_id: project.id,
       host,
@@ -109,8 +189,58 @@ export class SmtpSettingsService {
       from_email: fromEmail || null,
       from_name: input.fromName?.replace(/[\r\n]+/g, ' ').trim() || null,
       updated_at: this.now(),
+      ...fallback,
     });
     return toView(row);
+  }
+
+  /** The fallback columns to store: kept, removed or replaced (its password as the primary's is). */
+  private fallbackColumns(
+    input: FallbackInput | null | undefined,
+    current: SmtpSettingsRow | undefined,
+    primary: { host: string; port: number },
+  ): Pick<
+    SmtpSettingsRow,
+    'fallback_host' | 'fallback_port' | 'fallback_security' | 'fallback_username' | 'fallback_password_enc'
+  > {
+    const none = {
+      fallback_host: null,
+      fallback_port: null,
+      fallback_security: null,
+      fallback_username: null,
+      fallback_password_enc: null,
+    };
+    if (input === undefined) {
+      if (current === undefined) return none;
+      const { fallback_host, fallback_port, fallback_security, fallback_username, fallback_password_enc } =
+        current;
+      return { fallback_host, fallback_port, fallback_security, fallback_username, fallback_password_enc };
+    }
+    if (input === null) return none;
+    const host = input.host.trim();
+    checkRelay(host, input.port, input.security, 'Fallback SMTP');
+    if (relayKey({ host, port: input.port }) === relayKey(primary))
+      throw errors.invalidInput('The fallback relay must be another host or port than the primary');
+    const username = input.username?.trim() || null;
+    const stored =
+      current?.fallback_host != null && current.fallback_port != null
+        ? { host: current.fallback_host, port: current.fallback_port, username: current.fallback_username }
+        : null;
+    const keep = stored !== null && storedPasswordSurvives(stored, { host, port: input.port, username });
+    return {
+      fallback_host: host,
+      fallback_port: input.port,
+      fallback_security: input.security,
+      fallback_username: username,
+      fallback_password_enc:
+        input.password === undefined
+          ? keep
+            ? (current?.fallback_password_enc ?? null)
+            : null
+          : input.password === null || input.password === ''
+            ? null
+            : this.secrets.seal(input.password),
+    };
   }
 
   async get(projectRef: string | number): Promise<SmtpSettingsView | null> {
@@ -136,8 +266,70 @@ export class SmtpSettingsService {
         username: row.username,
         password: row.password_enc === null ? null : this.secrets.open(row.password_enc),
       },
+      fallback:
+        row.fallback_host === null || row.fallback_port === null
+          ? null
+          : {
+              host: row.fallback_host,
+              port: row.fallback_port,
+              security: row.fallback_security ?? 'auto',
+              username: row.fallback_username,
+              password:
+                row.fallback_password_enc === null ? null : this.secrets.open(row.fallback_password_enc),
+            },
       fromEmail: row.from_email,
       fromName: row.from_name,
     };
   }
+
+  /**
+   * The relays the project's mail goes through, its own or Herald's, with what is known of each:
+   * down since when, why, and when it is probed next (product.md §10).
+   */
+  async relays(projectRef: string | number): Promise<RelayStatus[]> {
+    const project = await this.projects.resolve(projectRef);
+    const own = await findSmtpSettings(this.db, project.id);
+    const source = own === undefined ? ('global' as const) : ('project' as const);
+    const view = own === undefined ? null : toView(own);
+    const targets: [RelayRole, Pick<SmtpTarget, 'host' | 'port' | 'security' | 'username'> | null][] =
+      view === null
+        ? [
+            ['primary', this.globals.primary],
+            ['fallback', this.globals.primary === null ? null : this.globals.fallback],
+          ]
+        : [
+            ['primary', view],
+            ['fallback', view.fallback],
+          ];
+    const present = targets.flatMap(([role, target]) => (target === null ? [] : [{ role, target }]));
+    const known = new Map(
+      (
+        await findRelayHealth(
+          this.db,
+          present.map(({ target }) => relayKey(target)),
+        )
+      ).map((row) => [row.relay, healthOf(row)]),
+    );
+    return present.map(({ role, target }) => {
+      const relay = relayKey(target);
+      const health = known.get(relay);
+      return {
+        role,
+        relay,
+        target: describeSmtpTarget({ ...target, password: null }),
+        source,
+        down:
+          health === undefined || !isDown(health)
+            ? null
+            : { since: health.downSince!, lastError: health.lastError, nextProbeAt: health.probeAt },
+      };
+    });
+  }
+}
+
+/** A fallback relay's URL as `smtp set --fallback-url` takes it: empty (or null) removes it. */
+function parseFallbackUrl(url: string | null): FallbackInput | null {
+  if (url === null || url.trim() === '') return null;
+  const target = parseSmtpUrl(url.trim());
+  return { ...target, password: target.password ?? undefined };
 }

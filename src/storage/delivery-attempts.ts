@@ -15,6 +15,7 @@ const INSERT_ATTEMPT = new Precompiled(
     'smtp_code',
     'response',
     'transport',
+    'relay',
   ] as const,
   (db, slot) =>
     db.insertInto('delivery_attempts').values({
@@ -26,6 +27,7 @@ const INSERT_ATTEMPT = new Precompiled(
       smtp_code: slot('smtp_code'),
       response: slot('response'),
       transport: slot('transport'),
+      relay: slot('relay'),
     }),
 );
 

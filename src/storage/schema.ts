@@ -3,6 +3,7 @@ import type { BounceCategory, BounceType } from '../domain/bounce/categories.js'
 import type { UsageState } from '../domain/lifecycle.js';
 import type { TemplateEngine } from '../domain/message.js';
 import type { NotificationState } from '../domain/notification-state.js';
+import type { RelayRole } from '../domain/relay-health.js';
 import type { SuppressionReason } from '../domain/suppression.js';
 
 /**
@@ -84,6 +85,12 @@ export interface SmtpSettingsTable {
   from_email: string | null;
   from_name: string | null;
   updated_at: number;
+  /** The fallback relay (product.md §10); all null without one. */
+  fallback_host: string | null;
+  fallback_port: number | null;
+  fallback_security: SmtpSecurity | null;
+  fallback_username: string | null;
+  fallback_password_enc: string | null;
 }
 
 export interface NotificationsTable {
@@ -126,6 +133,10 @@ export interface NotificationsTable {
   /** The variant that rendered (null: the default) and its template version, once rendered. */
   template_locale: string | null;
   template_version: number | null;
+  /** The relay of the last attempt, `primary` or `fallback`: once sent, the one that carried it. */
+  relay: RelayRole | null;
+  /** While queued after its relay failed or was down: that relay (host:port). */
+  waits_for_relay: string | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -138,6 +149,29 @@ export interface DeliveryAttemptsTable {
   smtp_code: number | null;
   response: string | null;
   transport: string | null;
+  relay: RelayRole | null;
+}
+
+/** What every worker knows of a relay (domain/relay-health.ts). */
+export interface RelayHealthTable {
+  /** `host:port`, the host lowercased (IPv6 in brackets). */
+  relay: string;
+  host: string;
+  port: number;
+  /** 1: implicit TLS (smtps), as a probe must connect. */
+  tls: number;
+  /** 1: the operator's relay, exempt from the outbound rules. */
+  trusted: number;
+  failures: number;
+  down_since: number | null;
+  last_error: string | null;
+  probes: number;
+  probe_at: number | null;
+  /** The worker probing it now, until `probe_until`. */
+  probe_owner: string | null;
+  probe_until: number | null;
+  version: number;
+  updated_at: number;
 }
 
 export interface ApiLogsTable {
@@ -318,6 +352,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   suppressions: SuppressionsTable;
+  relay_health: RelayHealthTable;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;
@@ -339,3 +374,4 @@ export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type SuppressionRow = Selectable<SuppressionsTable>;
+export type RelayHealthRow = Selectable<RelayHealthTable>;

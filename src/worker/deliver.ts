@@ -4,8 +4,9 @@ import { Messages } from '../domain/errors.js';
 import type { AttemptResult, DeliveryFailure } from '../domain/attempt.js';
 import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
-import type { SmtpTarget } from '../mail/smtp-target.js';
-import { urlHost } from '../domain/url-host.js';
+import { relayKey, type SmtpTarget } from '../mail/smtp-target.js';
+import type { RelayRole } from '../domain/relay-health.js';
+import type { RelayEndpoint } from '../storage/relay-health.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { RenderedMessage } from '../domain/message.js';
 import { TemplateRenderError } from '../domain/template/budget.js';
@@ -15,6 +16,8 @@ export interface DeliveryDeps {
   readonly mailer: SmtpMailer;
   /** HERALD_SMTP_URL, parsed; used by projects without SMTP settings of their own. */
   readonly globalSmtp: SmtpTarget | null;
+  /** HERALD_SMTP_FALLBACK_URL, parsed: the global relay's fallback. */
+  readonly globalFallback?: SmtpTarget | null;
   /** In production a message with no SMTP server to go to fails; elsewhere it is captured. */
   readonly production: boolean;
   /** HERALD_SMTP_FROM: the sender when neither the project nor its SMTP settings name one. */
@@ -28,6 +31,28 @@ export interface DeliveryDeps {
 
 const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', message, smtpCode: null });
 
+/** A relay a message may go to: where (for lanes, health and probes) and how (for the attempt). */
+export interface Relay extends RelayEndpoint {
+  readonly target: SmtpTarget;
+}
+
+/** A message's relays: its primary, and the fallback that takes over when the primary fails. */
+export interface Relays {
+  readonly primary: Relay;
+  readonly fallback: Relay | null;
+}
+
+function relayOf(target: SmtpTarget): Relay {
+  return {
+    relay: relayKey(target),
+    host: target.host,
+    port: target.port,
+    tls: target.security === 'tls',
+    trusted: target.trusted === true,
+    target,
+  };
+}
+
 /**
  * One delivery attempt: render the template, plan the delivery from the settings, compose the
  * message and hand it to the relay (or capture it). It reads nothing itself: the loader brought
@@ -36,17 +61,31 @@ const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', me
 export class Deliverer {
   constructor(private readonly deps: DeliveryDeps) {}
 
-  /**
-   * The relay a notification with this context goes to, as host and port: lanes are shared per
-   * destination, so one host behind several logins is still one relay. Null when none is used.
-   */
-  relayOf(context: DeliveryContext): string | null {
-    const choice = chooseTransport(context.smtp?.target ?? null, this.deps.globalSmtp, this.deps.production);
-    if (choice.kind !== 'project' && choice.kind !== 'global') return null;
-    return `${urlHost(choice.target.host.toLowerCase())}:${choice.target.port}`;
+  /** The SMTP client attempts go through (and probes of relays that are down). */
+  get mailer(): SmtpMailer {
+    return this.deps.mailer;
   }
 
-  async attempt(row: NotificationRow, context: DeliveryContext | null): Promise<AttemptResult> {
+  /**
+   * The relays a notification with this context may go to: the project's own (its primary and
+   * fallback), else Herald's (HERALD_SMTP_URL and HERALD_SMTP_FALLBACK_URL). A project with a relay
+   * of its own never falls back to Herald's: its own login and sender domain vouch for its mail.
+   * Null when no relay is used (capture, or none configured).
+   */
+  relaysOf(context: DeliveryContext): Relays | null {
+    const choice = chooseTransport(context.smtp?.target ?? null, this.deps.globalSmtp, this.deps.production);
+    if (choice.kind !== 'project' && choice.kind !== 'global') return null;
+    const fallback =
+      choice.kind === 'project' ? (context.smtp?.fallback ?? null) : (this.deps.globalFallback ?? null);
+    return { primary: relayOf(choice.target), fallback: fallback === null ? null : relayOf(fallback) };
+  }
+
+  /** One attempt through the project's `role` relay (its fallback only where it has one). */
+  async attempt(
+    row: NotificationRow,
+    context: DeliveryContext | null,
+    role: RelayRole = 'primary',
+  ): Promise<AttemptResult> {
     if (context === null) {
       return {
         ok: false,
@@ -71,15 +110,17 @@ export class Deliverer {
         messageId: null,
       };
     }
+    const fallback = role === 'fallback' ? this.relaysOf(context)?.fallback : undefined;
     const planned = planDelivery({
       project: {
         fromEmail: project.from_email,
         fromName: project.from_name,
         contactEmail: project.contact_email,
       },
-      smtp,
+      // The same plan, through the fallback: the sender and envelope do not change with the relay.
+      smtp: smtp !== null && fallback ? { ...smtp, target: fallback.target } : smtp,
       defaultFrom: this.deps.defaultFrom,
-      globalTarget: this.deps.globalSmtp,
+      globalTarget: smtp === null && fallback ? fallback.target : this.deps.globalSmtp,
       production: this.deps.production,
       recipient: row.recipient,
       idLeft: row.request_id,

@@ -4,15 +4,22 @@ import { failedBeforeSending, type AttemptResult } from '../domain/attempt.js';
 import { deliveryBackoff } from '../domain/backoff.js';
 import { lanePolicy, type LanePolicy } from '../domain/lanes.js';
 import { attemptFinished, type AttemptOutcome, type AttemptPolicy } from '../domain/lifecycle.js';
+import {
+  relayHealthPolicy,
+  routeAttempt,
+  type AttemptRoute,
+  type RelayRole,
+} from '../domain/relay-health.js';
 import { windowPolicy } from '../domain/relay-window.js';
 import { suppressedMessage, suppressionKey, type SuppressionReason } from '../domain/suppression.js';
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
 import type { NotificationRow } from '../storage/schema.js';
 import { suppressedAmong } from '../storage/suppressions.js';
-import type { Deliverer } from './deliver.js';
+import type { Deliverer, Relay, Relays } from './deliver.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import type { Attempted } from './outcomes.js';
+import { RelayHealthBook } from './relay-health.js';
 import { RelayLanes } from './relay-lanes.js';
 
 /** The delivery settings the mail lanes use (documented in config.ts). */
@@ -36,10 +43,18 @@ interface Job {
   readonly suppressed: SuppressionReason | null;
 }
 
-/** A loaded job that waits for a lane of its relay. */
-interface Parked {
+/** A loaded job with the relays it may go to; it waits parked for a lane of one of them. */
+interface Routed {
   readonly job: Job;
   readonly context: DeliveryContext;
+  readonly relays: Relays;
+}
+
+/** An attempt's way to its relay: the lane it holds there, and what it needs to wait for one again. */
+interface Lane {
+  readonly relay: Relay;
+  readonly role: RelayRole;
+  readonly routed: Routed;
 }
 
 /**
@@ -51,7 +66,9 @@ interface Parked {
  */
 export class MailConsumer implements Consumer {
   private readonly backlog: Job[] = [];
-  private readonly relays: RelayLanes<Parked>;
+  private readonly relays: RelayLanes<Routed>;
+  /** What this worker knows of its relays, shared with every other worker (relay-health.ts). */
+  readonly health: RelayHealthBook;
   private readonly lanes: LanePolicy;
   private readonly policy: AttemptPolicy;
   private active = 0;
@@ -64,6 +81,8 @@ export class MailConsumer implements Consumer {
   onRoom: () => void = () => {};
   /** Told about every stored outcome (metrics); must not throw or block. */
   onOutcome: ((outcome: DeliveryOutcome) => void) | null = null;
+  /** Told when mail that waited for a relay is due now (the loop should claim). */
+  onDue: () => void = () => {};
 
   constructor(
     private readonly queue: LeaseQueue<'notifications', Attempted>,
@@ -76,6 +95,15 @@ export class MailConsumer implements Consumer {
     this.lanes = lanePolicy(options);
     this.relays = new RelayLanes(this.lanes, windowPolicy(options), logger);
     this.policy = { maxAttempts: options.maxAttempts, backoff: deliveryBackoff(options.retryBaseMs) };
+    this.health = new RelayHealthBook(
+      queue.db,
+      deliverer.mailer,
+      queue.owner,
+      { policy: relayHealthPolicy(options), probeTimeoutMs: options.smtpTimeoutMs },
+      logger,
+      now,
+    );
+    this.health.onChange = (relay, down) => this.relayChanged(relay, down);
   }
 
   /** Refills before the backlog runs dry, so the lanes never wait for a claim. */
@@ -99,6 +127,7 @@ export class MailConsumer implements Consumer {
 
   /** Claims due mail, reads whose recipients are suppressed (one query), and starts what fits. */
   async fill(): Promise<Fill> {
+    await this.health.start();
     const leaveOut = this.saturatedProjects();
     const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: leaveOut });
     this.leftOut = new Set(leaveOut);
@@ -122,6 +151,7 @@ export class MailConsumer implements Consumer {
    */
   async drain(deadline: number): Promise<void> {
     this.stopping = true;
+    this.health.stop();
     const waiting = this.backlog.splice(0);
     while (this.running.size > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     // Outcomes the store still refuses stay leased; the stale heartbeat returns them.
@@ -188,13 +218,13 @@ export class MailConsumer implements Consumer {
           message: suppressedMessage(job.suppressed),
           smtpCode: null,
         };
-        return this.attempt(job, null, () => Promise.resolve(failedBeforeSending(failure)));
+        return this.attempt(job, null, null, () => Promise.resolve(failedBeforeSending(failure)));
       }
       let context: DeliveryContext | null;
       try {
         context = await job.batch.load(job.row.project_id, job.row.template);
       } catch (err) {
-        return this.attempt(job, null, () => Promise.reject(err));
+        return this.attempt(job, null, null, () => Promise.reject(err));
       }
       if (this.stopping) {
         // Loaded after the stop began: given back with the backlog, never started.
@@ -202,16 +232,10 @@ export class MailConsumer implements Consumer {
         this.unstarted.push(job);
         return;
       }
-      const relay = context === null ? null : this.deliverer.relayOf(context);
-      if (context === null || relay === null)
-        return this.attempt(job, null, () => this.deliverer.attempt(job.row, context));
-      if (!this.relays.mayStart(relay, this.active)) {
-        // The relay holds its window, or only the reserved lanes are left: give the lane back.
-        this.active--;
-        this.relays.park(relay, { job, context });
-        return this.onRoom();
-      }
-      this.attempt(job, { relay, context }, () => this.deliverer.attempt(job.row, context));
+      const relays = context === null ? null : this.deliverer.relaysOf(context);
+      if (context === null || relays === null)
+        return this.attempt(job, null, null, () => this.deliverer.attempt(job.row, context));
+      this.dispatch({ job, context, relays });
     })().catch((err: unknown) => {
       // Nothing above throws today; if it ever does, the lane and the lease must not leak.
       this.logger.error({ err, requestId: job.row.request_id }, 'starting a delivery failed');
@@ -222,31 +246,61 @@ export class MailConsumer implements Consumer {
   }
 
   /**
-   * A relay that refused a connection while it was serving others of ours has no room for more
-   * just now: its window has shrunk, and the message waits for a lane of that relay instead of
-   * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
+   * Sends a job that holds a lane to the relay its attempt goes to (domain/relay-health.ts
+   * `routeAttempt`), or parks it there when the relay has no room. When its relays are down the
+   * attempt is not made: it fails at once with `Relay down: …`, without a connection.
    */
-  private refusedForRoom(relay: string, result: AttemptResult): boolean {
-    return (
-      !result.ok &&
-      result.transport === 'smtp' &&
-      result.failure.kind === 'transient' &&
-      result.failure.command === 'CONN' &&
-      this.relays.inFlight(relay) > 1
+  private dispatch(routed: Routed): void {
+    const { job, relays } = routed;
+    const route = routeAttempt({
+      lastRole: job.row.relay,
+      retry: job.row.attempts > 1,
+      primary: this.health.health(relays.primary.relay),
+      fallback: relays.fallback === null ? null : this.health.health(relays.fallback.relay),
+    });
+    const relay = route.role === 'primary' ? relays.primary : relays.fallback!;
+    if (route.kind === 'down') {
+      const failure = { kind: 'transient' as const, message: route.message, smtpCode: null };
+      const down = { role: route.role, relay: relay.relay, unreachable: true, fallbackReady: false };
+      return this.attempt(job, null, down, () => Promise.resolve(failedBeforeSending(failure)));
+    }
+    if (!this.relays.mayStart(relay.relay, this.active)) {
+      // The relay holds its window, or only the reserved lanes are left: give the lane back.
+      this.active--;
+      this.relays.park(relay.relay, routed);
+      return this.onRoom();
+    }
+    this.attempt(job, { relay, role: route.role, routed }, null, () =>
+      this.deliverer.attempt(job.row, routed.context, route.role),
     );
   }
 
   /**
+   * A relay went down in this worker's view: the mail parked behind it goes back to the front of
+   * the backlog, to its fallback or to an attempt not made. A relay that is back takes mail in a
+   * small window again, and the mail that waited for it is due.
+   */
+  private relayChanged(relay: string, down: boolean): void {
+    if (!down) {
+      this.relays.reopen(relay);
+      return this.onDue();
+    }
+    this.backlog.unshift(...this.relays.unparkRelay(relay).map((parked) => parked.job));
+    this.pump();
+  }
+
+  /**
    * One attempt in a lane (already counted in `active`); its outcome is recorded after it. `lane`
-   * names the relay the attempt goes to and what it needs to wait for a lane there again.
+   * is its way to a relay; `route`, for an attempt not made, the relay it was meant for.
    */
   private attempt(
     job: Job,
-    lane: { relay: string; context: DeliveryContext } | null,
+    lane: Lane | null,
+    route: AttemptRoute | null,
     send: () => Promise<AttemptResult>,
   ): void {
     const startedAt = this.now();
-    const round = lane === null ? 0 : this.relays.take(lane.relay);
+    const round = lane === null ? 0 : this.relays.take(lane.relay.relay);
     const work = send()
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
@@ -260,17 +314,26 @@ export class MailConsumer implements Consumer {
         this.active--;
         const finishedAt = this.now();
         let waitsAgain = false;
+        let recordAs = route;
         if (lane !== null) {
-          const inFlight = this.relays.inFlight(lane.relay);
-          this.relays.learn(lane.relay, { round, inFlight, durationMs: finishedAt - startedAt }, result);
-          waitsAgain = this.refusedForRoom(lane.relay, result);
-          // Still leased: it goes first when the relay has room again.
-          if (waitsAgain) this.relays.park(lane.relay, { job, context: lane.context }, true);
-          this.freeRelay(lane.relay);
+          const key = lane.relay.relay;
+          const inFlight = this.relays.inFlight(key);
+          this.relays.learn(key, { round, inFlight, durationMs: finishedAt - startedAt }, result);
+          waitsAgain = this.relays.refusedForRoom(key, result);
+          // Still leased: it goes first when the relay has room again (or elsewhere, if it is down).
+          if (waitsAgain) this.relays.park(key, lane.routed, true);
+          recordAs = this.health.attempted(
+            lane.relay,
+            lane.role,
+            result,
+            inFlight,
+            lane.routed.relays.fallback,
+          );
+          this.freeRelay(key);
         }
         this.pump();
         this.onRoom();
-        if (!waitsAgain) await this.record(job.row, result, startedAt, finishedAt);
+        if (!waitsAgain) await this.record(job.row, result, recordAs, startedAt, finishedAt);
       })
       .catch((err: unknown) => {
         // Only a stop gives up on an outcome the store refused: the row stays leased to this
@@ -280,8 +343,14 @@ export class MailConsumer implements Consumer {
     this.track(work);
   }
 
-  private async record(row: NotificationRow, result: AttemptResult, startedAt: number, finishedAt: number) {
-    const transition = attemptFinished(row, result, this.policy, finishedAt);
+  private async record(
+    row: NotificationRow,
+    result: AttemptResult,
+    route: AttemptRoute | null,
+    startedAt: number,
+    finishedAt: number,
+  ) {
+    const transition = attemptFinished(row, result, this.policy, finishedAt, route);
     if (!(await this.queue.finish(row, { transition, startedAt, finishedAt }))) {
       this.logger.warn({ requestId: row.request_id }, 'lease lost before the outcome was recorded');
       return;
@@ -294,6 +363,7 @@ export class MailConsumer implements Consumer {
           attempt: row.attempts,
           smtpCode: result.failure.smtpCode,
           reply: result.failure.message,
+          relay: route?.relay,
         },
         transition.outcome === 'retry' ? 'delivery failed; will retry' : 'delivery failed permanently',
       );
@@ -323,9 +393,7 @@ export class MailConsumer implements Consumer {
       const next = this.relays.unpark(relay);
       if (next === undefined) return;
       this.active++;
-      this.attempt(next.job, { relay, context: next.context }, () =>
-        this.deliverer.attempt(next.job.row, next.context),
-      );
+      this.dispatch(next);
     }
   }
 

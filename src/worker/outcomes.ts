@@ -31,6 +31,8 @@ const COLUMNS = [
   'bounce_diagnostic',
   'template_locale',
   'template_version',
+  'relay',
+  'waits_for_relay',
 ] as const;
 const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 
@@ -59,6 +61,7 @@ export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, A
         smtp_code: transition.attempt.smtpCode,
         response: transition.attempt.response,
         transport: transition.attempt.transport,
+        relay: transition.attempt.relay,
       });
       applied.push({
         row: { ...row, ...transition.changes, lease_owner: null, lease_until: null },

@@ -5,6 +5,7 @@ import {
   nextWindow,
   openWindow,
   relaySignal,
+  reopenWindow,
   windowSize,
   type RelayWindow,
   type WindowPolicy,
@@ -61,6 +62,33 @@ export class RelayLanes<Parked> {
     const next = waiting?.shift();
     if (waiting?.length === 0) this.parked.delete(relay);
     return next;
+  }
+
+  /** Everything parked behind one relay, taken out (the relay went down). */
+  unparkRelay(relay: string): Parked[] {
+    const waiting = this.parked.get(relay) ?? [];
+    this.parked.delete(relay);
+    return waiting;
+  }
+
+  /** A relay that was down is back: its window starts small again (relay-window.ts `reopenWindow`). */
+  reopen(relay: string): void {
+    this.windows.set(relay, reopenWindow(this.window(relay), this.policy));
+  }
+
+  /**
+   * A relay that refused a connection while it was serving others of ours has no room for more
+   * just now: its window has shrunk, and the message waits for a lane of that relay instead of
+   * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
+   */
+  refusedForRoom(relay: string, result: AttemptResult): boolean {
+    return (
+      !result.ok &&
+      result.transport === 'smtp' &&
+      result.failure.kind === 'transient' &&
+      result.failure.command === 'CONN' &&
+      this.inFlight(relay) > 1
+    );
   }
 
   /** Everything parked, taken out (a stop gives it back to the queue). */

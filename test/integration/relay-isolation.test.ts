@@ -69,7 +69,12 @@ const FAULTS: { name: string; fault: Fault; tls?: boolean; error: RegExp }[] = [
     // nodemailer's own greeting timeout (the same length) may fire first; both say what happened.
     error: new RegExp(`${DEADLINE_EXCEEDED}|Greeting never received`),
   },
-  { name: 'answers 421 at the greeting', fault: (s) => s.end('421 4.3.2 too busy\r\n'), error: /^SMTP 421/ },
+  // Its later messages are not tried once it is judged down (product.md §10): they say so.
+  {
+    name: 'answers 421 at the greeting',
+    fault: (s) => s.end('421 4.3.2 too busy\r\n'),
+    error: /^(Relay down: )?SMTP 421/,
+  },
   {
     name: 'disconnects after the final dot',
     fault: smtpUntil('after-dot'),

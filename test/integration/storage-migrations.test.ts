@@ -31,6 +31,7 @@ const MIGRATIONS = [
   '008_complaints_once',
   '009_project_change_notices',
   '010_bounce_categories',
+  '011_relay_health',
   '013_login_attempts',
   '014_template_versions',
 ];
@@ -45,6 +46,7 @@ const TABLES = [
   'notifications',
   'projects',
   'quota_usage',
+  'relay_health',
   'sessions',
   'settings',
   'smtp_settings',
@@ -305,9 +307,9 @@ describe(`migrations (${backend})`, () => {
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
       const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const before = Object.fromEntries(MIGRATIONS.slice(0, 9).map((name) => [name, all[name]!]));
-      // From 009 to the latest, which includes 010 and 014.
-      await migrateToLatest(storage.db, before, { inTransaction: false });
+      const upTo = (n: number) =>
+        Object.fromEntries(MIGRATIONS.slice(0, n).map((name) => [name, all[name]!]));
+      await migrateToLatest(storage.db, upTo(9), { inTransaction: false });
       const projectId = await addProject(storage.db);
       const bounced = await addNotification(storage.db, projectId, {
         state: 'failed',
@@ -330,12 +332,96 @@ describe(`migrations (${backend})`, () => {
           locale: null,
           template_locale: null,
           template_version: null,
+          relay: null,
+          waits_for_relay: null,
         })),
       );
       expect(await notification(storage.db, bounced)).toMatchObject({
         state: 'failed',
         bounced_at: 1_700_000_100_000,
       });
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the bounce categories release (010) forward to relay health (011), keeping its mail, attempts and settings', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const upTo = (n: number) =>
+        Object.fromEntries(MIGRATIONS.slice(0, n).map((name) => [name, all[name]!]));
+      const at011 = MIGRATIONS.indexOf('011_relay_health');
+      await migrateToLatest(storage.db, upTo(at011), { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      const queued = await addNotification(storage.db, projectId, {
+        state: 'queued',
+        attempts: 2,
+        error_message: 'connect ECONNREFUSED 127.0.0.1:2525 (ECONNECTION)',
+      });
+      const refused = await addNotification(storage.db, projectId, {
+        state: 'failed',
+        bounce_type: 'hard',
+        bounce_category: 'user_unknown',
+      });
+      const old = storage.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
+      await old
+        .insertInto('smtp_settings')
+        .values({
+          project_id: projectId,
+          host: 'relay.example',
+          port: 587,
+          security: 'auto',
+          username: 'u',
+          password_enc: 'sealed',
+          from_email: null,
+          from_name: null,
+          updated_at: 1,
+        })
+        .execute();
+      await old
+        .insertInto('delivery_attempts')
+        .values({
+          notification_id: queued,
+          attempt: 1,
+          started_at: 1,
+          finished_at: 2,
+          outcome: 'retry',
+          smtp_code: null,
+          response: 'connect ECONNREFUSED',
+          transport: 'smtp',
+        })
+        .execute();
+      const rows = await storage.db.selectFrom('notifications').selectAll().orderBy('id').execute();
+      const settings = await old.selectFrom('smtp_settings').selectAll().execute();
+      const attempts = await old.selectFrom('delivery_attempts').selectAll().execute();
+      // Through 011 alone: later migrations add columns of their own, checked by their tests.
+      await migrateToLatest(storage.db, upTo(at011 + 1), { inTransaction: false });
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
+        MIGRATIONS.slice(0, at011 + 1),
+      );
+      // Every row and column as it was; nothing went through a fallback or waits for a relay.
+      expect(await storage.db.selectFrom('notifications').selectAll().orderBy('id').execute()).toEqual(
+        rows.map((row) => ({ ...row, relay: null, waits_for_relay: null })),
+      );
+      expect(await old.selectFrom('smtp_settings').selectAll().execute()).toEqual(
+        settings.map((row) => ({
+          ...row,
+          fallback_host: null,
+          fallback_port: null,
+          fallback_security: null,
+          fallback_username: null,
+          fallback_password_enc: null,
+        })),
+      );
+      expect(await old.selectFrom('delivery_attempts').selectAll().execute()).toEqual(
+        attempts.map((row) => ({ ...row, relay: null })),
+      );
+      expect(await notification(storage.db, refused)).toMatchObject({ bounce_category: 'user_unknown' });
+      // No relay is known yet: every one is taken to be up until attempts say otherwise.
+      expect(await storage.db.selectFrom('relay_health').selectAll().execute()).toEqual([]);
     } finally {
       await storage.close();
       await database.drop();

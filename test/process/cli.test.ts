@@ -244,6 +244,74 @@ describe('herald CLI', () => {
     expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
   });
 
+  it(
+    'sets a fallback relay, shows it without its password and whether each relay is up',
+    { timeout: 120_000 },
+    async () => {
+      const set = await herald(
+        'smtp',
+        'set',
+        '--project',
+        'shop',
+        '--url',
+        'smtp://relay.example:2525',
+        '--fallback-url',
+        'smtps://backup:s3cond-secret@backup.example',
+      );
+      expect(set).toMatchObject({
+        host: 'relay.example',
+        fallback: {
+          host: 'backup.example',
+          port: 465,
+          security: 'tls',
+          username: 'backup',
+          has_password: true,
+        },
+      });
+      // Left out, the fallback stays.
+      await herald('smtp', 'set', '--project', 'shop', '--url', 'smtp://relay.example:2526');
+      const shown = await herald('smtp', 'show', '--project', 'shop');
+      expect(shown).toMatchObject({
+        port: 2526,
+        fallback: { host: 'backup.example', has_password: true },
+        relays: [
+          { role: 'primary', relay: 'relay.example:2526', source: 'project', up: true },
+          { role: 'fallback', relay: 'backup.example:465', source: 'project', up: true },
+        ],
+      });
+      for (const output of [set, shown]) expect(JSON.stringify(output)).not.toContain('s3cond');
+      const project = await services.projects.resolve('shop');
+      expect((await services.smtpSettings.forDelivery(project.id))?.fallback).toMatchObject({
+        host: 'backup.example',
+        password: 's3cond-secret',
+      });
+      const cleared = await herald(
+        'smtp',
+        'set',
+        '--project',
+        'shop',
+        '--url',
+        'smtp://relay.example',
+        '--fallback-url',
+        '',
+      );
+      expect(cleared).toMatchObject({ fallback: null });
+      const same = await heraldFails(
+        'smtp',
+        'set',
+        '--project',
+        'shop',
+        '--url',
+        'smtp://a.example:25',
+        '--fallback-url',
+        'smtp://A.example:25',
+      );
+      expect(same.code).not.toBe(0);
+      expect(same.stderr).toContain('fallback relay must be another host or port');
+      expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
+    },
+  );
+
   it('rotates the key: the old one is refused by the running server at once', async () => {
     expect((await send(apiKey)).statusCode).toBe(202);
     const rotated = await herald('project', 'rotate-key', 'shop');

@@ -65,6 +65,21 @@ describe('herald serve that cannot start', () => {
     expectOneLine(result, /^herald: HERALD_SMTP_URL: security must be one of auto, starttls, tls, none$/);
   });
 
+  it('names an invalid HERALD_SMTP_FALLBACK_URL', async () => {
+    const result = await runHerald(
+      ['serve'],
+      testEnv(database, {
+        HERALD_SMTP_URL: 'smtp://relay.example:587',
+        HERALD_SMTP_FALLBACK_URL: 'smtp://backup.example:587?security=tls13',
+        HERALD_PORT: '0',
+      }),
+    );
+    expectOneLine(
+      result,
+      /^herald: HERALD_SMTP_FALLBACK_URL: security must be one of auto, starttls, tls, none$/,
+    );
+  });
+
   it('says in one line when the database cannot be reached, without its password', async () => {
     const result = await runHerald(
       ['serve'],

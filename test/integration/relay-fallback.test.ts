@@ -1,0 +1,233 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../../src/compose.js';
+import type { StatusBody } from '../../src/services/notifications.js';
+import { deadRelay, freePort } from '../helpers/dead-relays.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * product.md §10, a fallback relay, with real relays: after a transient failure on the primary, or
+ * while it is down, the next attempt goes through the fallback at once; a 5xx is final; with the
+ * fallback down too, mail is retried as usual and nothing is lost; a project's fallback obeys the
+ * outbound rules of §8 as its primary does, the operator's is trusted as HERALD_SMTP_URL is.
+ *
+ * Retries wait a minute here unless a test says otherwise: a message that arrives within the
+ * tests' waits went through the fallback at once, without a back-off.
+ */
+
+let ctx: TestContext | null = null;
+let worker: Worker | null = null;
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  await worker?.stop();
+  await ctx?.close();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+  worker = null;
+  ctx = null;
+});
+
+async function start(env: Record<string, string> = {}): Promise<TestContext> {
+  ctx = await createTestContext({
+    HERALD_SMTP_TIMEOUT_MS: '2000',
+    HERALD_DELIVERY_POLL_MS: '50',
+    HERALD_DELIVERY_RETRY_BASE_MS: '60000',
+    HERALD_DELIVERY_MAX_ATTEMPTS: '3',
+    ...env,
+  });
+  worker = createWorker(ctx.services);
+  worker.start();
+  return ctx;
+}
+
+async function sink(port = 0): Promise<SmtpSink> {
+  const started = await new SmtpSink().start(port);
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function project(primary: string, fallback: string | null) {
+  const seeded = await seedProject(ctx!.services);
+  await ctx!.services.smtpSettings.setFromUrl(seeded.projectId, primary, { fallbackUrl: fallback });
+  return seeded;
+}
+
+async function send(apiKey: string, to = 'jane@example.org'): Promise<string> {
+  const response = await ctx!.app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications',
+    headers: { authorization: `Bearer ${apiKey}` },
+    payload: { template: 'user_created', to, data: { user_name: 'Jane' } },
+  });
+  expect(response.statusCode).toBe(202);
+  return response.json<{ request_id: string }>().request_id;
+}
+
+async function finalStatus(apiKey: string, requestId: string, timeoutMs = 20_000): Promise<StatusBody> {
+  return waitUntil(
+    async () => {
+      const response = await ctx!.app.inject({
+        url: `/api/v1/notifications/${requestId}`,
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      const body = response.json<StatusBody>();
+      return body.status === 'queued' ? undefined : body;
+    },
+    { timeoutMs, intervalMs: 50, what: `${requestId} to finish` },
+  );
+}
+
+async function attempts(requestId: string) {
+  const { attempts: list } = await ctx!.services.notifications.detail(requestId);
+  return list.map((a) => ({ relay: a.relay, outcome: a.outcome, response: a.response }));
+}
+
+const local = (port: number) => `smtp://127.0.0.1:${port}?security=none`;
+
+describe('a fallback relay', () => {
+  it('takes the next attempt at once when the primary refuses connections', { timeout: 60_000 }, async () => {
+    await start();
+    const fallback = await sink();
+    const { apiKey } = await project(local(await freePort()), fallback.url);
+    const id = await send(apiKey);
+    expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', relay: 'fallback', attempts: 2 });
+    expect(await attempts(id)).toEqual([
+      { relay: 'primary', outcome: 'retry', response: expect.stringMatching(/ECONNREFUSED/) },
+      { relay: 'fallback', outcome: 'sent', response: expect.stringMatching(/^250/) },
+    ]);
+    expect(fallback.messages).toHaveLength(1);
+  });
+
+  it(
+    'takes every attempt while the primary is down, without a connection to the primary',
+    { timeout: 60_000 },
+    async () => {
+      const ctx = await start();
+      const fallback = await sink();
+      const primary = await deadRelay('refuses', ctx.services.mailer);
+      const seeded = await project(local(primary.port), fallback.url);
+      const first = await Promise.all(
+        [1, 2, 3, 4, 5, 6].map((n) => send(seeded.apiKey, `u${n}@example.org`)),
+      );
+      for (const id of first)
+        expect(await finalStatus(seeded.apiKey, id)).toMatchObject({ relay: 'fallback' });
+      await waitUntil(
+        async () => ((await ctx.services.smtpSettings.relays(seeded.projectId))[0]?.down ? true : undefined),
+        { what: 'the primary to be judged down' },
+      );
+      const dialled = primary.connections.length;
+      const id = await send(seeded.apiKey, 'later@example.org');
+      expect(await finalStatus(seeded.apiKey, id)).toMatchObject({
+        status: 'sent',
+        relay: 'fallback',
+        attempts: 1,
+      });
+      expect(await attempts(id)).toEqual([
+        { relay: 'fallback', outcome: 'sent', response: expect.any(String) },
+      ]);
+      // Only probes reach the primary now, and the first comes after 5 s.
+      expect(primary.connections.length).toBe(dialled);
+    },
+  );
+
+  it('takes the next attempt at once after a 451 on the primary', { timeout: 60_000 }, async () => {
+    await start();
+    const primary = await sink();
+    primary.failNext = { count: 1, code: 451, message: '4.3.0 Temporary local problem' };
+    const fallback = await sink();
+    const { apiKey } = await project(primary.url, fallback.url);
+    const id = await send(apiKey);
+    expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', relay: 'fallback' });
+    expect(await attempts(id)).toEqual([
+      { relay: 'primary', outcome: 'retry', response: expect.stringMatching(/^SMTP 451/) },
+      { relay: 'fallback', outcome: 'sent', response: expect.any(String) },
+    ]);
+    expect(primary.messages).toHaveLength(0);
+    expect(fallback.messages).toHaveLength(1);
+  });
+
+  it('is never contacted after a 550 5.1.1 on the primary: it is final', { timeout: 60_000 }, async () => {
+    await start();
+    const primary = await sink();
+    primary.rejectRecipients.set('nobody@example.org', [
+      550,
+      '5.1.1 <nobody@example.org>: Recipient address rejected',
+    ]);
+    const fallback = await sink();
+    const { apiKey } = await project(primary.url, fallback.url);
+    const id = await send(apiKey, 'nobody@example.org');
+    const body = await finalStatus(apiKey, id);
+    expect(body).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      bounce: { type: 'hard', category: 'user_unknown', status: '5.1.1' },
+    });
+    expect(body.relay).toBeUndefined();
+    expect(await attempts(id)).toEqual([
+      { relay: 'primary', outcome: 'failed', response: expect.stringMatching(/^SMTP 550 5\.1\.1/) },
+    ]);
+    expect(fallback.messages).toHaveLength(0);
+  });
+
+  it(
+    'down as well: mail is retried as usual and none is lost when the fallback returns',
+    { timeout: 120_000 },
+    async () => {
+      await start({ HERALD_DELIVERY_RETRY_BASE_MS: '300', HERALD_DELIVERY_MAX_ATTEMPTS: '10' });
+      const fallbackPort = await freePort();
+      const { apiKey } = await project(local(await freePort()), local(fallbackPort));
+      const ids = await Promise.all(Array.from({ length: 10 }, (_, n) => send(apiKey, `u${n}@example.org`)));
+      // Both relays refuse for a while: every message has failed attempts on both.
+      await waitUntil(
+        async () => {
+          for (const id of ids)
+            if (new Set((await attempts(id)).map((a) => a.relay)).size < 2) return undefined;
+          return true;
+        },
+        { timeoutMs: 30_000, what: 'attempts on both relays' },
+      );
+      const fallback = await sink(fallbackPort);
+      await fallback.waitFor(ids.length, 60_000);
+      for (const id of ids)
+        expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', relay: 'fallback' });
+      const delivered = fallback.messages.map((m) => m.parsed.headers.get('x-herald-request-id'));
+      expect(delivered.sort()).toEqual([...ids].sort());
+    },
+  );
+});
+
+describe('a fallback relay in production', () => {
+  it(
+    "obeys the outbound rules as the project's primary does; Herald's own is trusted",
+    { timeout: 60_000 },
+    async () => {
+      const fallback = await sink();
+      const refusing = await freePort();
+      const globalFallback = await sink();
+      await start({
+        NODE_ENV: 'production',
+        // The project's primary may be reached; its fallback on loopback may not.
+        HERALD_OUTBOUND_ALLOW: `127.0.0.1:${refusing}`,
+        HERALD_SMTP_URL: local(await freePort()),
+        HERALD_SMTP_FALLBACK_URL: globalFallback.url,
+      });
+      const own = await project(local(refusing), fallback.url);
+      const id = await send(own.apiKey);
+      const body = await finalStatus(own.apiKey, id);
+      expect(body).toMatchObject({ status: 'failed', attempts: 2 });
+      expect(body.error_message).toMatch(/not allowed.*HERALD_OUTBOUND_ALLOW/);
+      expect(await attempts(id)).toEqual([
+        { relay: 'primary', outcome: 'retry', response: expect.stringMatching(/ECONNREFUSED/) },
+        { relay: 'fallback', outcome: 'failed', response: expect.stringMatching(/not allowed/) },
+      ]);
+      expect(fallback.messages).toHaveLength(0);
+
+      // A project without settings of its own: HERALD_SMTP_URL, then HERALD_SMTP_FALLBACK_URL.
+      const plain = await seedProject(ctx!.services);
+      const global = await send(plain.apiKey);
+      expect(await finalStatus(plain.apiKey, global)).toMatchObject({ status: 'sent', relay: 'fallback' });
+      expect(globalFallback.messages).toHaveLength(1);
+    },
+  );
+});
