@@ -102,21 +102,25 @@ export function parseDateTime(text: string): number | null {
   return utc.getTime() - offset;
 }
 
-/** A date and time with no offset: a local time, which means a different instant in every zone. */
-const WITHOUT_OFFSET = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
+/** A date and time written almost as RFC 3339: a space for the T, no seconds, no offset. */
+const NEARLY = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?((?:[Zz]|[+-]\d{2}:\d{2})?)$/;
+
+/** What to tell a caller whose `send_at` is not RFC 3339: the same time written so, when there is one. */
+function sendAtHint(value: unknown): string {
+  const m = typeof value === 'string' ? NEARLY.exec(value) : null;
+  const written = m && `${m[1]}T${m[2]}${m[3] ?? ':00'}${m[4] || 'Z'}`;
+  if (m === null || written === null || parseDateTime(written) === null)
+    return 'An RFC 3339 date and time with an offset, e.g. 2026-12-01T09:00:00+01:00';
+  // A local time means a different instant in every zone: the offset is the caller's to choose.
+  if (m[4] === '') return `The time has no offset: add Z for UTC or one like +01:00, e.g. ${written}`;
+  return `An RFC 3339 date and time, e.g. ${written}`;
+}
 
 /** `send_at`: absent or null sends now; a time past sends now; more than 30 days ahead is refused. */
 function parseSendAt(value: unknown, now: number): number | null {
   if (value === undefined || value === null) return null;
   const at = typeof value === 'string' && value.length <= 64 ? parseDateTime(value) : null;
-  if (at === null) {
-    const local = typeof value === 'string' && WITHOUT_OFFSET.test(value);
-    throw errors.invalidSendAt(
-      local
-        ? `The time has no offset: add Z for UTC or one like +01:00, e.g. ${value.replace(' ', 'T')}Z`
-        : 'An RFC 3339 date and time with an offset, e.g. 2026-12-01T09:00:00+01:00',
-    );
-  }
+  if (at === null) throw errors.invalidSendAt(sendAtHint(value));
   if (at > now + MAX_SCHEDULE_AHEAD_MS) throw errors.invalidSendAt('It is more than 30 days ahead');
   return at;
 }

@@ -129,7 +129,12 @@ const SEND_ROUTES = new Set([COLLECTION, `${COLLECTION}/`, BATCH, `${BATCH}/`]);
 /** Throws what a refused body is answered with; returns the checked sends otherwise. */
 function acceptedBody(result: BodyResult): Extract<BodyResult, { kind: 'ok' | 'problems' }> {
   if (result.kind === 'invalid_json') throw errors.invalidJson();
-  if (result.kind === 'refused') throw new HeraldError(result.code, result.message);
+  if (result.kind === 'refused')
+    throw new HeraldError(
+      result.code,
+      result.message,
+      result.hint === undefined ? {} : { hint: result.hint },
+    );
   return result;
 }
 

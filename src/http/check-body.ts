@@ -36,7 +36,12 @@ export type CheckedSend = Omit<SendRequest, 'data' | 'dataJson'> & { readonly da
 export type BodyResult =
   | { readonly kind: 'invalid_json' }
   /** A refusal of the whole body (a HeraldError, rebuilt from its code and message). */
-  | { readonly kind: 'refused'; readonly code: ErrorCode; readonly message: string }
+  | {
+      readonly kind: 'refused';
+      readonly code: ErrorCode;
+      readonly message: string;
+      readonly hint: string | undefined;
+    }
   | { readonly kind: 'problems'; readonly items: number; readonly problems: readonly BatchProblem[] }
   | {
       readonly kind: 'ok';
@@ -82,14 +87,10 @@ function parseJson(text: string): { value: unknown } | null {
   return { value };
 }
 
+/** A send as it crosses back from a worker thread: every field kept, its data as JSON text. */
 function checked(send: SendRequest): CheckedSend {
-  return {
-    template: send.template,
-    to: send.to,
-    type: send.type,
-    sendAt: send.sendAt,
-    dataJson: JSON.stringify(send.data),
-  };
+  const { data, dataJson: _, ...fields } = send;
+  return { ...fields, dataJson: JSON.stringify(data) };
 }
 
 export function checkBody(job: BodyJob): BodyResult {
@@ -112,7 +113,8 @@ export function checkBody(job: BodyJob): BodyResult {
       fingerprint: job.fingerprint ? bodyFingerprint(body) : null,
     };
   } catch (error) {
-    if (error instanceof HeraldError) return { kind: 'refused', code: error.code, message: error.message };
+    if (error instanceof HeraldError)
+      return { kind: 'refused', code: error.code, message: error.message, hint: error.hint };
     throw error;
   }
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServices, createWorker, openServices } from '../../src/compose.js';
 import { Messages } from '../../src/domain/errors.js';
+import { parseDateTime } from '../../src/domain/send-request.js';
 import { createLogger } from '../../src/logger.js';
 import type { StatusBody } from '../../src/services/notifications.js';
 import type { Worker } from '../../src/compose.js';
@@ -100,6 +101,21 @@ describe('send_at', () => {
       error: Messages.invalidSendAt,
       hint: 'The time has no offset: add Z for UTC or one like +01:00, e.g. 2026-12-01T09:00:00Z',
     });
+    // Each hint's example is a value the API takes.
+    for (const [given, hint] of [
+      [
+        '2026-12-01T09:00',
+        'The time has no offset: add Z for UTC or one like +01:00, e.g. 2026-12-01T09:00:00Z',
+      ],
+      ['2026-12-01 09:00:00+01:00', 'An RFC 3339 date and time, e.g. 2026-12-01T09:00:00+01:00'],
+      ['2026-12-01T09:00Z', 'An RFC 3339 date and time, e.g. 2026-12-01T09:00:00Z'],
+      ['next tuesday', 'An RFC 3339 date and time with an offset, e.g. 2026-12-01T09:00:00+01:00'],
+    ]) {
+      const refused = await send(ctx.app, apiKey, body({ send_at: given }));
+      expect(refused.json(), given).toEqual({ error: Messages.invalidSendAt, hint });
+      const example = /e\.g\. (\S+)$/.exec(hint!)![1]!;
+      expect(parseDateTime(example), example).not.toBeNull();
+    }
     const far = await send(ctx.app, apiKey, body({ send_at: new Date(Date.now() + 31 * DAY).toISOString() }));
     expect(far.json()).toEqual({ error: Messages.invalidSendAt, hint: 'It is more than 30 days ahead' });
   });
