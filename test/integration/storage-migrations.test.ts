@@ -496,9 +496,13 @@ describe(`migrations (${backend})`, () => {
       const templatesBefore = await db.selectFrom('templates').selectAll().orderBy('id').execute();
       const notificationsBefore = await storage.db.selectFrom('notifications').selectAll().execute();
 
-      await storage.migrate();
+      // Through 014: later migrations add columns of their own, checked by their tests.
+      const through014 = MIGRATIONS.slice(0, MIGRATIONS.indexOf('014_template_versions') + 1);
+      await migrateToLatest(storage.db, Object.fromEntries(through014.map((name) => [name, all[name]!])), {
+        inTransaction: false,
+      });
 
-      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(through014);
       const templatesAfter = await storage.db.selectFrom('templates').selectAll().orderBy('id').execute();
       expect(templatesAfter).toEqual(templatesBefore.map((row) => ({ ...row, version: 1 })));
       const versions = await storage.db
@@ -526,6 +530,8 @@ describe(`migrations (${backend})`, () => {
       expect(await storage.db.selectFrom('notifications').selectAll().execute()).toEqual(
         notificationsBefore.map((row) => ({
           ...row,
+          relay: null,
+          waits_for_relay: null,
           locale: null,
           template_locale: null,
           template_version: null,
