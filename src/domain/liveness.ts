@@ -7,6 +7,12 @@
  * The judgement uses only the observer's own clock: a heartbeat counts as moved when its stored
  * value differs from the one seen before. Comparing another machine's timestamp with this
  * machine's clock would turn a few seconds of clock skew into false deaths and duplicate mail.
+ *
+ * Time alone is not enough either. When the store stalls (a lock held for seconds, a slow disk)
+ * no worker can beat, the observer included; the first look after the stall would find every peer
+ * unchanged for as long as the stall lasted. So a peer is dead only when its heartbeat stayed put
+ * for the stale time *and* through as many of the observer's own looks as fit in that time: the
+ * observer got through to the store again and again, and the peer did not.
  */
 
 export const HEARTBEAT_MS = 1_000;
@@ -19,10 +25,14 @@ export interface WorkerBeat {
 }
 
 export class LivenessJudge {
-  /** For each owner: the last value seen and when (this clock) it last changed. */
-  private readonly seen = new Map<string, { beat: number; changedAt: number }>();
+  /** For each owner: the last value seen, when (this clock) it last changed, looks since then. */
+  private readonly seen = new Map<string, { beat: number; changedAt: number; looks: number }>();
 
-  constructor(private readonly staleAfterMs: number = STALE_AFTER_MS) {}
+  constructor(
+    private readonly staleAfterMs: number = STALE_AFTER_MS,
+    /** The observer's own looks a heartbeat must stay put through: one per beat of the stale time. */
+    private readonly staleLooks: number = Math.ceil(staleAfterMs / HEARTBEAT_MS),
+  ) {}
 
   /** Takes the current heartbeats; returns the owners (with the beat seen) now judged dead. */
   observe(heartbeats: readonly WorkerBeat[], now: number): WorkerBeat[] {
@@ -32,10 +42,12 @@ export class LivenessJudge {
       present.add(owner);
       const before = this.seen.get(owner);
       if (before === undefined || before.beat !== beat) {
-        this.seen.set(owner, { beat, changedAt: now });
-      } else if (now - before.changedAt >= this.staleAfterMs) {
-        dead.push({ owner, beat });
+        this.seen.set(owner, { beat, changedAt: now, looks: 0 });
+        continue;
       }
+      before.looks += 1;
+      if (now - before.changedAt >= this.staleAfterMs && before.looks >= this.staleLooks)
+        dead.push({ owner, beat });
     }
     for (const owner of this.seen.keys()) if (!present.has(owner)) this.seen.delete(owner);
     return dead;

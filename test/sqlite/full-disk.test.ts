@@ -158,7 +158,7 @@ describe('a full disk while mail is in flight', () => {
             .get(Date.now()) as number) === 0
             ? true
             : undefined,
-        { timeoutMs: 60_000, what: 'the leases to run out' },
+        { timeoutMs: 60_000, what: () => `the leases to run out:\n${proc.output()}\n${second.output()}` },
       );
       // Past the lease, the heartbeat's stale time and a reclaim pass, with the disk still full.
       await new Promise((resolve) => setTimeout(resolve, 7_000));
