@@ -137,10 +137,6 @@ export async function startServer(
   let url: string | null = null;
   let bouncePort: number | null = null;
   try {
-    if (delivers) {
-      worker = createWorker(services);
-      worker.start();
-    }
     if (readsBounces) {
       listener = createBounceListener(services);
       bouncePort = await listener.listen().catch((error: unknown) => {
@@ -150,16 +146,6 @@ export async function startServer(
           'HERALD_BOUNCE_SMTP_PORT',
         );
       });
-    }
-    if (role === 'all' && options.workerProcess !== undefined) {
-      const started = (child = new WorkerProcess(options.workerProcess, {
-        stopTimeoutMs: config.delivery.stopTimeoutMs,
-        logger,
-      }));
-      await started.start();
-      bouncePort = started.bouncePort;
-      services.accept.onAccepted(() => started.wake('mail'));
-      services.webhooks.onQueued(() => started.wake('webhooks'));
     }
     if (servesApi) {
       app = await buildApp({
@@ -183,6 +169,21 @@ export async function startServer(
       const address = app.server.address();
       const port = typeof address === 'object' && address !== null ? address.port : config.port;
       url = `http://${urlHost(config.host)}:${port}`;
+    }
+    // Delivery starts once the ports are taken: a start that fails has claimed no mail.
+    if (delivers) {
+      worker = createWorker(services);
+      worker.start();
+    }
+    if (role === 'all' && options.workerProcess !== undefined) {
+      const started = (child = new WorkerProcess(options.workerProcess, {
+        stopTimeoutMs: config.delivery.stopTimeoutMs,
+        logger,
+      }));
+      await started.start();
+      bouncePort = started.bouncePort;
+      services.accept.onAccepted(() => started.wake('mail'));
+      services.webhooks.onQueued(() => started.wake('webhooks'));
     }
   } catch (error) {
     await listener?.close();

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
+import { StartupError } from './config.js';
 
 /**
  * Role `all` runs delivery (the worker, its webhooks, the bounce intake) in a child process of its
@@ -15,10 +16,21 @@ export interface ReadyMessage {
   readonly bouncePort: number | null;
 }
 
+/** Child → parent: it could not start (a port taken, a setting refused), in one line. */
+export interface FailedMessage {
+  readonly type: 'failed';
+  readonly message: string;
+}
+
 /** Parent → child: work may be due in a queue (accepted mail; a test event or replay). */
 export interface WakeMessage {
   readonly type: 'wake';
   readonly queue: 'mail' | 'webhooks';
+}
+
+/** Parent → child: stop as SIGTERM would (finish what is in flight, give back the rest). */
+export interface StopMessage {
+  readonly type: 'stop';
 }
 
 /** How the child is started: the herald command as this process was started. */
@@ -63,16 +75,22 @@ export class WorkerProcess {
     });
     this.child = child;
     const ready = await new Promise<ReadyMessage>((resolve, reject) => {
+      let reason: string | null = null;
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
-        reject(new Error(`the worker process did not start within ${READY_TIMEOUT_MS / 1000} s`));
+        reject(new StartupError(`the delivery process did not start within ${READY_TIMEOUT_MS / 1000} s`));
       }, READY_TIMEOUT_MS);
       const exited = (code: number | null, signal: NodeJS.Signals | null) => {
         clearTimeout(timer);
-        reject(new Error(`the worker process exited before it started (${signal ?? `exit code ${code}`})`));
+        reject(
+          new StartupError(
+            reason ?? `the delivery process exited before it started (${signal ?? `exit code ${code}`})`,
+          ),
+        );
       };
       child.once('exit', exited);
-      child.on('message', (message: ReadyMessage) => {
+      child.on('message', (message: ReadyMessage | FailedMessage) => {
+        if (message?.type === 'failed') reason = message.message;
         if (message?.type !== 'ready') return;
         clearTimeout(timer);
         child.off('exit', exited);
@@ -112,7 +130,9 @@ export class WorkerProcess {
     const child = this.child;
     if (child === null || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill('SIGTERM');
+    const message: StopMessage = { type: 'stop' };
+    if (child.connected) child.send(message, () => {});
+    else child.kill('SIGTERM');
     const killer = setTimeout(() => {
       this.options.logger.warn('the worker process did not stop in time; killing it');
       child.kill('SIGKILL');
@@ -128,7 +148,7 @@ export class WorkerProcess {
       this.restartTimer = null;
       if (this.stopping) return;
       this.start().then(
-        () => this.options.logger.info({ pid: this.pid }, 'the worker process is running again'),
+        () => this.options.logger.info({ child_pid: this.pid }, 'the worker process is running again'),
         (err: unknown) => {
           this.options.logger.error({ err }, 'restarting the worker process failed; trying again');
           if (!this.stopping) this.scheduleRestart();

@@ -1,13 +1,14 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
-import { ConfigError } from '../config.js';
+import { ConfigError, StartupError } from '../config.js';
 import { backupSqlite } from '../storage/sqlite/backup.js';
 import type { Role } from '../config.js';
 import { cliConfig, outputOf, warnIfNewDatabase } from './context.js';
 import { createLogger } from '../logger.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import type { startServer } from '../server.js';
+import type { FailedMessage, StopMessage } from '../worker-process.js';
 import { openStorage } from '../storage/open.js';
 
 /**
@@ -46,7 +47,7 @@ export function serveCommand(): Command {
         });
         const { startServer, plugins } = await loadServer();
         const child = options.asWorkerOfAll === true;
-        const server = await startServer(config, child ? 'worker' : options.role, logger, plugins, {
+        const starting = startServer(config, child ? 'worker' : options.role, logger, plugins, {
           childOfAll: child,
           workerProcess:
             options.role === 'all' && !child
@@ -57,16 +58,12 @@ export function serveCommand(): Command {
                 }
               : undefined,
         });
-        // Ctrl-C reaches the whole process group: role all's child waits for its parent's SIGTERM.
-        if (child) process.on('SIGINT', () => {});
-        let signals = 0;
-        const shutdown = (signal: string) => {
-          signals++;
-          if (signals > 1) {
-            logger.warn({ signal }, 'second signal: exiting now');
-            process.exit(1);
-          }
-          logger.info({ signal }, 'stopping: finishing requests and deliveries in flight');
+        // Role all's child tells its parent why it could not start; the parent says it, once.
+        const server = child ? await starting.catch(toParent) : await starting;
+        let stopping = false;
+        const stop = (reason: string) => {
+          stopping = true;
+          logger.info({ reason }, 'stopping: finishing requests and deliveries in flight');
           server.stop().then(
             () => process.exit(0),
             (err: unknown) => {
@@ -75,8 +72,28 @@ export function serveCommand(): Command {
             },
           );
         };
+        if (child) {
+          // Role all's child stops once, whoever asks: its parent (a stop message), or a SIGTERM
+          // sent to the whole process group, which also reaches the parent and so arrives twice.
+          // Ctrl-C reaches the group too; the parent's stop message follows it. The parent kills
+          // a child that outlives the stop timeout.
+          const once = (reason: string) => {
+            if (!stopping) stop(reason);
+          };
+          process.on('SIGINT', () => {});
+          process.on('SIGTERM', () => once('SIGTERM'));
+          process.on('message', (message: StopMessage) => {
+            if (message?.type === 'stop') once('parent');
+          });
+          return;
+        }
+        const shutdown = (signal: string) => {
+          if (!stopping) return stop(signal);
+          logger.warn({ signal }, 'second signal: exiting now');
+          process.exit(1);
+        };
         process.on('SIGTERM', () => shutdown('SIGTERM'));
-        if (!child) process.on('SIGINT', () => shutdown('SIGINT'));
+        process.on('SIGINT', () => shutdown('SIGINT'));
       })
   );
 }
@@ -128,4 +145,20 @@ export function backupCommand(): Command {
           `Keep ${secretKey} with it: a restored database starts only with the secret key it was made with.`,
       );
     });
+}
+
+/**
+ * In role all's child: hands a start-up failure to the parent, which reports it as its own, and
+ * exits once it is sent. An unexpected error's stack is printed here, where it happened.
+ */
+function toParent(error: unknown): Promise<never> {
+  if (process.send === undefined) throw error;
+  const known = error instanceof ConfigError || error instanceof StartupError;
+  if (!known) process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  const message: FailedMessage = {
+    type: 'failed',
+    message: error instanceof Error ? error.message : String(error),
+  };
+  process.send(message, () => process.exit(1));
+  return new Promise<never>(() => {});
 }

@@ -180,6 +180,11 @@ export class HeraldProcess {
     if (signal === 'SIGKILL') killGroup(this.child);
     else this.child.kill(signal);
   }
+
+  /** Signals the whole process group, as systemd's default KillMode=control-group does. */
+  killGroup(signal: NodeJS.Signals): void {
+    if (this.running && this.child.pid !== undefined) process.kill(-this.child.pid, signal);
+  }
 }
 
 /** SIGKILLs a process started `detached` and every process of its group (role all's delivery). */

@@ -126,4 +126,54 @@ describe('role all', () => {
       expect(deliveredTo('first@example.org') + deliveredTo('second@example.org')).toBe(2);
     },
   );
+
+  it(
+    'stops once when SIGTERM reaches the whole process group: mail in flight finishes, none is sent twice',
+    { timeout: 120_000 },
+    async () => {
+      const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
+        ['project', 'create', '--name', 'group', '--from-email', 'noreply@group.example'],
+        env,
+      );
+      await heraldJson(
+        [
+          'template',
+          'create',
+          '--project',
+          'group',
+          '--name',
+          'welcome',
+          '--subject',
+          'Hi',
+          '--text',
+          'Hello',
+        ],
+        env,
+      );
+      herald = new HeraldProcess('all-group', ['serve'], env);
+      const url = await herald.url();
+      sink.hold();
+      const recipients = Array.from({ length: 6 }, (_, i) => `group-${i}@example.org`);
+      for (const to of recipients) await send(url, apiKey, to);
+      await waitUntil(() => (sink.waiting > 0 ? true : undefined), { what: 'a transaction at the relay' });
+
+      // Both processes get SIGTERM; the child must not take its parent's stop for a second signal.
+      herald.killGroup('SIGTERM');
+      setTimeout(() => sink.release(), 500);
+      expect(await herald.exited).toBe(0);
+      expect(herald.output()).not.toContain('second signal');
+
+      // What was not started went back to the queue; a restart delivers it, each message once.
+      sink.acceptAgain();
+      herald = new HeraldProcess('all-group-again', ['serve'], env);
+      await herald.url();
+      await waitUntil(() => (recipients.every((to) => deliveredTo(to) >= 1) ? true : undefined), {
+        timeoutMs: 60_000,
+        what: 'every message at the relay',
+      });
+      expect(recipients.map(deliveredTo)).toEqual(recipients.map(() => 1));
+      herald.kill('SIGTERM');
+      expect(await herald.exited).toBe(0);
+    },
+  );
 });
