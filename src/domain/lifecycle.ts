@@ -91,7 +91,7 @@ export interface Transition {
   /** The columns the row takes; empty when the row stays as it is (a soft bounce). */
   readonly changes: NotificationChanges;
   /** What the row must still hold for the change to apply (checked in the update itself). */
-  readonly requires: Partial<Pick<Notification, 'state' | 'complained_at'>>;
+  readonly requires: Partial<Pick<Notification, 'state' | 'complained_at' | 'bounced_at'>>;
   readonly usage: readonly UsageMove[];
   readonly event: LifecycleEvent | null;
   readonly suppression: SuppressionEntry | null;
@@ -360,8 +360,10 @@ export function bounced(row: Notification, facts: BounceFacts, now: number): Tra
   const { verdict } = facts;
   const event: LifecycleEvent = { type: 'notification.bounced', extra: {} };
   const columns = bounceColumns(verdict);
-  if (!facts.final) return { changes: columns, requires: {}, usage: [], event, suppression: null };
+  // The first final report decides; a later delay notice does not replace what it recorded.
   if (row.bounced_at !== null) return null;
+  if (!facts.final)
+    return { changes: columns, requires: { bounced_at: null }, usage: [], event, suppression: null };
   const suppresses =
     verdict.type === 'hard'
       ? suppression(row, 'hard_bounce', `${verdict.category}: ${columns.bounce_diagnostic}`)
@@ -389,7 +391,8 @@ export function bounced(row: Notification, facts: BounceFacts, now: number): Tra
  * reporter resending a report it got no 250 for changes nothing the second time.
  */
 export function complained(row: Notification, feedbackType: string, now: number): Transition | null {
-  if (row.complained_at !== null) return null;
+  // A message never sent reached no inbox to be complained about (a forged or misrouted report).
+  if (row.sent_at === null || row.complained_at !== null) return null;
   return {
     changes: { complained_at: now },
     requires: { complained_at: null },

@@ -481,6 +481,13 @@ describe('reports without a token', () => {
       recipient: to,
     });
     expect(await report(plain, raw)).toMatchObject({ ok: true, responseCode: 250 });
+    // Nor a complaint: no inbox ever held the message.
+    const complaint = loadBounceFixture('arf-complaint', {
+      tokenAddress: plain,
+      messageId: notification.message_id!,
+      recipient: to,
+    });
+    expect(await report(plain, complaint)).toMatchObject({ ok: true, responseCode: 250 });
     expect(await suppression(to)).toBeUndefined();
     expect({
       status: await status(requestId),
@@ -548,6 +555,21 @@ describe('soft bounces and complaints', () => {
       () => eventsAtReceiver(message.requestId).find((r) => r.type === 'notification.bounced'),
       { what: 'the soft notification.bounced at the receiver' },
     );
+  });
+
+  it('a delay notice after the hard bounce changes nothing: the hard bounce stays on record', async () => {
+    const message = await sendThroughRelay(uniqueRecipient('hard-then-delayed'));
+    await report(message.returnPath, fixture('dsn-with-headers-only', message));
+    const bounced = await status(message.requestId);
+    expect(bounced).toMatchObject({ status: 'failed', bounce: { type: 'hard' } });
+    const events = await eventsOf(message.id);
+
+    expect(await report(message.returnPath, fixture('dsn-delayed', message))).toMatchObject({
+      ok: true,
+      responseCode: 250,
+    });
+    expect(await status(message.requestId)).toEqual(bounced);
+    expect(await eventsOf(message.id)).toEqual(events);
   });
 
   it('an ARF complaint: status unchanged, suppressed as complaint, notification.complained', async () => {
