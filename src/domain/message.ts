@@ -1,4 +1,10 @@
-import { compileTemplate, rendersBlank, type CompiledTemplate, type RenderMode } from './render.js';
+import {
+  compileTemplate,
+  rendersBlank,
+  sectionMissing,
+  type CompiledTemplate,
+  type RenderMode,
+} from './render.js';
 import { RenderBudget } from './template/budget.js';
 import { compileHandlebars } from './template/handlebars.js';
 
@@ -74,10 +80,18 @@ export class CompiledMessage {
 
   /**
    * The placeholders that render as nothing with these values (a missing key, null, an array or
-   * an object): the spec lets them go out blank, and people want to know that they did.
+   * an object written as a value; a block's value only when it is missing): the spec lets them go
+   * out blank, and people want to know that they did.
    */
   blankPlaceholders(values: unknown): string[] {
-    return this.placeholders.filter((path) => rendersBlank(values, path));
+    const parts = [this.subject, this.text, this.html, this.layoutText, this.layoutHtml];
+    // A path is a block's value alone only when no part writes it as a value.
+    const sections = new Set(parts.flatMap((part) => part?.sections ?? []));
+    for (const part of parts)
+      for (const path of part?.placeholders ?? []) if (!part!.sections.includes(path)) sections.delete(path);
+    return this.placeholders.filter((path) =>
+      sections.has(path) ? sectionMissing(values, path) : rendersBlank(values, path),
+    );
   }
 
   render(

@@ -6,6 +6,11 @@ export type RenderMode = 'text' | 'html' | 'subject';
 export interface CompiledTemplate {
   /** Placeholder paths in order of first appearance, deduplicated, e.g. ['user_name', 'order.id']. */
   readonly placeholders: readonly string[];
+  /**
+   * The placeholders only ever given to a block (`{{#each list}}`, `{{#if trial}}`), never written
+   * as a value: a list or an object is what such a block reads, so only a missing one is blank.
+   */
+  readonly sections: readonly string[];
   /** Throws TemplateRenderError past the budget (one per message, shared by its parts). */
   render(values: Readonly<Record<string, unknown>>, budget?: RenderBudget): string;
 }
@@ -38,28 +43,39 @@ const PLACEHOLDER = new RegExp(
  * concatenates. Literals are normalized for the mode here; a value is only rewritten (by a
  * character scan, or a regex when it holds a CR) if it needs it.
  */
+/** A piece of a placeholder-engine source: literal text, or a placeholder (`raw`: triple braces). */
+export type PlaceholderPiece = string | { readonly path: string; readonly raw: boolean };
+
+/** Splits a placeholder-engine source into its literal text and placeholders, in order. */
+export function placeholderPieces(source: string): PlaceholderPiece[] {
+  const pieces: PlaceholderPiece[] = [];
+  let last = 0;
+  for (const match of source.matchAll(PLACEHOLDER)) {
+    pieces.push(source.slice(last, match.index));
+    pieces.push({ path: match[1] ?? match[2] ?? '', raw: match[1] !== undefined });
+    last = match.index + match[0].length;
+  }
+  pieces.push(source.slice(last));
+  return pieces;
+}
+
 export function compileTemplate(source: string, mode: RenderMode): CompiledTemplate {
   const finish = mode === 'subject' ? replaceControls : normalizeNewlines;
   // Invariant: literals.length === slots.length + 1; literal i comes before slot i.
   const literals: string[] = [];
   const slots: Slot[] = [];
   const placeholders: string[] = [];
-  let last = 0;
-  for (const match of source.matchAll(PLACEHOLDER)) {
-    const rawPath = match[1];
-    const dottedPath = rawPath ?? match[2] ?? '';
-    literals.push(finish(source.slice(last, match.index)));
-    const path = dottedPath.split('.');
+  for (const piece of placeholderPieces(source)) {
+    if (typeof piece === 'string') {
+      literals.push(finish(piece));
+      continue;
+    }
+    const path = piece.path.split('.');
     // Even an own `__proto__` key (JSON.parse creates one) is refused: values are caller data, and a
     // template that walks through `__proto__` is an attack, not a use case.
-    slots.push({
-      path: path.includes('__proto__') ? null : path,
-      finish: valueFinisher(mode, rawPath !== undefined),
-    });
-    if (!placeholders.includes(dottedPath)) placeholders.push(dottedPath);
-    last = match.index + match[0].length;
+    slots.push({ path: path.includes('__proto__') ? null : path, finish: valueFinisher(mode, piece.raw) });
+    if (!placeholders.includes(piece.path)) placeholders.push(piece.path);
   }
-  literals.push(finish(source.slice(last)));
 
   const head = literals[0] ?? '';
   const count = slots.length;
@@ -67,6 +83,7 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
 
   return {
     placeholders: frozenPlaceholders,
+    sections: [],
     render(values, budget = new RenderBudget()) {
       let out = head;
       for (let i = 0; i < count; i++) {
@@ -85,6 +102,12 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
 export function rendersBlank(values: unknown, path: string): boolean {
   const keys = path.split('.');
   return keys.includes('__proto__') || valueText(lookup(values, keys)) === '';
+}
+
+/** True when a block's value `path` (dotted) is missing from these values (absent or null). */
+export function sectionMissing(values: unknown, path: string): boolean {
+  const keys = path.split('.');
+  return keys.includes('__proto__') || (lookup(values, keys) ?? null) === null;
 }
 
 /** Literal template text as a mode writes it: newlines normalized, or a subject's breaks replaced. */

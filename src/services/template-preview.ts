@@ -1,6 +1,5 @@
 import { HeraldError } from '../domain/errors.js';
 import { CompiledMessage, type LayoutSource, type RenderedMessage } from '../domain/message.js';
-import { rendersBlank } from '../domain/render.js';
 import type { Rerender } from '../domain/sensitive.js';
 import { closestName } from '../domain/suggest.js';
 import { TemplateRenderError } from '../domain/template/budget.js';
@@ -102,11 +101,11 @@ export async function diagnoseTemplate(
     values = null;
   }
   if (values === null || typeof values !== 'object') return { found: true, blank: null, rerender };
-  let placeholders: string[] = [];
+  let blank: string[] = [];
   try {
-    placeholders = current.placeholders(locale);
+    blank = current.blankPlaceholders(locale, values);
   } catch {
     // A version that no longer compiles (its layout changed since) shows no placeholders.
   }
-  return { found: true, blank: placeholders.filter((path) => rendersBlank(values, path)), rerender };
+  return { found: true, blank, rerender };
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
 import { CompiledMessage, type LayoutSource, type TemplateEngine } from '../domain/message.js';
+import { placeholdersAsHandlebars } from '../domain/template/from-placeholders.js';
 import { canonicalLocale } from '../domain/template/locale.js';
 import type { LocalizedTemplate } from '../domain/template/localized.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
@@ -75,6 +76,25 @@ const DEFAULT = '';
 function variantsOf(stored: StoredVersion): Map<string, VariantContent> {
   return new Map(
     stored.variants.map((v) => [v.locale, { subject: v.subject, text: v.text_body, html: v.html_body }]),
+  );
+}
+
+/**
+ * A version's variants as Handlebars sources: a version still in the placeholder engine is
+ * rewritten to render the same bytes, so changing one part of it changes nothing else.
+ */
+function handlebarsVariants(stored: StoredVersion): Map<string, VariantContent> {
+  const variants = variantsOf(stored);
+  if (stored.version.engine === 'handlebars') return variants;
+  return new Map(
+    [...variants].map(([locale, v]) => [
+      locale,
+      {
+        subject: placeholdersAsHandlebars(v.subject),
+        text: placeholdersAsHandlebars(v.text),
+        html: v.html === null ? null : placeholdersAsHandlebars(v.html),
+      },
+    ]),
   );
 }
 
@@ -200,16 +220,21 @@ export class TemplateService {
     }
     const current = await findCurrentTemplate(this.db, project.id, name);
     if (current === undefined) throw errors.templateNotFound();
-    const variants = variantsOf(current);
+    const saved = variantsOf(current).get(locale);
+    const variants = handlebarsVariants(current);
     const before = variants.get(locale);
     if (before === undefined && (input.subject === undefined || input.text === undefined))
       throw errors.invalidInput(`A new ${locale} variant needs a subject and a text body`);
+    // A part left out, or sent back as it was saved (a form sends every field), stays as it was.
+    const keep = <T>(given: T | undefined, savedPart: T | undefined, kept: T): T =>
+      given === undefined || given === savedPart ? kept : given;
+    const html = input.html === undefined ? undefined : (emptyHtml(input.html) ?? null);
     const touched = input.subject !== undefined || input.text !== undefined || input.html !== undefined;
     if (touched || before === undefined) {
       variants.set(locale, {
-        subject: input.subject ?? before?.subject ?? '',
-        text: input.text ?? before?.text ?? '',
-        html: input.html !== undefined ? (emptyHtml(input.html) ?? null) : (before?.html ?? null),
+        subject: keep(input.subject, saved?.subject, before?.subject ?? ''),
+        text: keep(input.text, saved?.text, before?.text ?? ''),
+        html: keep(html, saved?.html, before?.html ?? null),
       });
     }
     const layoutId =

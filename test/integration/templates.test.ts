@@ -117,6 +117,57 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(message!.parsed.subject).toBe('One');
   });
 
+  it('rewrites a template saved before Handlebars when one part changes, so the others render the same bytes', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    const text = 'Dear {{this}}, use \\{{name}} {{! not a comment }} price {{0}} {{ 1 + 2 }}';
+    const html = '<style>p { color: red }</style><p>{{{name}}} {{&name}} {{a/b}}}</p>';
+    await templates.create(projectId, { name: 'legacy', subject: 'Hi {{name}}', text: 'x' });
+    // As a database of an earlier release holds it: version 1 in the placeholder engine.
+    const db = ctx.services.storage.db;
+    const { id } = await db
+      .selectFrom('templates')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .where('name', '=', 'legacy')
+      .executeTakeFirstOrThrow();
+    await db
+      .updateTable('template_versions')
+      .set({ engine: 'placeholders' })
+      .where('template_id', '=', id)
+      .execute();
+    const version = await db
+      .selectFrom('template_versions')
+      .select('id')
+      .where('template_id', '=', id)
+      .executeTakeFirstOrThrow();
+    await db
+      .updateTable('template_variants')
+      .set({ text_body: text, html_body: html })
+      .where('version_id', '=', version.id)
+      .execute();
+    await db
+      .updateTable('templates')
+      .set({ text_body: text, html_body: html })
+      .where('id', '=', id)
+      .execute();
+    const data = { name: 'Jane <j>', this: 'Sir', 0: '10 EUR', a: { b: 'nope' } };
+
+    const before = await delivered(apiKey, { template: 'legacy', to: 'a@example.org', data });
+    expect(before.message!.parsed.text).toBe(
+      'Dear Sir, use \\Jane <j> {{! not a comment }} price 10 EUR {{ 1 + 2 }}',
+    );
+
+    // A form sends the other parts back as they were saved; then the subject alone changes.
+    await templates.update(projectId, 'legacy', { subject: 'Hello {{name}}', text, html });
+    await templates.update(projectId, 'legacy', { subject: 'Hello {{name}}!' });
+    const after = await delivered(apiKey, { template: 'legacy', to: 'a@example.org', data });
+    expect(after.status).toMatchObject({ status: 'sent', template_version: 3 });
+    expect(after.message!.parsed.subject).toBe('Hello Jane <j>!');
+    expect(after.message!.parsed.text).toBe(before.message!.parsed.text);
+    expect(after.message!.parsed.html).toBe(before.message!.parsed.html);
+  });
+
   it('refuses a template that does not parse, naming the part, line and column', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;

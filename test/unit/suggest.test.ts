@@ -47,6 +47,19 @@ describe('placeholders that render blank', () => {
     expect(blank).toEqual(['role', 'list', 'obj', 'nothing', 'missing']);
   });
 
+  it("are a block's values only when missing: a list or an object is what #each and #with read", () => {
+    const blocks = new CompiledMessage({
+      subject: '{{#if trial}}Trial{{/if}}',
+      text: '{{#each items}}{{this}}{{/each}} {{#with order}}{{id}}{{/with}} {{#if role}}{{role}}{{/if}}',
+      html: null,
+    });
+    expect(blocks.placeholders).toEqual(['trial', 'items', 'order', 'role']);
+    expect(blocks.blankPlaceholders({ trial: false, items: ['a'], order: { id: 1 }, role: ['x'] })).toEqual([
+      'role',
+    ]);
+    expect(blocks.blankPlaceholders({ items: [], order: null })).toEqual(['trial', 'order', 'role']);
+  });
+
   it('are every placeholder when there is no data', () => {
     expect(message.blankPlaceholders({})).toEqual(message.placeholders);
   });

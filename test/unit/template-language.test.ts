@@ -112,6 +112,8 @@ describe('the template language: what it refuses when saved, with the place', ()
     ['{{lookup a "b"}}', 1, "unknown helper 'lookup'"],
     ['{{log "x"}}', 1, "unknown helper 'log'"],
     ['{{#if}}y{{/if}}', 1, 'exactly one value'],
+    ['{{#lookup}}x{{/lookup}}', 1, "'lookup' is a name Handlebars keeps"],
+    ['{{#if a}}\n{{#log}}x{{/log}}{{/if}}', 2, "'log' is a name Handlebars keeps"],
   ])('%j', (source, line, reason) => {
     const error = syntaxError(source);
     expect(error.place?.line).toBe(line);

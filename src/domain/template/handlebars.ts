@@ -194,6 +194,12 @@ function place(node: Node): { line: number; column: number } | null {
   return node.loc ? { line: node.loc.start.line, column: node.loc.start.column + 1 } : null;
 }
 
+/**
+ * Handlebars' own helpers that Herald removed: its compiler still calls them by name, so a section
+ * named after one would fail at every render instead of reading the data.
+ */
+const RESERVED = ['log', 'lookup', 'helperMissing', 'blockHelperMissing'];
+
 /** Refuses partials, decorators, raw blocks and helpers Herald does not register. */
 function check(program: hbs.AST.Program): void {
   const stack: Node[] = [program];
@@ -227,6 +233,11 @@ function check(program: hbs.AST.Program): void {
           throw new TemplateSyntaxError(`#${name} takes exactly one value`, place(node));
         if ((block.hash?.pairs.length ?? 0) > 0 && name !== 'if' && name !== 'unless')
           throw new TemplateSyntaxError(`#${name} takes no options`, place(node));
+        if (RESERVED.includes(name))
+          throw new TemplateSyntaxError(
+            `'${name}' is a name Handlebars keeps for itself; name the section otherwise`,
+            place(node),
+          );
         if (!isHelper) checkExpression(block.path);
         block.params.forEach(checkExpression);
         if (block.program) stack.push(block.program);
@@ -257,7 +268,8 @@ function unknownHelper(path: Expression, node: Node): TemplateSyntaxError {
  * line breaks), each value mustache turned into a call of the mode's writer, and every path that
  * names `__proto__` made undefined.
  */
-function prepare(program: hbs.AST.Program, mode: RenderMode, placeholders: Set<string>): void {
+function prepare(program: hbs.AST.Program, mode: RenderMode, found: FoundPaths): void {
+  const { placeholders, written } = found;
   const visit = (body: Statement[], scoped: boolean) => {
     for (let i = 0; i < body.length; i++) {
       const node = body[i] as Statement;
@@ -266,7 +278,10 @@ function prepare(program: hbs.AST.Program, mode: RenderMode, placeholders: Set<s
         content.value = finishLiteral(content.value, mode);
       } else if (node.type === 'MustacheStatement') {
         const mustache = node as hbs.AST.MustacheStatement;
-        if (!scoped) note(mustache.path, placeholders);
+        if (!scoped) {
+          note(mustache.path, placeholders);
+          note(mustache.path, written);
+        }
         const name = mode === 'html' ? (mustache.escaped ? WRITERS.html : WRITERS.raw) : WRITERS[mode];
         body[i] = {
           ...mustache,
@@ -304,6 +319,12 @@ function guard(expression: Expression): Expression {
   return { type: 'UndefinedLiteral', value: undefined, original: undefined, loc: path.loc } as Expression;
 }
 
+/** The root paths a template names: all of them in order, and those written as values. */
+interface FoundPaths {
+  readonly placeholders: Set<string>;
+  readonly written: Set<string>;
+}
+
 /** A placeholder as people name it: a path from the data's root, without `this` or `@`. */
 function note(expression: Expression, placeholders: Set<string>): void {
   if (expression.type !== 'PathExpression') return;
@@ -318,8 +339,8 @@ function note(expression: Expression, placeholders: Set<string>): void {
  */
 export function compileHandlebars(source: string, mode: RenderMode): CompiledTemplate {
   const program = parseTemplate(source);
-  const placeholders = new Set<string>();
-  prepare(program, mode, placeholders);
+  const found: FoundPaths = { placeholders: new Set(), written: new Set() };
+  prepare(program, mode, found);
   const template = env.compile(program, COMPILE_OPTIONS);
   try {
     // Compilation is lazy in Handlebars: a first render compiles, with nothing to write.
@@ -329,7 +350,8 @@ export function compileHandlebars(source: string, mode: RenderMode): CompiledTem
     throw syntaxError(error);
   }
   return {
-    placeholders: Object.freeze([...placeholders]),
+    placeholders: Object.freeze([...found.placeholders]),
+    sections: Object.freeze([...found.placeholders].filter((path) => !found.written.has(path))),
     render(values, budget = new RenderBudget()) {
       const out = renderWith(template, values, budget);
       return mode === 'subject' ? out.trim() : out;

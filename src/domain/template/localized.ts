@@ -26,9 +26,9 @@ export class LocalizedTemplate {
     return { ...rendered, templateLocale: locale, templateVersion: this.version };
   }
 
-  /** The placeholders of the variant a send asking for `requested` renders. */
-  placeholders(requested: string | null): string[] {
-    return this.message(chooseLocale(this.locales, requested) ?? '').placeholders;
+  /** The placeholders of that variant that render blank with these values (see CompiledMessage). */
+  blankPlaceholders(requested: string | null, values: unknown): string[] {
+    return this.message(chooseLocale(this.locales, requested) ?? '').blankPlaceholders(values);
   }
 
   private message(locale: string): CompiledMessage {
