@@ -2,12 +2,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import {
-  POSTGRES_TYPES,
-  renderMigrations,
-  SQLITE_TYPES,
-  type ColumnTypes,
-} from '../../src/storage/migrations.js';
+import { POSTGRES_TYPES, renderMigrations, SQLITE_TYPES } from '../../src/storage/migrations.js';
+import type { ColumnTypes } from '../../src/storage/migrations/columns.js';
 
 /**
  * A released migration is never edited: databases already carry it by name, so its SQL must stay
