@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { BounceCategory, BounceType } from '../domain/bounce/categories.js';
 import type { UsageState } from '../domain/lifecycle.js';
 import type { TemplateEngine } from '../domain/message.js';
@@ -137,6 +137,27 @@ export interface NotificationsTable {
   relay: RelayRole | null;
   /** While queued after its relay failed or was down: that relay (host:port). */
   waits_for_relay: string | null;
+  /** The Reply-To mailbox as sent; null for none. */
+  reply_to: string | null;
+  /** The caller's metadata, a JSON object of strings; null for none. */
+  metadata: string | null;
+  /** The files' listing, a JSON array of {filename, content_type, size}; null for none. */
+  attachments: string | null;
+}
+
+/** A notification's metadata, one row per key: what the delivery log's search looks up. */
+export interface NotificationMetadataTable {
+  notification_id: number;
+  project_id: number;
+  key: string;
+  value: string;
+}
+
+/** A notification's files' bytes, in the order sent; erased with the content (content retention). */
+export interface NotificationAttachmentsTable {
+  notification_id: number;
+  position: number;
+  content: ColumnType<Buffer, Uint8Array, never>;
 }
 
 export interface DeliveryAttemptsTable {
@@ -336,6 +357,8 @@ export interface Database {
   template_variants: TemplateVariantsTable;
   smtp_settings: SmtpSettingsTable;
   notifications: NotificationsTable;
+  notification_metadata: NotificationMetadataTable;
+  notification_attachments: NotificationAttachmentsTable;
   delivery_attempts: DeliveryAttemptsTable;
   api_logs: ApiLogsTable;
   quota_usage: QuotaUsageTable;
