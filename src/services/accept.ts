@@ -5,6 +5,7 @@ import { accepted, type AcceptedRow, type UsageMove } from '../domain/lifecycle.
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
 import { newRequestId } from '../domain/request-id.js';
 import type { SendRequest } from '../domain/send-request.js';
+import { attachmentInfo } from '../domain/attachments.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import {
   claimIdempotencyKey,
@@ -12,11 +13,20 @@ import {
   releaseIdempotencyKey,
 } from '../storage/idempotency.js';
 import { isLockTimeout } from '../storage/lock-timeout.js';
+import { insertFiles } from '../storage/notification-attachments.js';
+import { insertMetadata, type MetadataEntry } from '../storage/notification-metadata.js';
 import { insertNotifications } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
 import type { Database, ProjectRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { addUsage, usageDeltaRows } from '../storage/usage.js';
+
+/**
+ * Sends with files are committed in a lane of their own (one transaction at a time, about this
+ * many bytes of files per transaction, projects in turn), so the 10 MiB sends of one project never
+ * stand in the group commit of everybody's small sends (product.md §12).
+ */
+const FILES_PER_COMMIT_BYTES = 16 * 1024 * 1024;
 
 /** Idempotency keys are kept this long per project (product decision, after the IETF draft). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -61,10 +71,20 @@ interface Pending {
   /** The rows of its sends, with their usage: decided before the commit (domain/lifecycle.ts). */
   readonly rows: readonly AcceptedRow[];
   readonly usage: readonly UsageMove[];
+  /** What each row (same index) stores beside it: its metadata's index rows and its files' bytes. */
+  readonly parts: readonly Parts[];
+  /** The bytes of all its files. */
+  readonly bytes: number;
   /** Builds the response body from the sends' bodies: the single body, or the batch body. */
   readonly respond: (bodies: SendResponseBody[]) => unknown;
   readonly fingerprint: string | null;
   readonly now: number;
+}
+
+/** A send's metadata, one entry per key, and its files' bytes, stored beside its row. */
+interface Parts {
+  readonly metadata: readonly { readonly key: string; readonly value: string }[];
+  readonly files: readonly Uint8Array[];
 }
 
 /** A request that passed its Idempotency-Key and quota checks and waits for its rows. */
@@ -84,6 +104,8 @@ type Admission = AcceptOutcome<unknown> | Admitted;
  */
 export class AcceptService {
   private readonly group: GroupCommit<Pending, AcceptOutcome<unknown>>;
+  /** The lane of sends with files (FILES_PER_COMMIT_BYTES). */
+  private readonly withFiles: GroupCommit<Pending, AcceptOutcome<unknown>>;
   /** Idempotency keys of requests being accepted by this process right now. */
   private readonly inFlight = new Set<string>();
   private readonly acceptedListeners: (() => void)[] = [];
@@ -99,6 +121,12 @@ export class AcceptService {
     this.group = new GroupCommit((batch) => this.commit(batch), {
       concurrency: storage.writeConcurrency,
       storeFailure: isLockTimeout,
+    });
+    this.withFiles = new GroupCommit((batch) => this.commit(batch), {
+      storeFailure: isLockTimeout,
+      keyOf: (pending) => String(pending.project.id),
+      weigh: (pending) => pending.bytes,
+      maxWeight: FILES_PER_COMMIT_BYTES,
     });
   }
 
@@ -135,21 +163,27 @@ export class AcceptService {
           type: request.type,
           sendAt: request.sendAt,
           locale: request.locale ?? null,
+          message: messageColumns(request),
         },
         now,
       );
     });
+    const parts = (batch ? sends : [sends]).map(partsOf);
+    const bytes = parts.reduce((sum, p) => sum + p.files.reduce((n, file) => n + file.byteLength, 0), 0);
     const idemKey = idempotency ? `${project.id}\n${idempotency.key}` : null;
     if (idemKey !== null) {
       if (this.inFlight.has(idemKey)) throw errors.idempotencyInFlight();
       this.inFlight.add(idemKey);
     }
     try {
-      return await this.group.submit({
+      const files = parts.some((p) => p.files.length > 0);
+      return await (files ? this.withFiles : this.group).submit({
         project,
         idempotency,
         rows: rows.map((send) => send.row),
         usage: rows.map((send) => send.usage),
+        parts,
+        bytes,
         respond: batch ? (bodies) => ({ notifications: bodies }) : (bodies) => bodies[0],
         fingerprint: idempotency ? (idempotency.fingerprint ?? bodyFingerprint(idempotency.body)) : null,
         now,
@@ -163,8 +197,8 @@ export class AcceptService {
   }
 
   /** Waits until every accepted request is committed (graceful stop). */
-  flush(): Promise<void> {
-    return this.group.flush();
+  async flush(): Promise<void> {
+    await Promise.all([this.group.flush(), this.withFiles.flush()]);
   }
 
   /**
@@ -182,6 +216,11 @@ export class AcceptService {
         const ids = await insertNotifications(
           tx,
           admitted.flatMap((a) => a.pending.rows),
+        );
+        await storeParts(
+          tx,
+          admitted.map((a) => a.pending),
+          ids,
         );
         await addUsage(
           tx,
@@ -214,11 +253,21 @@ export class AcceptService {
     group: readonly Pending[],
   ): Promise<AcceptOutcome<unknown>[] | undefined> {
     if (this.storage.insertAccepted === undefined) return undefined;
-    if (group.some((pending) => pending.idempotency !== undefined || pending.project.quota_limit !== null))
+    if (
+      group.some(
+        (pending) =>
+          pending.idempotency !== undefined || pending.project.quota_limit !== null || pending.bytes > 0,
+      )
+    )
       return undefined;
     const ids = await this.storage.insertAccepted(
       group.flatMap((pending) => pending.rows),
       usageDeltaRows(group.flatMap((pending) => pending.usage)),
+      group.flatMap((pending) =>
+        pending.rows.flatMap((row, i) =>
+          pending.parts[i]!.metadata.map((m) => ({ request_id: row.request_id, ...m })),
+        ),
+      ),
     );
     return ids && group.map((pending) => respondAccepted({ kind: 'admitted', pending, quota: null }, ids));
   }
@@ -278,6 +327,50 @@ function respondAccepted(
     message: 'Notification queued for delivery',
   }));
   return { kind: 'accepted', body: admission.pending.respond(bodies), quota: admission.quota };
+}
+
+/** A send's Reply-To, metadata and list of files as its row keeps them (null: none). */
+function messageColumns(request: SendRequest) {
+  return {
+    reply_to: request.replyTo ? formatRecipient(request.replyTo) : null,
+    metadata: request.metadata ? JSON.stringify(request.metadata) : null,
+    attachments: request.attachments ? JSON.stringify(attachmentInfo(request.attachments)) : null,
+  };
+}
+
+function partsOf(request: SendRequest): Parts {
+  return {
+    metadata: Object.entries(request.metadata ?? {}).map(([key, value]) => ({ key, value })),
+    files: request.attachments?.map((file) => file.content) ?? [],
+  };
+}
+
+/** The metadata index rows and files of the admitted requests, once their rows have ids. */
+async function storeParts(
+  tx: Kysely<Database>,
+  admitted: readonly Pending[],
+  ids: ReadonlyMap<string, number>,
+): Promise<void> {
+  const metadata: MetadataEntry[] = [];
+  for (const pending of admitted)
+    pending.rows.forEach((row, i) => {
+      const id = ids.get(row.request_id)!;
+      for (const { key, value } of pending.parts[i]!.metadata)
+        metadata.push({ notification_id: id, project_id: row.project_id, key, value });
+    });
+  await insertMetadata(tx, metadata);
+  await insertFiles(
+    tx,
+    admitted.flatMap((pending) =>
+      pending.rows.flatMap((row, i) =>
+        pending.parts[i]!.files.map((content, position) => ({
+          notification_id: ids.get(row.request_id)!,
+          position,
+          content,
+        })),
+      ),
+    ),
+  );
 }
 
 /** Who a send goes to: its `to`, else the project's contact email; null when neither exists. */

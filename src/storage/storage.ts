@@ -3,6 +3,13 @@ import type { ClaimRequest, Queue, QueueRows, QueueTable, RenewRequest } from '.
 import type { Database, NewNotificationRow } from './schema.js';
 import type { UsageDeltaRow } from './usage.js';
 
+/** One key of an accepted row's metadata, before the row has an id. */
+export interface AcceptedMetadata {
+  readonly request_id: string;
+  readonly key: string;
+  readonly value: string;
+}
+
 /**
  * A storage backend: its connection, and every way the backends differ, listed here and nowhere
  * else. The queries that are the same on both live in the files beside this one, over `db`; what
@@ -23,11 +30,12 @@ export interface Storage {
    * Inserts accepted notifications and their usage deltas with one statement, atomic without a
    * transaction (PostgreSQL's data-modifying WITH: one round trip instead of four). Undefined where
    * the backend has no such statement, or when the rows do not fit in one; the caller then
-   * inserts them in a transaction.
+   * inserts them in a transaction. `metadata`: the rows' metadata index entries, by request id.
    */
   insertAccepted?(
     rows: readonly NewNotificationRow[],
     usage: readonly UsageDeltaRow[],
+    metadata: readonly AcceptedMetadata[],
   ): Promise<Map<string, number> | undefined>;
   /** Write transactions worth running at once (group-commit batches in flight). */
   readonly writeConcurrency: number;

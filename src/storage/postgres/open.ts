@@ -55,7 +55,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     db,
     claim: (queue, claim) => claimPostgres(db, queue, claim),
     renew: (queue, renew) => renewPostgres(db, queue, renew),
-    insertAccepted: (rows, usage) => insertAcceptedPostgres(db, rows, usage),
+    insertAccepted: (rows, usage, metadata) => insertAcceptedPostgres(db, rows, usage, metadata),
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,
