@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneIdempotencyKeys } from '../storage/idempotency.js';
+import { eraseFiles } from '../storage/notification-attachments.js';
 import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
 import { foldUsage } from '../storage/usage.js';
@@ -11,6 +12,13 @@ import type { ApiLogService } from './api-log.js';
 const ERASE_BATCH = 1000;
 /** At most this many batches per pass; the next pass continues where this one stopped. */
 const ERASE_BATCHES_PER_PASS = 50;
+/**
+ * Files looked up at once, and at most this many lookups per pass. Each file is deleted by a
+ * statement of its own: it may be 10 MiB, zeroed on disk as it goes (SQLite's secure_delete), and a
+ * statement holds the store's writer while it runs.
+ */
+const FILES_PER_BATCH = 20;
+const FILE_BATCHES_PER_PASS = 100;
 /**
  * How often usage changes are folded into the counters. Readers add the unfolded changes
  * themselves, so this bounds only how many they add (a few thousand rows at most), not staleness.
@@ -27,8 +35,8 @@ export interface JanitorRetention {
 /**
  * Periodic housekeeping of the api role: API logs past their retention (age and row count) and
  * expired Idempotency-Keys are deleted, so neither table grows without bound; the placeholder
- * values and rendered content of notifications finished longer ago than the content retention
- * are erased (product.md §8); finished webhook events past their retention are deleted with their
+ * values, rendered content and files of notifications finished longer ago than the content
+ * retention are erased (product.md §8, §12); finished webhook events past their retention are deleted with their
  * deliveries and attempts. More often, the usage changes appended by accepts and outcomes are
  * folded into the per-hour usage counters.
  */
@@ -72,9 +80,13 @@ export class Janitor {
     }
   }
 
-  async runOnce(
-    now = Date.now(),
-  ): Promise<{ apiLogs: number; idempotencyKeys: number; contents: number; webhookEvents: number }> {
+  async runOnce(now = Date.now()): Promise<{
+    apiLogs: number;
+    idempotencyKeys: number;
+    contents: number;
+    files: number;
+    webhookEvents: number;
+  }> {
     const { apiLog, contentRetentionDays } = this.retention;
     const apiLogs = await this.apiLogs.prune(now - apiLog.retentionDays * 86_400_000, apiLog.maxRows);
     const idempotencyKeys = await pruneIdempotencyKeys(this.db, now);
@@ -86,8 +98,15 @@ export class Janitor {
       contents += erased;
       if (erased < ERASE_BATCH) break;
     }
+    // The files of every message whose content is erased, this pass's and any a pass left over.
+    let files = 0;
+    for (let i = 0; i < FILE_BATCHES_PER_PASS; i++) {
+      const erased = await eraseFiles(this.db, FILES_PER_BATCH);
+      files += erased;
+      if (erased < FILES_PER_BATCH) break;
+    }
     // A copy of the database must not yield erased content (docs/security.md), WAL included.
-    if ((contents > 0 || this.copiesLeft) && this.forgetErased !== undefined) {
+    if ((contents > 0 || files > 0 || this.copiesLeft) && this.forgetErased !== undefined) {
       this.copiesLeft = !(await this.forgetErased());
       if (this.copiesLeft)
         this.logger.warn('erased content may remain in the WAL until the next pass: readers held it');
@@ -99,12 +118,12 @@ export class Janitor {
       webhookEvents += pruned;
       if (pruned < ERASE_BATCH) break;
     }
-    if (apiLogs + idempotencyKeys + contents + webhookEvents > 0)
+    if (apiLogs + idempotencyKeys + contents + files + webhookEvents > 0)
       this.logger.info(
-        { apiLogs, idempotencyKeys, contents, webhookEvents },
+        { apiLogs, idempotencyKeys, contents, files, webhookEvents },
         'housekeeping deleted or erased expired data',
       );
-    return { apiLogs, idempotencyKeys, contents, webhookEvents };
+    return { apiLogs, idempotencyKeys, contents, files, webhookEvents };
   }
 
   stop(): void {
