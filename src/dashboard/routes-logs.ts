@@ -1,17 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import type { NotificationFilter } from '../storage/notifications.js';
+import { HeraldError } from '../domain/errors.js';
+import { metadataFilters, metadataFilterText, type MetadataFilter } from '../domain/metadata.js';
+import { notificationView } from '../domain/notification.js';
 import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
 import { notice, page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
 import { diagnoseTemplate } from '../services/template-preview.js';
 
 const PAGE_SIZE = 50;
-/**
- * How many notifications (by id) one page of a filtered search looks through. A filter that few
- * rows match (a recipient, a failed state) would otherwise scan the whole history for one page;
- * this keeps every page near-constant in cost at any size, and the page offers to search on.
- */
-const SEARCH_WINDOW = 100_000;
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
 
@@ -23,6 +19,25 @@ function isState(value: string | undefined): value is NotificationState {
   return (NOTIFICATION_STATES as readonly (string | undefined)[]).includes(value);
 }
 
+/**
+ * The metadata conditions of the log's query: the form's `metadata` field (`KEY=VALUE`) and any
+ * `metadata.KEY=VALUE` parameters (the admin API's spelling, for links). A condition no message
+ * could match is reported, not searched for.
+ */
+function metadataOf(
+  query: unknown,
+  typed: string | undefined,
+): { filters: MetadataFilter[]; error: string | null } {
+  try {
+    const fromText = metadataFilterText(typed ?? '');
+    const params = metadataFilters((query ?? {}) as Record<string, unknown>);
+    return { filters: fromText === null ? params : [fromText, ...params], error: null };
+  } catch (error) {
+    if (!(error instanceof HeraldError)) throw error;
+    return { filters: [], error: error.message };
+  }
+}
+
 /** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
 export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { projects, notifications, apiLogs, templates } = deps.services;
@@ -31,15 +46,16 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
 
   app.get('/messages', async (request, reply) => {
     const q = fieldsOf(request.query);
-    const filter: NotificationFilter = {
+    const metadata = metadataOf(request.query, q.metadata);
+    const filter = {
       projectId: whole(q.project),
       state: isState(q.status) ? q.status : undefined,
       template: q.template?.trim() || undefined,
       recipient: q.recipient?.trim() || undefined,
+      metadata: metadata.filters,
       from: utcTime(q.from),
       to: utcTime(q.to),
       beforeId: whole(q.before),
-      limit: PAGE_SIZE + 1,
     };
     const filters = {
       project: filter.projectId === undefined ? '' : String(filter.projectId),
@@ -48,27 +64,25 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       recipient: filter.recipient ?? '',
       from: filter.from === undefined ? '' : (q.from ?? ''),
       to: filter.to === undefined ? '' : (q.to ?? ''),
+      // Every condition as `metadata.KEY=VALUE`, so the next page searches the same.
+      ...Object.fromEntries(metadata.filters.map(({ key, value }) => [`metadata.${key}`, value])),
     };
-    const searching = Object.values(filters).some((v) => v !== '');
-    // A search looks through one window of ids per page; the window's end is where "Older" goes
-    // on from when the page is not full.
-    const windowEnd = searching ? (filter.beforeId ?? (await notifications.newestId()) + 1) : filter.beforeId;
-    const fromId = searching && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;
-    const rows = await notifications.list({ ...filter, beforeId: windowEnd, fromId });
-    const names = await projectNames();
-    const more = rows.length > PAGE_SIZE;
-    const shown = rows.slice(0, PAGE_SIZE);
-    const searchOlder = !more && fromId !== undefined && fromId > 1 ? fromId : null;
+    const found = await notifications.search(filter, PAGE_SIZE);
     return page(request, reply, deps, 'messages', {
       title: 'Delivery logs',
-      rows: shown,
-      names,
+      rows: found.rows,
+      names: await projectNames(),
       states: NOTIFICATION_STATES,
       filters,
-      filtered: searching,
+      // The form shows the first condition as typed; the others travel in the page links.
+      metadataText: metadata.filters[0]
+        ? `${metadata.filters[0].key}=${metadata.filters[0].value}`
+        : (q.metadata ?? ''),
+      filterError: metadata.error,
+      filtered: Object.values(filters).some((v) => v !== '') || metadata.error !== null,
       paged: filter.beforeId !== undefined,
-      nextBefore: more ? shown[shown.length - 1]?.id : searchOlder,
-      searchedTo: searchOlder,
+      nextBefore: found.nextBefore,
+      searchedTo: found.searchedTo,
     });
   });
 
@@ -87,9 +101,14 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       revealed,
       template.found ? template.rerender : undefined,
     );
+    // Reply-To, metadata and the files' list, as the status body shows them.
+    const { reply_to: replyTo, metadata, attachments: files } = notificationView(notification);
     return page(request, reply, deps, 'message', {
       title: `Message ${notification.request_id}`,
       n: notification,
+      replyTo: replyTo ?? null,
+      metadata: metadata ?? null,
+      files: files ?? [],
       attempts,
       project,
       content,

@@ -38,6 +38,22 @@ export interface ContentView {
   readonly erasedAt: number | null;
 }
 
+/** One page of the delivery log, newest first. */
+export interface LogPage {
+  readonly rows: NotificationRow[];
+  /** Where the next (older) page starts: its `before`; null at the end. */
+  readonly nextBefore: number | null;
+  /** When a search found less than a page in the ids it looked through: the oldest id it looked at. */
+  readonly searchedTo: number | null;
+}
+
+/**
+ * How many notifications (by id) one page of a filtered search looks through. A filter that few
+ * rows match (a recipient, a failed state) would otherwise scan the whole history for one page;
+ * this keeps every page near-constant in cost at any size, and the page offers to search on.
+ */
+export const SEARCH_WINDOW = 100_000;
+
 export interface NotificationDetail {
   readonly notification: NotificationRow;
   readonly attempts: DeliveryAttemptRow[];
@@ -120,6 +136,26 @@ export class NotificationService {
 
   list(filter: NotificationFilter): Promise<NotificationRow[]> {
     return listNotifications(this.db, filter);
+  }
+
+  /**
+   * A page of the delivery log (the dashboard's, and the admin API's), newest first, keyset-paged
+   * by `beforeId`: every notification, or with filters (project, state, template, recipient,
+   * `metadata.KEY=VALUE`, time) those that match. A search looks through SEARCH_WINDOW ids per
+   * page; a page that is not full then goes on from where its window ended.
+   */
+  async search(filter: Omit<NotificationFilter, 'limit' | 'fromId'>, pageSize: number): Promise<LogPage> {
+    const { beforeId, ...conditions } = filter;
+    const searching = Object.values(conditions).some(
+      (value) => value !== undefined && !(Array.isArray(value) && value.length === 0),
+    );
+    const windowEnd = searching ? (beforeId ?? (await this.newestId()) + 1) : beforeId;
+    const fromId = searching && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;
+    const rows = await this.list({ ...filter, beforeId: windowEnd, fromId, limit: pageSize + 1 });
+    const more = rows.length > pageSize;
+    const shown = rows.slice(0, pageSize);
+    const searchedTo = !more && fromId !== undefined && fromId > 1 ? fromId : null;
+    return { rows: shown, nextBefore: more ? shown[shown.length - 1]!.id : searchedTo, searchedTo };
   }
 
   counts(projectId?: number): Promise<Record<NotificationState, number>> {
