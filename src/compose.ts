@@ -26,7 +26,7 @@ import type { OutboundPolicy } from './domain/outbound.js';
 import { LeaseQueue } from './queue/lease-queue.js';
 import { QueueLoop } from './queue/loop.js';
 import { newOwnerName, WorkerPool } from './queue/pool.js';
-import { readFiles } from './storage/notification-attachments.js';
+import { readFiles } from './storage/notification-files.js';
 import { NOTIFICATION_QUEUE, WEBHOOK_QUEUE } from './storage/queue.js';
 import { recordCalls, WebhookConsumer } from './webhooks/webhook-consumer.js';
 import { openStorage } from './storage/open.js';

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -13,6 +14,7 @@ import { BodyChecker, BodyCheckerBusy } from './body-checker.js';
 import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
 import { LargeBodies } from './large-bodies.js';
+import { readBody } from './read-body.js';
 import {
   BatchBody,
   BatchErrorBody,
@@ -175,10 +177,10 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // This plugin is encapsulated, so the dashboard's own parsers are not affected.
   app.removeContentTypeParser('text/plain');
   // A GET or DELETE carries no body, but clients often send their usual JSON Content-Type with it;
-  // an empty body there is no body, not malformed JSON. Everything else goes to Fastify's parser
-  // (which also refuses __proto__ keys).
-  // Bodies are parsed by the BodyChecker: a large one off the event loop. A send route's body is
-  // checked in its handler, where the project is known; any other body is only checked to be JSON.
+  // an empty body there is no body, not malformed JSON. Bodies are read by readBody (one buffer,
+  // filled as it arrives) and parsed by the BodyChecker (a large one off the event loop, refusing
+  // __proto__ keys as Fastify's parser does). A send route's body is checked in its handler,
+  // where the project is known; any other body is only checked to be JSON.
   const bodies = new BodyChecker();
   app.addHook('onClose', () => bodies.close());
   const large = new LargeBodies();
@@ -188,17 +190,14 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     if (!large.admit(request, reply, String((request.project as ProjectRow).id))) busy(reply);
   };
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser(
-    'application/json',
-    { parseAs: 'buffer' },
-    async (request: FastifyRequest, body: Buffer) => {
-      if (body.length === 0 && request.method !== 'POST') return undefined;
-      if (request.method === 'POST' && SEND_ROUTES.has(request.routeOptions.url ?? ''))
-        return new RawBody(body);
-      acceptedBody(await bodies.check({ kind: 'json' }, body, 'other'));
-      return undefined;
-    },
-  );
+  app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
+    const body = await readBody(payload, request.routeOptions.bodyLimit ?? BODY_LIMIT);
+    if (body.length === 0 && request.method !== 'POST') return undefined;
+    if (request.method === 'POST' && SEND_ROUTES.has(request.routeOptions.url ?? ''))
+      return new RawBody(body);
+    acceptedBody(await bodies.check({ kind: 'json' }, body, 'other'));
+    return undefined;
+  });
   const check = async (
     request: FastifyRequest,
     reply: FastifyReply,

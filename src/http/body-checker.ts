@@ -38,7 +38,7 @@ export const DEFAULT_BODY_CHECKER: BodyCheckerOptions = {
   largeFrom: 256 * 1024,
   small: { threads: 2, maxQueued: 512, maxQueuedPerKey: 128 },
   // Up to 15 MiB each: fewer may wait, so that waiting bodies stay within a few hundred MiB.
-  large: { threads: 2, maxQueued: 64, maxQueuedPerKey: 32 },
+  large: { threads: 1, maxQueued: 64, maxQueuedPerKey: 32 },
 };
 
 /** Too many large bodies are waiting to be checked: the request may be retried shortly. */

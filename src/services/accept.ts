@@ -5,7 +5,6 @@ import { accepted, type AcceptedRow, type UsageMove } from '../domain/lifecycle.
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
 import { newRequestId } from '../domain/request-id.js';
 import type { SendRequest } from '../domain/send-request.js';
-import { attachmentInfo } from '../domain/attachments.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import {
   claimIdempotencyKey,
@@ -13,20 +12,21 @@ import {
   releaseIdempotencyKey,
 } from '../storage/idempotency.js';
 import { isLockTimeout } from '../storage/lock-timeout.js';
-import { insertFiles } from '../storage/notification-attachments.js';
-import { insertMetadata, type MetadataEntry } from '../storage/notification-metadata.js';
+import { discardFiles } from '../storage/notification-files.js';
 import { insertNotifications } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
 import type { Database, ProjectRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { addUsage, usageDeltaRows } from '../storage/usage.js';
-
-/**
- * Sends with files are committed in a lane of their own (one transaction at a time, about this
- * many bytes of files per transaction, projects in turn), so the 10 MiB sends of one project never
- * stand in the group commit of everybody's small sends (product.md §12).
- */
-const FILES_PER_COMMIT_BYTES = 16 * 1024 * 1024;
+import {
+  fileWriterQueue,
+  formatMailbox,
+  messageColumns,
+  partsOf,
+  storeParts,
+  type FileWriterQueue,
+  type Parts,
+} from './message-parts.js';
 
 /** Idempotency keys are kept this long per project (product decision, after the IETF draft). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -71,20 +71,12 @@ interface Pending {
   /** The rows of its sends, with their usage: decided before the commit (domain/lifecycle.ts). */
   readonly rows: readonly AcceptedRow[];
   readonly usage: readonly UsageMove[];
-  /** What each row (same index) stores beside it: its metadata's index rows and its files' bytes. */
+  /** What each row (same index) stores beside it: its metadata's index rows and its files. */
   readonly parts: readonly Parts[];
-  /** The bytes of all its files. */
-  readonly bytes: number;
   /** Builds the response body from the sends' bodies: the single body, or the batch body. */
   readonly respond: (bodies: SendResponseBody[]) => unknown;
   readonly fingerprint: string | null;
   readonly now: number;
-}
-
-/** A send's metadata, one entry per key, and its files' bytes, stored beside its row. */
-interface Parts {
-  readonly metadata: readonly { readonly key: string; readonly value: string }[];
-  readonly files: readonly Uint8Array[];
 }
 
 /** A request that passed its Idempotency-Key and quota checks and waits for its rows. */
@@ -104,8 +96,8 @@ type Admission = AcceptOutcome<unknown> | Admitted;
  */
 export class AcceptService {
   private readonly group: GroupCommit<Pending, AcceptOutcome<unknown>>;
-  /** The lane of sends with files (FILES_PER_COMMIT_BYTES). */
-  private readonly withFiles: GroupCommit<Pending, AcceptOutcome<unknown>>;
+  /** Where sends' files are written before they are accepted (message-parts.ts). */
+  private readonly files: FileWriterQueue;
   /** Idempotency keys of requests being accepted by this process right now. */
   private readonly inFlight = new Set<string>();
   private readonly acceptedListeners: (() => void)[] = [];
@@ -113,7 +105,7 @@ export class AcceptService {
   private readonly now: () => number;
 
   constructor(
-    private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted'>,
+    private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted' | 'stageFile'>,
     now: () => number = Date.now,
   ) {
     this.db = storage.db;
@@ -122,12 +114,7 @@ export class AcceptService {
       concurrency: storage.writeConcurrency,
       storeFailure: isLockTimeout,
     });
-    this.withFiles = new GroupCommit((batch) => this.commit(batch), {
-      storeFailure: isLockTimeout,
-      keyOf: (pending) => String(pending.project.id),
-      weigh: (pending) => pending.bytes,
-      maxWeight: FILES_PER_COMMIT_BYTES,
-    });
+    this.files = fileWriterQueue(storage);
   }
 
   /** Called after each committed group that accepted something (the in-process worker wakes up). */
@@ -168,37 +155,54 @@ export class AcceptService {
         now,
       );
     });
-    const parts = (batch ? sends : [sends]).map(partsOf);
-    const bytes = parts.reduce((sum, p) => sum + p.files.reduce((n, file) => n + file.byteLength, 0), 0);
+    // Only a single send carries files (a batch refuses them).
+    const files = batch ? [] : (sends.attachments?.map((file) => file.content) ?? []);
     const idemKey = idempotency ? `${project.id}\n${idempotency.key}` : null;
     if (idemKey !== null) {
       if (this.inFlight.has(idemKey)) throw errors.idempotencyInFlight();
       this.inFlight.add(idemKey);
     }
+    let written: number[] = [];
     try {
-      const files = parts.some((p) => p.files.length > 0);
-      return await (files ? this.withFiles : this.group).submit({
+      if (files.length > 0) {
+        // A send the quota refuses anyway does not write its files first.
+        const spent = await this.spentQuota(project, now);
+        if (spent !== null) return spent;
+        written = await this.files.submit({ project, files, now });
+      }
+      const outcome = await this.group.submit({
         project,
         idempotency,
         rows: rows.map((send) => send.row),
         usage: rows.map((send) => send.usage),
-        parts,
-        bytes,
+        parts: (batch ? sends : [sends]).map((request) => partsOf(request, written)),
         respond: batch ? (bodies) => ({ notifications: bodies }) : (bodies) => bodies[0],
         fingerprint: idempotency ? (idempotency.fingerprint ?? bodyFingerprint(idempotency.body)) : null,
         now,
       });
+      if (outcome.kind !== 'accepted' && written.length > 0) await discardFiles(this.db, written);
+      return outcome;
     } catch (error) {
-      // The group's transaction failed as a whole; nothing of this request was stored.
+      // Nothing of this request was stored but perhaps its files' bytes, which no accept links.
+      if (written.length > 0) await discardFiles(this.db, written).catch(() => undefined);
       throw errors.queueFailed(error);
     } finally {
       if (idemKey !== null) this.inFlight.delete(idemKey);
     }
   }
 
+  /** The refusal of a project whose quota is used up in this window; null while some is left. */
+  private async spentQuota(project: ProjectRow, now: number): Promise<AcceptOutcome<unknown> | null> {
+    if (project.quota_limit === null) return null;
+    const window = quotaWindow(project.quota_period as QuotaPeriod, now);
+    const quota = quotaState(project.quota_limit, await quotaUsed(this.db, project.id, window.start), window);
+    return quota.remaining > 0 ? null : { kind: 'quota_exceeded', quota };
+  }
+
   /** Waits until every accepted request is committed (graceful stop). */
   async flush(): Promise<void> {
-    await Promise.all([this.group.flush(), this.withFiles.flush()]);
+    await this.files.flush();
+    await this.group.flush();
   }
 
   /**
@@ -256,7 +260,9 @@ export class AcceptService {
     if (
       group.some(
         (pending) =>
-          pending.idempotency !== undefined || pending.project.quota_limit !== null || pending.bytes > 0,
+          pending.idempotency !== undefined ||
+          pending.project.quota_limit !== null ||
+          pending.parts.some((part) => part.files.length > 0),
       )
     )
       return undefined;
@@ -329,59 +335,10 @@ function respondAccepted(
   return { kind: 'accepted', body: admission.pending.respond(bodies), quota: admission.quota };
 }
 
-/** A send's Reply-To, metadata and list of files as its row keeps them (null: none). */
-function messageColumns(request: SendRequest) {
-  return {
-    reply_to: request.replyTo ? formatRecipient(request.replyTo) : null,
-    metadata: request.metadata ? JSON.stringify(request.metadata) : null,
-    attachments: request.attachments ? JSON.stringify(attachmentInfo(request.attachments)) : null,
-  };
-}
-
-function partsOf(request: SendRequest): Parts {
-  return {
-    metadata: Object.entries(request.metadata ?? {}).map(([key, value]) => ({ key, value })),
-    files: request.attachments?.map((file) => file.content) ?? [],
-  };
-}
-
-/** The metadata index rows and files of the admitted requests, once their rows have ids. */
-async function storeParts(
-  tx: Kysely<Database>,
-  admitted: readonly Pending[],
-  ids: ReadonlyMap<string, number>,
-): Promise<void> {
-  const metadata: MetadataEntry[] = [];
-  for (const pending of admitted)
-    pending.rows.forEach((row, i) => {
-      const id = ids.get(row.request_id)!;
-      for (const { key, value } of pending.parts[i]!.metadata)
-        metadata.push({ notification_id: id, project_id: row.project_id, key, value });
-    });
-  await insertMetadata(tx, metadata);
-  await insertFiles(
-    tx,
-    admitted.flatMap((pending) =>
-      pending.rows.flatMap((row, i) =>
-        pending.parts[i]!.files.map((content, position) => ({
-          notification_id: ids.get(row.request_id)!,
-          position,
-          content,
-        })),
-      ),
-    ),
-  );
-}
-
 /** Who a send goes to: its `to`, else the project's contact email; null when neither exists. */
 export function recipientOf(project: ProjectRow, request: SendRequest): string | null {
-  if (request.to?.address) return formatRecipient(request.to);
+  if (request.to?.address) return formatMailbox(request.to);
   return project.contact_email || null;
-}
-
-function formatRecipient(to: { name?: string; address: string }): string {
-  if (to.name === undefined) return to.address;
-  return `"${to.name.replace(/[\\"]/g, (c) => `\\${c}`)}" <${to.address}>`;
 }
 
 function isBatch(sends: SendRequest | readonly SendRequest[]): sends is readonly SendRequest[] {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneIdempotencyKeys } from '../storage/idempotency.js';
-import { eraseFiles } from '../storage/notification-attachments.js';
+import { eraseFiles } from '../storage/notification-files.js';
 import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
 import { foldUsage } from '../storage/usage.js';
@@ -19,6 +19,12 @@ const ERASE_BATCHES_PER_PASS = 50;
  */
 const FILES_PER_BATCH = 20;
 const FILE_BATCHES_PER_PASS = 100;
+/**
+ * Files' bytes are written before the send that carries them is accepted; bytes no accept linked
+ * this long after they were written never will be (a refused send, a crash in between): an accept
+ * takes seconds at most.
+ */
+const UNLINKED_FILES_MS = 3_600_000;
 /**
  * How often usage changes are folded into the counters. Readers add the unfolded changes
  * themselves, so this bounds only how many they add (a few thousand rows at most), not staleness.
@@ -98,10 +104,14 @@ export class Janitor {
       contents += erased;
       if (erased < ERASE_BATCH) break;
     }
-    // The files of every message whose content is erased, this pass's and any a pass left over.
+    // The files of every message whose content is erased, this pass's and any a pass left over,
+    // and bytes no accept linked.
     let files = 0;
     for (let i = 0; i < FILE_BATCHES_PER_PASS; i++) {
-      const erased = await eraseFiles(this.db, FILES_PER_BATCH);
+      const erased = await eraseFiles(this.db, {
+        unlinkedBefore: now - UNLINKED_FILES_MS,
+        limit: FILES_PER_BATCH,
+      });
       files += erased;
       if (erased < FILES_PER_BATCH) break;
     }

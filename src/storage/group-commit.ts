@@ -33,12 +33,6 @@ export interface GroupCommitOptions<T = unknown> {
    * it every item is taken in the order it came.
    */
   readonly keyOf?: (item: T) => string;
-  /**
-   * An item's weight (its bytes) and the most a batch may weigh: a batch closes before the item
-   * that would take it past `maxWeight`, though it always holds at least one item.
-   */
-  readonly weigh?: (item: T) => number;
-  readonly maxWeight?: number;
 }
 
 interface Entry<T, R> {
@@ -72,18 +66,12 @@ export class GroupCommit<T, R> {
     });
   }
 
-  /** The next batch: items taken from each key in turn, within maxBatch and maxWeight. */
+  /** The next batch: up to maxBatch items, taken from each key in turn. */
   private nextBatch(): Entry<T, R>[] {
     const batch: Entry<T, R>[] = [];
     const maxBatch = this.options.maxBatch ?? 100;
-    const maxWeight = this.options.maxWeight ?? Infinity;
-    let weight = 0;
     while (this.count > 0 && batch.length < maxBatch) {
       const [key, list] = this.waiting.entries().next().value as [string, Entry<T, R>[]];
-      const next = list[0]!;
-      const w = this.options.weigh?.(next.item) ?? 0;
-      if (batch.length > 0 && weight + w > maxWeight) break;
-      weight += w;
       batch.push(list.shift()!);
       this.count--;
       this.waiting.delete(key);

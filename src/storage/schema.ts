@@ -153,11 +153,26 @@ export interface NotificationMetadataTable {
   value: string;
 }
 
-/** A notification's files' bytes, in the order sent; erased with the content (content retention). */
-export interface NotificationAttachmentsTable {
+/** A file, written before the send that carries it is accepted (notification-files.ts). */
+export interface FileContentsTable {
+  id: Generated<number>;
+  /** Bytes in all its chunks. */
+  size: number;
+  created_at: number;
+}
+
+/** A file's bytes, in chunks of at most 1 MiB. */
+export interface FileChunksTable {
+  content_id: number;
+  seq: number;
+  bytes: ColumnType<Buffer, Uint8Array, never>;
+}
+
+/** Which stored bytes are a notification's files, in the order sent. */
+export interface NotificationFilesTable {
   notification_id: number;
   position: number;
-  content: ColumnType<Buffer, Uint8Array, never>;
+  content_id: number;
 }
 
 export interface DeliveryAttemptsTable {
@@ -358,7 +373,9 @@ export interface Database {
   smtp_settings: SmtpSettingsTable;
   notifications: NotificationsTable;
   notification_metadata: NotificationMetadataTable;
-  notification_attachments: NotificationAttachmentsTable;
+  file_contents: FileContentsTable;
+  file_chunks: FileChunksTable;
+  notification_files: NotificationFilesTable;
   delivery_attempts: DeliveryAttemptsTable;
   api_logs: ApiLogsTable;
   quota_usage: QuotaUsageTable;

@@ -37,6 +37,14 @@ export interface Storage {
     usage: readonly UsageDeltaRow[],
     metadata: readonly AcceptedMetadata[],
   ): Promise<Map<string, number> | undefined>;
+  /**
+   * Writes one file's bytes (a send's attachment) before its send is accepted, durably, and
+   * returns their id for the accept to link (notification-files.ts). SQLite writes them from a
+   * thread of its own (sqlite/file-writer.ts) while it holds the connection, so the event loop
+   * never waits for 10 MiB to reach the disk, and transactions that queued meanwhile go first;
+   * PostgreSQL with a statement of its own. The bytes' buffer may be moved: not to be used after.
+   */
+  stageFile(content: Uint8Array, now: number): Promise<number>;
   /** Write transactions worth running at once (group-commit batches in flight). */
   readonly writeConcurrency: number;
   /** Applies pending migrations; safe when several processes migrate the same database at once. */

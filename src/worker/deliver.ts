@@ -28,8 +28,8 @@ export interface DeliveryDeps {
    * notification, so reports come back to Herald's listener naming the message.
    */
   readonly returnPath?: ((notificationId: number) => string) | null;
-  /** A notification's files' bytes, in order: read once per attempt that sends them. */
-  readonly files?: (notificationId: number) => Promise<readonly Uint8Array[]>;
+  /** A notification's files' bytes, in order, read once per attempt that sends them; null when gone. */
+  readonly files?: (notificationId: number) => Promise<readonly Uint8Array[] | null>;
 }
 
 const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', message, smtpCode: null });
@@ -186,8 +186,8 @@ export class Deliverer {
   private async filesOf(row: NotificationRow): Promise<OutgoingFile[] | null> {
     if (row.attachments === null) return [];
     const listed = JSON.parse(row.attachments) as AttachmentInfo[];
-    const contents = (await this.deps.files?.(row.id)) ?? [];
-    if (contents.length !== listed.length) return null;
+    const contents = (await this.deps.files?.(row.id)) ?? null;
+    if (contents === null || contents.length !== listed.length) return null;
     return listed.map((file, i) => ({
       filename: file.filename,
       contentType: file.content_type,

@@ -4,7 +4,7 @@ import { ApiLogService } from '../../src/services/api-log.js';
 import { Janitor } from '../../src/services/janitor.js';
 import { claimIdempotencyKey } from '../../src/storage/idempotency.js';
 import { insertApiLogs } from '../../src/storage/api-logs.js';
-import { insertFiles, readFiles } from '../../src/storage/notification-attachments.js';
+import { insertFileContent, linkFiles, readFiles } from '../../src/storage/notification-files.js';
 import {
   addNotification,
   addProject,
@@ -164,14 +164,10 @@ describe(`janitor (${backend})`, () => {
     const listing = JSON.stringify([{ filename: 'a.pdf', content_type: 'application/pdf', size: 3 }]);
     const add = async (overrides: Parameters<typeof addNotification>[2], files: number) => {
       const id = await addNotification(fx.db, projectId, { attachments: listing, ...overrides });
-      await insertFiles(
-        fx.db,
-        Array.from({ length: files }, (_, position) => ({
-          notification_id: id,
-          position,
-          content: Buffer.from(`secret ${position}`),
-        })),
-      );
+      for (let position = 0; position < files; position++) {
+        const contentId = await insertFileContent(fx.db, Buffer.from(`secret ${position}`), NOW - 2 * DAY);
+        await linkFiles(fx.db, [{ notification_id: id, position, content_id: contentId }]);
+      }
       return id;
     };
     // More files than one lookup takes, so the pass goes on until none is left.
@@ -179,6 +175,9 @@ describe(`janitor (${backend})`, () => {
     const oldFailed = await add({ state: 'failed', updated_at: old }, 10);
     const oldQueued = await add({ state: 'queued', updated_at: old }, 2);
     const recent = await add({ state: 'sent', updated_at: NOW - DAY }, 1);
+    // Bytes no accept linked: swept once they are an hour old, not before.
+    const unlinkedOld = await insertFileContent(fx.db, Buffer.from('orphan'), NOW - 3_600_001);
+    const unlinkedNew = await insertFileContent(fx.db, Buffer.from('in flight'), NOW - 60_000);
     const logger = pino({ level: 'silent' });
     const janitor = new Janitor(
       fx.db,
@@ -191,13 +190,24 @@ describe(`janitor (${backend})`, () => {
       logger,
     );
     const pass = await janitor.runOnce(NOW);
-    expect(pass).toMatchObject({ contents: 2, files: 20 });
+    expect(pass).toMatchObject({ contents: 2, files: 21 });
+    const left = await fx.db.selectFrom('file_contents').select('id').execute();
+    expect(left.map((row) => Number(row.id))).not.toContain(unlinkedOld);
+    expect(left.map((row) => Number(row.id))).toContain(unlinkedNew);
+    // The links went with the bytes.
+    expect(
+      await fx.db
+        .selectFrom('notification_files')
+        .selectAll()
+        .where('notification_id', '=', oldSent)
+        .execute(),
+    ).toEqual([]);
     for (const id of [oldSent, oldFailed]) {
       expect(await readFiles(fx.db, id)).toEqual([]);
       expect(await notification(fx.db, id)).toMatchObject({ attachments: listing, content_erased_at: NOW });
     }
-    expect((await readFiles(fx.db, oldQueued)).map(String)).toEqual(['secret 0', 'secret 1']);
-    expect((await readFiles(fx.db, recent)).map(String)).toEqual(['secret 0']);
+    expect((await readFiles(fx.db, oldQueued))?.map(String)).toEqual(['secret 0', 'secret 1']);
+    expect((await readFiles(fx.db, recent))?.map(String)).toEqual(['secret 0']);
     expect((await janitor.runOnce(NOW)).files).toBe(0);
   });
 
