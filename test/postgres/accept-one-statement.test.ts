@@ -6,8 +6,8 @@ import { createTestContext, seedProject, type TestContext } from '../helpers/ser
 /**
  * On PostgreSQL a group of accepted requests without Idempotency-Keys or quotas is committed with
  * one statement (the notifications, their usage deltas and their metadata search rows in one
- * data-modifying WITH) and no
- * transaction around it. It must count every message once and, failing, store nothing.
+ * data-modifying WITH) and no transaction around it. It must count every message once and,
+ * failing, store nothing.
  */
 let ctx: TestContext;
 let apiKey: string;
