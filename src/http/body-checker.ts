@@ -37,8 +37,9 @@ export const DEFAULT_BODY_CHECKER: BodyCheckerOptions = {
   inlineMaxBytes: 8 * 1024,
   largeFrom: 256 * 1024,
   small: { threads: 2, maxQueued: 512, maxQueuedPerKey: 128 },
-  // Up to 15 MiB each: fewer may wait, so that waiting bodies stay within a few hundred MiB.
-  large: { threads: 1, maxQueued: 64, maxQueuedPerKey: 32 },
+  // The bytes of large bodies in flight are bounded before they are read (large-bodies.ts); one
+  // thread, so that parsing them leaves the event loop a core of the two it may have.
+  large: { threads: 1, maxQueued: 256, maxQueuedPerKey: 128 },
 };
 
 /** Too many large bodies are waiting to be checked: the request may be retried shortly. */

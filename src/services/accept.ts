@@ -18,15 +18,8 @@ import { quotaUsed, takeQuota } from '../storage/quota.js';
 import type { Database, ProjectRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { addUsage, usageDeltaRows } from '../storage/usage.js';
-import {
-  fileWriterQueue,
-  formatMailbox,
-  messageColumns,
-  partsOf,
-  storeParts,
-  type FileWriterQueue,
-  type Parts,
-} from './message-parts.js';
+import { FileQueue } from './file-queue.js';
+import { formatMailbox, messageColumns, partsOf, storeParts, type Parts } from './message-parts.js';
 
 /** Idempotency keys are kept this long per project (product decision, after the IETF draft). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -96,8 +89,8 @@ type Admission = AcceptOutcome<unknown> | Admitted;
  */
 export class AcceptService {
   private readonly group: GroupCommit<Pending, AcceptOutcome<unknown>>;
-  /** Where sends' files are written before they are accepted (message-parts.ts). */
-  private readonly files: FileWriterQueue;
+  /** Where sends' files are written before they are accepted (file-queue.ts). */
+  private readonly files: FileQueue;
   /** Idempotency keys of requests being accepted by this process right now. */
   private readonly inFlight = new Set<string>();
   private readonly acceptedListeners: (() => void)[] = [];
@@ -105,7 +98,7 @@ export class AcceptService {
   private readonly now: () => number;
 
   constructor(
-    private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted' | 'stageFile'>,
+    private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted' | 'writeFileChunks'>,
     now: () => number = Date.now,
   ) {
     this.db = storage.db;
@@ -114,7 +107,9 @@ export class AcceptService {
       concurrency: storage.writeConcurrency,
       storeFailure: isLockTimeout,
     });
-    this.files = fileWriterQueue(storage);
+    this.files = new FileQueue((chunks, now) => storage.writeFileChunks(chunks, now), {
+      concurrency: Math.min(2, storage.writeConcurrency),
+    });
   }
 
   /** Called after each committed group that accepted something (the in-process worker wakes up). */
@@ -168,7 +163,7 @@ export class AcceptService {
         // A send the quota refuses anyway does not write its files first.
         const spent = await this.spentQuota(project, now);
         if (spent !== null) return spent;
-        written = await this.files.submit({ project, files, now });
+        written = await this.files.submit(String(project.id), files, now);
       }
       const outcome = await this.group.submit({
         project,

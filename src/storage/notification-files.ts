@@ -2,41 +2,53 @@ import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 /**
- * A send's files. Their bytes are written first (`Storage.stageFile`), in chunks of 1 MiB, so the
- * accept's transaction, which every project's sends share, only links them to the notification,
- * and no write holds the store's writer for long. Files no accept linked (a refused send, a crash
- * in between) are swept once they are old enough that no accept can still link them.
+ * A send's files. Their bytes are written first (`Storage.writeFileChunks`, driven by the
+ * service's FileQueue), in chunks of at most 1 MiB, so the accept's transaction, which every
+ * project's sends share, only links them to the notification, and no write holds the store's
+ * writer for long. Files no accept linked (a refused send, a crash in between) are swept once they
+ * are old enough that no accept can still link them.
  */
 
 export const FILE_CHUNK_BYTES = 1024 * 1024;
 
-/** The chunks a file is stored in: views of its bytes, no copies. */
-export function chunksOf(content: Uint8Array): Uint8Array[] {
-  const chunks: Uint8Array[] = [];
-  for (let start = 0; start < content.byteLength || start === 0; start += FILE_CHUNK_BYTES)
-    chunks.push(content.subarray(start, start + FILE_CHUNK_BYTES));
-  return chunks;
+/** A piece of a file to write: the first (`contentId` null) creates the file. */
+export interface FileChunk {
+  readonly contentId: number | null;
+  /** The whole file's bytes, recorded with its first chunk. */
+  readonly size: number;
+  readonly seq: number;
+  readonly bytes: Uint8Array;
 }
 
 /**
- * Writes one file, unlinked, in one transaction; returns its id. PostgreSQL's Storage.stageFile,
- * whose writes wait for no other; SQLite writes the same rows from a thread (sqlite/file-writer.ts).
+ * Writes chunks of files in one transaction; returns each chunk's file id (new for a first
+ * chunk). PostgreSQL's Storage.writeFileChunks, whose writes wait for no other project's; SQLite
+ * writes the same rows from a thread (sqlite/file-writer.ts).
  */
-export async function insertFileContent(
+export async function insertFileChunks(
   db: Kysely<Database>,
-  content: Uint8Array,
+  chunks: readonly FileChunk[],
   now: number,
-): Promise<number> {
+): Promise<number[]> {
   return db.transaction().execute(async (tx) => {
-    const file = await tx
-      .insertInto('file_contents')
-      .values({ size: content.byteLength, created_at: now })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const id = Number(file.id);
-    for (const [seq, bytes] of chunksOf(content).entries())
-      await tx.insertInto('file_chunks').values({ content_id: id, seq, bytes }).execute();
-    return id;
+    const ids: number[] = [];
+    for (const chunk of chunks) {
+      let id = chunk.contentId;
+      if (id === null) {
+        const file = await tx
+          .insertInto('file_contents')
+          .values({ size: chunk.size, created_at: now })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        id = Number(file.id);
+      }
+      await tx
+        .insertInto('file_chunks')
+        .values({ content_id: id, seq: chunk.seq, bytes: chunk.bytes })
+        .execute();
+      ids.push(id);
+    }
+    return ids;
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { ClaimRequest, Queue, QueueRows, QueueTable, RenewRequest } from './queue.js';
+import type { FileChunk } from './notification-files.js';
 import type { Database, NewNotificationRow } from './schema.js';
 import type { UsageDeltaRow } from './usage.js';
 
@@ -38,13 +39,13 @@ export interface Storage {
     metadata: readonly AcceptedMetadata[],
   ): Promise<Map<string, number> | undefined>;
   /**
-   * Writes one file's bytes (a send's attachment) before its send is accepted, durably, and
-   * returns their id for the accept to link (notification-files.ts). SQLite writes them from a
-   * thread of its own (sqlite/file-writer.ts) while it holds the connection, so the event loop
-   * never waits for 10 MiB to reach the disk, and transactions that queued meanwhile go first;
-   * PostgreSQL with a statement of its own. The bytes' buffer may be moved: not to be used after.
+   * Writes chunks of sends' files (at most a megabyte or so) in one transaction, before their
+   * sends are accepted, durably; returns each chunk's file id (notification-files.ts). SQLite
+   * writes them from a thread of its own (sqlite/file-writer.ts) while it holds the connection, so
+   * the event loop never waits for the disk and transactions that queued meanwhile go first;
+   * PostgreSQL in a transaction of its own. The chunks' buffers may be moved: not to be used after.
    */
-  stageFile(content: Uint8Array, now: number): Promise<number>;
+  writeFileChunks(chunks: readonly FileChunk[], now: number): Promise<number[]>;
   /** Write transactions worth running at once (group-commit batches in flight). */
   readonly writeConcurrency: number;
   /** Applies pending migrations; safe when several processes migrate the same database at once. */

@@ -4,7 +4,7 @@ import { ApiLogService } from '../../src/services/api-log.js';
 import { Janitor } from '../../src/services/janitor.js';
 import { claimIdempotencyKey } from '../../src/storage/idempotency.js';
 import { insertApiLogs } from '../../src/storage/api-logs.js';
-import { insertFileContent, linkFiles, readFiles } from '../../src/storage/notification-files.js';
+import { insertFileChunks, linkFiles, readFiles } from '../../src/storage/notification-files.js';
 import {
   addNotification,
   addProject,
@@ -165,8 +165,13 @@ describe(`janitor (${backend})`, () => {
     const add = async (overrides: Parameters<typeof addNotification>[2], files: number) => {
       const id = await addNotification(fx.db, projectId, { attachments: listing, ...overrides });
       for (let position = 0; position < files; position++) {
-        const contentId = await insertFileContent(fx.db, Buffer.from(`secret ${position}`), NOW - 2 * DAY);
-        await linkFiles(fx.db, [{ notification_id: id, position, content_id: contentId }]);
+        const bytes = Buffer.from(`secret ${position}`);
+        const [contentId] = await insertFileChunks(
+          fx.db,
+          [{ contentId: null, size: bytes.length, seq: 0, bytes }],
+          NOW - 2 * DAY,
+        );
+        await linkFiles(fx.db, [{ notification_id: id, position, content_id: contentId! }]);
       }
       return id;
     };
@@ -176,8 +181,10 @@ describe(`janitor (${backend})`, () => {
     const oldQueued = await add({ state: 'queued', updated_at: old }, 2);
     const recent = await add({ state: 'sent', updated_at: NOW - DAY }, 1);
     // Bytes no accept linked: swept once they are an hour old, not before.
-    const unlinkedOld = await insertFileContent(fx.db, Buffer.from('orphan'), NOW - 3_600_001);
-    const unlinkedNew = await insertFileContent(fx.db, Buffer.from('in flight'), NOW - 60_000);
+    const unlinked = (text: string, at: number) =>
+      insertFileChunks(fx.db, [{ contentId: null, size: text.length, seq: 0, bytes: Buffer.from(text) }], at);
+    const [unlinkedOld] = await unlinked('orphan', NOW - 3_600_001);
+    const [unlinkedNew] = await unlinked('in flight', NOW - 60_000);
     const logger = pino({ level: 'silent' });
     const janitor = new Janitor(
       fx.db,

@@ -4,7 +4,7 @@ import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimPostgres, renewPostgres } from './claim.js';
-import { insertFileContent } from '../notification-files.js';
+import { insertFileChunks } from '../notification-files.js';
 import { insertAcceptedPostgres } from './insert-accepted.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 import { changesSettleMs, ProjectChanges, type ProjectChangesState } from './project-changes.js';
@@ -57,7 +57,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     claim: (queue, claim) => claimPostgres(db, queue, claim),
     renew: (queue, renew) => renewPostgres(db, queue, renew),
     insertAccepted: (rows, usage, metadata) => insertAcceptedPostgres(db, rows, usage, metadata),
-    stageFile: (content, now) => insertFileContent(db, content, now),
+    writeFileChunks: (chunks, now) => insertFileChunks(db, chunks, now),
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,

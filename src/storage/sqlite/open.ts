@@ -101,9 +101,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   return {
     kind: 'sqlite',
     db,
-    // The connection is held while the thread writes a chunk: transactions that queue meanwhile
-    // (another project's small sends) run before its next chunk, never behind a whole file.
-    stageFile: (content, now) => files.write(content, now, (write) => db.connection().execute(write)),
+    // The connection is held while the thread writes: transactions that queue meanwhile (another
+    // project's small sends) run before the next chunks, never behind a whole file.
+    writeFileChunks: (chunks, now) => db.connection().execute(() => files.write(chunks, now)),
     claim: (queue, claim) => claimSqlite(db, queue, claim),
     renew: (queue, renew) => renewSqlite(db, queue, renew),
     externalChanges: dataVersion,
