@@ -24,6 +24,7 @@ export const ErrorCode = {
   InvalidInput: 'INVALID_INPUT',
   WebhookNotFound: 'WEBHOOK_NOT_FOUND',
   DeliveryNotFound: 'DELIVERY_NOT_FOUND',
+  AdminNotFound: 'ADMIN_NOT_FOUND',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -93,4 +94,5 @@ export const errors = {
   webhookNotFound: (id: string | number) =>
     new HeraldError(ErrorCode.WebhookNotFound, `Webhook endpoint not found: ${id}`),
   deliveryNotFound: () => new HeraldError(ErrorCode.DeliveryNotFound, 'Webhook delivery not found'),
+  adminNotFound: (email: string) => new HeraldError(ErrorCode.AdminNotFound, `No admin with email ${email}`),
 };

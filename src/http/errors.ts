@@ -17,6 +17,7 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.TemplateNotFound]: 404,
   [ErrorCode.WebhookNotFound]: 404,
   [ErrorCode.DeliveryNotFound]: 404,
+  [ErrorCode.AdminNotFound]: 404,
   [ErrorCode.IdempotencyInFlight]: 409,
   [ErrorCode.NotCancelable]: 409,
   [ErrorCode.ProjectExists]: 409,
