@@ -77,7 +77,7 @@ export function endpointJson(endpoint: WebhookEndpoint) {
     id: endpoint.id,
     project_id: endpoint.projectId,
     url: endpoint.url,
-    events: (endpoint.events ?? [...NOTIFICATION_EVENTS]) as readonly NotificationEvent[],
+    events: [...(endpoint.events ?? NOTIFICATION_EVENTS)] as NotificationEvent[],
     enabled: endpoint.enabled,
     created_at: iso(endpoint.createdAt),
   };

@@ -127,7 +127,7 @@ export class LayoutService {
     if (row === undefined) throw errors.layoutNotFound(name);
     const users = await countLayoutUsers(this.db, row.id);
     if (users > 0)
-      throw errors.invalidInput(
+      throw errors.conflict(
         `Layout ${name} is used by ${users} template${users === 1 ? '' : 's'}; attach them elsewhere first`,
       );
     await deleteLayout(this.db, row.id);
