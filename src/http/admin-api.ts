@@ -21,6 +21,10 @@ const MAX_PATH = 500;
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'] as const;
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route that only answers 405 for a method its URL does not take. */
+    wrongMethod?: boolean;
+  }
   interface FastifyRequest {
     /** The admin token of a management API call, once authenticated. */
     adminToken: AdminToken | null;
@@ -85,7 +89,7 @@ export async function adminApi(app: FastifyInstance, deps: AdminDeps): Promise<v
       // A path that names a project names one that exists: the handlers get it found.
       admin.addHook('preHandler', async (request) => {
         const ref = (request.params as { project?: string } | undefined)?.project;
-        if (ref === undefined) return;
+        if (ref === undefined || request.routeOptions.config.wrongMethod === true) return;
         const project = await deps.projects.get(ref);
         request.adminProject = project;
         request.apiLog.projectId = project.id;
@@ -124,6 +128,7 @@ export async function adminApi(app: FastifyInstance, deps: AdminDeps): Promise<v
           method: ALL_METHODS.filter((m) => !taken.has(m)),
           url,
           schema: { hide: true },
+          config: { wrongMethod: true },
           handler: (request, reply) => {
             reply.header('Allow', allow);
             return sendError(reply, 405, `Method ${request.method} is not allowed here; use ${allow}`);
