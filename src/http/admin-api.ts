@@ -1,7 +1,7 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminTokenPrefix } from '../domain/admin-token.js';
-import { bearerToken } from '../domain/api-key.js';
+import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 import type { AdminToken } from '../services/admin-tokens.js';
 import type { Project } from '../services/projects.js';
@@ -37,7 +37,9 @@ declare module 'fastify' {
 function authenticate(deps: AdminDeps) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const token = bearerToken(request.headers.authorization);
-    if (token !== null) request.apiLog.keyPrefix = adminTokenPrefix(token);
+    // The API log keeps as much of what was sent as it keeps of a project's key, never more.
+    if (token !== null)
+      request.apiLog.keyPrefix = token.startsWith('hrla_') ? adminTokenPrefix(token) : apiKeyPrefix(token);
     const admin = await deps.adminTokens.authenticate(token);
     if (admin === null) {
       reply.header('WWW-Authenticate', 'Bearer realm="herald-admin"');
