@@ -50,3 +50,13 @@ export function ok<T = Record<string, unknown>>(response: LightMyRequestResponse
   expect(response.statusCode, response.body).toBe(status);
   return response.json<T>();
 }
+
+/** What the services (and so the CLI and the dashboard) say for an input they refuse. */
+export async function refusal(run: () => Promise<unknown>): Promise<string> {
+  try {
+    await run();
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error('the service accepted it');
+}

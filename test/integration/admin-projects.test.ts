@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend } from '../helpers/database.js';
-import { adminClient, ok, type AdminClient } from '../helpers/admin.js';
+import { adminClient, ok, refusal, type AdminClient } from '../helpers/admin.js';
 import { countNotifications, expectError, sendOk, send } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -17,16 +17,6 @@ beforeAll(async () => {
   admin = await adminClient(ctx.app, ctx.services);
 });
 afterAll(() => ctx.close());
-
-/** What the services (and so the CLI and the dashboard) say for an input. */
-async function serviceRefusal(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('the service accepted it');
-}
 
 describe(`projects (${backend})`, () => {
   it('are created with a key shown once, then read, listed and changed by name or id', async () => {
@@ -142,14 +132,14 @@ describe(`projects (${backend})`, () => {
       ],
     ];
     for (const [body, viaService] of cases) {
-      const expected = await serviceRefusal(viaService);
+      const expected = await refusal(viaService);
       expectError(await admin.post('/projects', body), 400, expected);
       const { name: _, ...change } = body;
       if (Object.keys(change).length > 0)
         expectError(await admin.patch(`/projects/${name}`, change), 400, expected);
     }
     expect(
-      await serviceRefusal(() => ctx.services.projects.create({ name: 'ok', quotaPeriod: 'week' as 'day' })),
+      await refusal(() => ctx.services.projects.create({ name: 'ok', quotaPeriod: 'week' as 'day' })),
     ).toBe('Quota period must be hour, day or month');
     expect((await ctx.services.projects.list()).map((p) => p.name)).not.toContain('ok');
   });

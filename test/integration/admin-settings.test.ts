@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { backend } from '../helpers/database.js';
-import { adminClient, ok, type AdminClient } from '../helpers/admin.js';
+import { adminClient, ok, refusal, type AdminClient } from '../helpers/admin.js';
 import { expectError } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -22,15 +22,6 @@ beforeAll(async () => {
 afterAll(() => ctx.close());
 
 const path = (rest: string) => `/projects/${project.name}${rest}`;
-
-async function refusal(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('accepted');
-}
 
 describe(`SMTP settings (${backend})`, () => {
   it('are set exactly as given, shown without passwords, and removed', async () => {

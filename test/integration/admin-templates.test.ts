@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend } from '../helpers/database.js';
-import { adminClient, ok, type AdminClient } from '../helpers/admin.js';
+import { adminClient, ok, refusal, type AdminClient } from '../helpers/admin.js';
 import { expectError } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -23,15 +23,6 @@ beforeAll(async () => {
 afterAll(() => ctx.close());
 
 const path = (rest: string) => `/projects/${project}${rest}`;
-
-async function refusal(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('accepted');
-}
 
 describe(`templates (${backend})`, () => {
   const welcome = {
