@@ -14,6 +14,7 @@ import { bounceCategories } from './migrations/010-bounce-categories.js';
 import { relayHealth } from './migrations/011-relay-health.js';
 import { loginAttempts } from './migrations/013-login-attempts.js';
 import { templateVersions } from './migrations/014-template-versions.js';
+import { adminTokens } from './migrations/016-admin-tokens.js';
 
 /**
  * The schema, written once as numbered migrations and rendered for each backend: the statements
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, Ddl> = {
   '011_relay_health': relayHealth,
   '013_login_attempts': loginAttempts,
   '014_template_versions': templateVersions,
+  '016_admin_tokens': adminTokens,
 };
 
 /** The migrations as SQL statements for one backend, by name. */
