@@ -8,6 +8,8 @@ import { SEALED, SecretBox } from './security/cipher.js';
 import { resolveSecretKey } from './security/secret-key.js';
 import { checkSecretKey } from './services/secret-check.js';
 import { AdminService } from './services/admins.js';
+import { AdminTokenService } from './services/admin-tokens.js';
+import { AuditLogService } from './services/audit-log.js';
 import { ApiLogService } from './services/api-log.js';
 import { Janitor } from './services/janitor.js';
 import { AcceptService } from './services/accept.js';
@@ -58,6 +60,9 @@ export interface Services {
   readonly apiLogs: ApiLogService;
   /** Dashboard users, sessions and setup links. */
   readonly admins: AdminService;
+  /** Tokens of the management API (/api/v1/admin), and the audit log of its calls. */
+  readonly adminTokens: AdminTokenService;
+  readonly auditLog: AuditLogService;
   readonly usage: UsageService;
   readonly webhooks: WebhookService;
   readonly suppressions: SuppressionService;
@@ -197,6 +202,8 @@ export async function openServices(
     notifications: new NotificationService(db),
     apiLogs,
     admins: new AdminService(db, Date.now, (outcome) => metrics.dashboardLogins.inc({ outcome })),
+    adminTokens: new AdminTokenService(db),
+    auditLog: new AuditLogService(db, logger),
     usage: new UsageService(db),
     webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound),
     suppressions: new SuppressionService(db, projects),
@@ -326,17 +333,24 @@ export function createBounceListener(services: Services): BounceListener {
   });
 }
 
-/** Housekeeping of the api role (retention of API logs and Idempotency-Keys). */
+/** Housekeeping of the api role (retention of API and audit logs and Idempotency-Keys). */
 export function createJanitor(services: Services): Janitor {
   const { storage } = services;
-  return new Janitor(storage.db, services.apiLogs, services.config, services.logger, undefined, () =>
-    storage.forgetErased === undefined ? Promise.resolve(true) : storage.forgetErased(),
+  return new Janitor(
+    storage.db,
+    services.apiLogs,
+    services.config,
+    services.logger,
+    undefined,
+    () => (storage.forgetErased === undefined ? Promise.resolve(true) : storage.forgetErased()),
+    services.auditLog,
   );
 }
 
 export async function closeServices(services: Services): Promise<void> {
   await services.accept.flush();
   await services.apiLogs.flush();
+  await services.auditLog.flush();
   services.mailer.close();
   await services.storage.close();
 }

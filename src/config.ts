@@ -64,6 +64,8 @@ export interface Config {
   readonly publicUrl: string | null;
   /** Connections one HTTP client (an IPv4 address or IPv6 /64) may hold open at once; 0: no cap. */
   readonly httpMaxConnectionsPerClient: number;
+  /** HERALD_ADMIN_RATE_LIMIT: management API calls per minute per admin token and api process. */
+  readonly adminRateLimit: number;
   /** HERALD_METRICS_TOKEN: bearer token for `GET /metrics`; required there in production. */
   readonly metricsToken: string | null;
   /** Where a project's relay may be: internal addresses only via HERALD_OUTBOUND_ALLOW in production. */
@@ -216,6 +218,8 @@ export function loadConfig(env: Env = process.env): Config {
     },
     publicUrl: env.HERALD_PUBLIC_URL || null,
     metricsToken: env.HERALD_METRICS_TOKEN || null,
+    // Ten a second: a CI job deploying a hundred templates takes seconds, a runaway loop is held.
+    adminRateLimit: integer(env, 'HERALD_ADMIN_RATE_LIMIT', 600, 1, 1_000_000),
     httpMaxConnectionsPerClient: integer(env, 'HERALD_HTTP_MAX_CONNECTIONS_PER_CLIENT', 100, 0, 1_000_000),
     outbound: { enforce: production, allow: outboundAllow(env.HERALD_OUTBOUND_ALLOW ?? '') },
     webhooks: {

@@ -49,5 +49,19 @@ export function adminCommands(): Command {
       }),
     );
 
+  admin
+    .command('delete')
+    .description('remove a dashboard admin and end its sessions (the last admin cannot be removed)')
+    .requiredOption('--email <email>', 'login email')
+    .action(
+      servicesAction(async (services, out, options: { email: string }) => {
+        const removed = await services.admins.remove(options.email);
+        out.print(
+          { id: removed.id, email: removed.email, deleted: true },
+          `Removed admin ${removed.email}; its dashboard sessions have ended.`,
+        );
+      }),
+    );
+
   return admin;
 }

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { Layout } from '../services/layouts.js';
+import { layoutJson } from '../services/json-views.js';
 import { projectSubcommand, servicesAction } from './context.js';
 
 interface LayoutOptions {
@@ -7,17 +7,6 @@ interface LayoutOptions {
   name: string;
   html?: string;
   text?: string;
-}
-
-function layoutJson(layout: Layout): Record<string, unknown> {
-  return {
-    id: layout.id,
-    name: layout.name,
-    html: layout.html,
-    text: layout.text,
-    created_at: new Date(layout.createdAt).toISOString(),
-    updated_at: new Date(layout.updatedAt).toISOString(),
-  };
 }
 
 export function layoutCommands(): Command {

@@ -1,43 +1,10 @@
-import type { Project } from '../services/projects.js';
-import type { Template } from '../services/templates.js';
+export { iso } from '../services/json-views.js';
 
 /**
  * Every command prints either one JSON object (`--json`) or a short human-readable text. The JSON
- * shapes use the API's snake_case names; secrets appear only where a command creates them.
+ * shapes are those of services/json-views.ts, which the management API answers with too; secrets
+ * appear only where a command creates them.
  */
-
-export function iso(ms: number | null): string | null {
-  return ms === null ? null : new Date(ms).toISOString();
-}
-
-export function projectJson(project: Project): Record<string, unknown> {
-  return {
-    id: project.id,
-    name: project.name,
-    contact_email: project.contactEmail,
-    from_email: project.fromEmail,
-    from_name: project.fromName,
-    quota: project.quotaLimit === null ? 'unlimited' : project.quotaLimit,
-    quota_period: project.quotaPeriod,
-    key_prefix: project.keyPrefix,
-    created_at: iso(project.createdAt),
-    updated_at: iso(project.updatedAt),
-  };
-}
-
-export function templateJson(template: Template): Record<string, unknown> {
-  return {
-    id: template.id,
-    project_id: template.projectId,
-    name: template.name,
-    subject: template.subject,
-    text: template.text,
-    html: template.html,
-    placeholders: template.placeholders,
-    created_at: iso(template.createdAt),
-    updated_at: iso(template.updatedAt),
-  };
-}
 
 export interface Output {
   /** Prints `json` with --json, else the text (or the JSON's key: value lines when no text given). */

@@ -8,6 +8,7 @@ import { projectCommands } from './project-commands.js';
 import { backupCommand, migrateCommand, serveCommand } from './serve-commands.js';
 import { smtpCommands } from './smtp-commands.js';
 import { templateCommands } from './template-commands.js';
+import { tokenCommands } from './token-commands.js';
 import { layoutCommands } from './layout-commands.js';
 import { suppressionCommands } from './suppression-commands.js';
 import { webhookCommands } from './webhook-commands.js';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
     notificationCommands(),
     statsCommand(),
     adminCommands(),
+    tokenCommands(),
   ]) {
     program.addCommand(command);
   }

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { parseQuotaLimit, parseQuotaPeriod } from '../config.js';
 import type { ProjectInput } from '../services/projects.js';
 import { servicesAction } from './context.js';
-import { projectJson } from './output.js';
+import { projectJson } from '../services/json-views.js';
 
 interface ProjectOptions {
   name?: string;

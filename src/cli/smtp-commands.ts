@@ -1,46 +1,7 @@
 import { Command } from 'commander';
-import type { RelayStatus, RelayView, SmtpSettingsView } from '../services/smtp-settings.js';
+import { relayStatusJson, smtpJson } from '../services/json-views.js';
 import { urlHost } from '../domain/url-host.js';
 import { projectSubcommand, servicesAction } from './context.js';
-import { iso } from './output.js';
-
-/** A fallback relay as printed: like the primary, only whether a password is stored. */
-function relayJson(view: RelayView | null): Record<string, unknown> | null {
-  if (view === null) return null;
-  const { host, port, security, username, hasPassword } = view;
-  return { host, port, security, username, has_password: hasPassword };
-}
-
-/** What is known of a relay: up, or down since when, why, and its next probe. */
-function relayStatusJson(status: RelayStatus): Record<string, unknown> {
-  return {
-    role: status.role,
-    relay: status.relay,
-    source: status.source,
-    up: status.down === null,
-    ...(status.down !== null && {
-      down_since: iso(status.down.since),
-      last_error: status.down.lastError,
-      next_probe_at: status.down.nextProbeAt === null ? null : iso(status.down.nextProbeAt),
-    }),
-  };
-}
-
-/** SMTP settings as printed: the password is never shown, only whether one is stored. */
-function smtpJson(view: SmtpSettingsView): Record<string, unknown> {
-  return {
-    project_id: view.projectId,
-    host: view.host,
-    port: view.port,
-    security: view.security,
-    username: view.username,
-    has_password: view.hasPassword,
-    from_email: view.fromEmail,
-    from_name: view.fromName,
-    fallback: relayJson(view.fallback),
-    updated_at: iso(view.updatedAt),
-  };
-}
 
 export function smtpCommands(): Command {
   const smtp = new Command('smtp').description("a project's own SMTP relay");

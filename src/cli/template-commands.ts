@@ -1,7 +1,6 @@
 import { Command } from 'commander';
-import type { Template, TemplateVersion } from '../services/templates.js';
+import { iso, templateJson, versionJson } from '../services/json-views.js';
 import { projectSubcommand, servicesAction } from './context.js';
-import { templateJson } from './output.js';
 
 interface TemplateOptions {
   project: string;
@@ -11,28 +10,6 @@ interface TemplateOptions {
   html?: string;
   layout?: string;
   locale?: string;
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function fullJson(template: Template): Record<string, unknown> {
-  return {
-    ...templateJson(template),
-    version: template.version,
-    layout: template.layout,
-    locales: template.locales,
-  };
-}
-
-function versionJson(version: TemplateVersion): Record<string, unknown> {
-  return {
-    version: version.version,
-    created_at: iso(version.createdAt),
-    layout: version.layout,
-    locales: version.locales,
-    engine: version.engine,
-    note: version.note,
-  };
 }
 
 const variantOf = (options: { locale?: string }) => (options.locale ? ` (${options.locale})` : '');
@@ -63,7 +40,7 @@ export function templateCommands(): Command {
             ...(options.locale !== undefined && { locale: options.locale }),
           });
           out.print(
-            fullJson(created),
+            templateJson(created),
             `Created template ${created.name}${variantOf(options)}, version ${created.version} (placeholders: ${created.placeholders.join(', ') || 'none'}).`,
           );
         },
@@ -87,7 +64,7 @@ export function templateCommands(): Command {
           ...(options.locale !== undefined && { locale: options.locale }),
         });
         out.print(
-          fullJson(updated),
+          templateJson(updated),
           `Updated template ${updated.name}${variantOf(options)}, now version ${updated.version}.`,
         );
       }),
@@ -97,7 +74,7 @@ export function templateCommands(): Command {
     servicesAction(async ({ templates }, out, options: { project: string }) => {
       const list = await templates.list(options.project);
       out.print(
-        { templates: list.map(fullJson) },
+        { templates: list.map(templateJson) },
         list.length === 0
           ? 'No templates.'
           : list.map((t) => `${t.name.padEnd(28)} v${String(t.version).padEnd(4)} ${t.subject}`).join('\n'),
@@ -151,7 +128,7 @@ export function templateCommands(): Command {
           const n = /^\d+$/.test(options.version) ? Number(options.version) : NaN;
           const updated = await templates.rollback(options.project, options.name, n);
           out.print(
-            fullJson(updated),
+            templateJson(updated),
             `Restored version ${options.version} of ${updated.name} as version ${updated.version}.`,
           );
         },

@@ -1,19 +1,7 @@
 import { Command } from 'commander';
 import { NOTIFICATION_EVENTS } from '../domain/events.js';
-import type { WebhookEndpoint } from '../services/webhooks.js';
+import { endpointJson } from '../services/json-views.js';
 import { projectSubcommand, servicesAction } from './context.js';
-import { iso } from './output.js';
-
-function endpointJson(endpoint: WebhookEndpoint): Record<string, unknown> {
-  return {
-    id: endpoint.id,
-    project_id: endpoint.projectId,
-    url: endpoint.url,
-    events: endpoint.events ?? [...NOTIFICATION_EVENTS],
-    enabled: endpoint.enabled,
-    created_at: iso(endpoint.createdAt),
-  };
-}
 
 export function webhookCommands(): Command {
   const webhook = new Command('webhook').description(

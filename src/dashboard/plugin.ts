@@ -12,6 +12,7 @@ import { urlHost } from '../domain/url-host.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import { loadAssets, VIEWS_DIR } from './assets.js';
 import { errorPage, type DashboardDeps } from './context.js';
+import { adminApiRoutes } from './routes-admin-api.js';
 import { authRoutes, publicAuthRoutes } from './routes-auth.js';
 import { logRoutes } from './routes-logs.js';
 import { projectRoutes } from './routes-projects.js';
@@ -148,6 +149,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
         await usageRoutes(admin, deps);
         await webhookRoutes(admin, deps);
         await suppressionRoutes(admin, deps);
+        await adminApiRoutes(admin, deps);
       });
     });
 

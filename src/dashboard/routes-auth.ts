@@ -160,7 +160,7 @@ export async function publicAuthRoutes(
   });
 }
 
-/** Logout, the admin's own account, and the list of admins (any admin may add another). */
+/** Logout, the admin's own account, and the list of admins (any admin may add or remove another). */
 export async function authRoutes(
   app: FastifyInstance,
   deps: DashboardDeps,
@@ -208,7 +208,10 @@ export async function authRoutes(
     admins: await deps.admins.list(),
     email: state.email ?? '',
     error: state.error ?? null,
-    notice: notice(request, { added: 'Admin added. They can log in now.' }),
+    notice: notice(request, {
+      added: 'Admin added. They can log in now.',
+      removed: 'Admin removed. Their sessions have ended.',
+    }),
   }));
 
   app.get('/admins', async (request, reply) => adminsPage(request, reply, {}));
@@ -222,5 +225,18 @@ export async function authRoutes(
       return adminsPage(request, reply, { email, error: refusal(error) }, 400);
     }
     return reply.redirect('/admins?notice=added', 303);
+  });
+
+  app.post('/admins/remove', async (request, reply) => {
+    const email = text(fieldsOf(request.body), 'email');
+    // Another admin removes you: removing yourself here would end this very session.
+    if (email.trim().toLowerCase() === request.dashSession!.admin.email)
+      return adminsPage(request, reply, { error: 'You cannot remove yourself; another admin can.' }, 400);
+    try {
+      await deps.admins.remove(email);
+    } catch (error) {
+      return adminsPage(request, reply, { error: refusal(error) }, 400);
+    }
+    return reply.redirect('/admins?notice=removed', 303);
   });
 }

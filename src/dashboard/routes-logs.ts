@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { HeraldError } from '../domain/errors.js';
 import { metadataFilters, metadataFilterText, type MetadataFilter } from '../domain/metadata.js';
 import { notificationView } from '../domain/notification.js';
+import type { NotificationSearch } from '../services/notifications.js';
 import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
 import { notice, page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
@@ -47,15 +48,16 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
   app.get('/messages', async (request, reply) => {
     const q = fieldsOf(request.query);
     const metadata = metadataOf(request.query, q.metadata);
-    const filter = {
+    const filter: NotificationSearch = {
       projectId: whole(q.project),
       state: isState(q.status) ? q.status : undefined,
       template: q.template?.trim() || undefined,
       recipient: q.recipient?.trim() || undefined,
-      metadata: metadata.filters,
+      metadata: Object.fromEntries(metadata.filters.map(({ key, value }) => [key, value])),
       from: utcTime(q.from),
       to: utcTime(q.to),
-      beforeId: whole(q.before),
+      before: whole(q.before),
+      limit: PAGE_SIZE,
     };
     const filters = {
       project: filter.projectId === undefined ? '' : String(filter.projectId),
@@ -67,7 +69,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       // Every condition as `metadata.KEY=VALUE`, so the next page searches the same.
       ...Object.fromEntries(metadata.filters.map(({ key, value }) => [`metadata.${key}`, value])),
     };
-    const found = await notifications.search(filter, PAGE_SIZE);
+    // A search looks through one window of ids per page; "Older" goes on from its end.
+    const found = await notifications.search(filter);
     return page(request, reply, deps, 'messages', {
       title: 'Delivery logs',
       rows: found.rows,
@@ -80,7 +83,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
         : (q.metadata ?? ''),
       filterError: metadata.error,
       filtered: Object.values(filters).some((v) => v !== '') || metadata.error !== null,
-      paged: filter.beforeId !== undefined,
+      paged: filter.before !== undefined,
       nextBefore: found.nextBefore,
       searchedTo: found.searchedTo,
     });

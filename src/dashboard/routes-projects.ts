@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { isQuotaPeriod, MAX_QUOTA_LIMIT, parseQuotaLimit, type QuotaPeriod } from '../domain/quota.js';
+import { checkQuotaPeriod, MAX_QUOTA_LIMIT, parseQuotaLimit } from '../domain/quota.js';
 import { chooseTransport } from '../domain/delivery-plan.js';
 import { errors } from '../domain/errors.js';
 import type { Project, ProjectInput } from '../services/projects.js';
@@ -19,11 +19,6 @@ const NOTICES: Record<string, string> = {
   saved: 'Project settings saved.',
 };
 
-function quotaPeriod(value: string): QuotaPeriod {
-  if (isQuotaPeriod(value)) return value;
-  throw errors.invalidInput('Quota period must be hour, day or month');
-}
-
 /** The project form; an empty quota means unlimited. */
 function projectInput(form: Fields): ProjectInput & { name: string } {
   const quota = text(form, 'quota').trim();
@@ -37,7 +32,7 @@ function projectInput(form: Fields): ProjectInput & { name: string } {
     fromEmail: optional(form, 'from_email'),
     fromName: optional(form, 'from_name'),
     quotaLimit: limit,
-    quotaPeriod: quotaPeriod(text(form, 'quota_period') || 'month'),
+    quotaPeriod: checkQuotaPeriod(text(form, 'quota_period') || 'month'),
   };
 }
 

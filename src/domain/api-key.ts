@@ -5,16 +5,15 @@ import { crc32 } from 'node:zlib';
  * API keys look like `hrl_` + 32 random base62 characters + a 6-character base62 CRC32 checksum.
  * 32 base62 characters carry ~190 bits of entropy, so a plain SHA-256 is a sufficient one-way hash
  * (no salt or slow KDF is needed for keys that cannot be guessed). The checksum lets the API
- * refuse mistyped or forged keys without a database lookup.
+ * refuse mistyped or forged keys without a database lookup. Admin tokens (`hrla_`, admin-token.ts)
+ * are made the same way under their own prefix, so neither kind is ever well formed as the other.
  */
 
-const PREFIX = 'hrl_';
 const RANDOM_LENGTH = 32;
 const CHECKSUM_LENGTH = 6;
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
-/** How much of a key is kept in clear to tell keys apart in logs and the dashboard. */
-export const KEY_PREFIX_LENGTH = PREFIX.length + 8;
+/** How much of a key is kept in clear, besides its prefix, to tell keys apart in logs and lists. */
+const SHOWN_LENGTH = 8;
 
 function base62(value: number, width: number): string {
   let out = '';
@@ -37,19 +36,45 @@ export interface GeneratedKey {
   readonly prefix: string;
 }
 
+/** One kind of bearer secret: its prefix, how one is made, recognised and shown. */
+export interface KeyFormat {
+  generate(): GeneratedKey;
+  /** True when the key has this kind's shape and checksum; says nothing about whether it exists. */
+  isWellFormed(key: string): boolean;
+  /** The part kept in clear (the kind's prefix and 8 characters). */
+  shownPart(key: string): string;
+}
+
+export function keyFormat(prefix: string): KeyFormat {
+  const pattern = new RegExp(`^${prefix}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
+  const shownPart = (key: string) => key.slice(0, prefix.length + SHOWN_LENGTH);
+  return {
+    generate() {
+      let random = '';
+      for (let i = 0; i < RANDOM_LENGTH; i++) random += ALPHABET[randomInt(62)];
+      const body = prefix + random;
+      const key = body + checksum(body);
+      return { key, hash: hashApiKey(key), prefix: shownPart(key) };
+    },
+    isWellFormed(key) {
+      if (!pattern.test(key)) return false;
+      return checksum(key.slice(0, -CHECKSUM_LENGTH)) === key.slice(-CHECKSUM_LENGTH);
+    },
+    shownPart,
+  };
+}
+
+const API_KEY = keyFormat('hrl_');
+/** How much of a key is kept in clear to tell keys apart in logs and the dashboard. */
+export const KEY_PREFIX_LENGTH = 'hrl_'.length + SHOWN_LENGTH;
+
 export function generateApiKey(): GeneratedKey {
-  let random = '';
-  for (let i = 0; i < RANDOM_LENGTH; i++) random += ALPHABET[randomInt(62)];
-  const body = PREFIX + random;
-  const key = body + checksum(body);
-  return { key, hash: hashApiKey(key), prefix: key.slice(0, KEY_PREFIX_LENGTH) };
+  return API_KEY.generate();
 }
 
 /** True when the key has the right shape and checksum; says nothing about whether it exists. */
 export function isWellFormedApiKey(key: string): boolean {
-  if (!KEY_PATTERN.test(key)) return false;
-  const body = key.slice(0, -CHECKSUM_LENGTH);
-  return checksum(body) === key.slice(-CHECKSUM_LENGTH);
+  return API_KEY.isWellFormed(key);
 }
 
 export function hashApiKey(key: string): string {
@@ -57,7 +82,7 @@ export function hashApiKey(key: string): string {
 }
 
 export function apiKeyPrefix(key: string): string {
-  return key.slice(0, KEY_PREFIX_LENGTH);
+  return API_KEY.shownPart(key);
 }
 
 /**

@@ -24,6 +24,16 @@ export const ErrorCode = {
   InvalidInput: 'INVALID_INPUT',
   WebhookNotFound: 'WEBHOOK_NOT_FOUND',
   DeliveryNotFound: 'DELIVERY_NOT_FOUND',
+  AdminNotFound: 'ADMIN_NOT_FOUND',
+  LayoutNotFound: 'LAYOUT_NOT_FOUND',
+  LayoutExists: 'LAYOUT_EXISTS',
+  SuppressionNotFound: 'SUPPRESSION_NOT_FOUND',
+  InvalidAdminToken: 'INVALID_ADMIN_TOKEN',
+  AdminTokenNotFound: 'ADMIN_TOKEN_NOT_FOUND',
+  AdminTokenExists: 'ADMIN_TOKEN_EXISTS',
+  /** The thing changed meanwhile, or its state does not allow the change now. */
+  Conflict: 'CONFLICT',
+  RateLimited: 'RATE_LIMITED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -45,6 +55,7 @@ export class HeraldError extends Error {
 /** Messages fixed by the interface specification (§7.1) and product decisions. */
 export const Messages = {
   invalidApiKey: 'Invalid or missing API key',
+  invalidAdminToken: 'Invalid or missing admin token',
   invalidJson: 'Invalid JSON body',
   invalidTemplate: "Missing or invalid 'template'",
   invalidRecipient: "Missing or invalid 'to' (recipient email)",
@@ -93,4 +104,22 @@ export const errors = {
   webhookNotFound: (id: string | number) =>
     new HeraldError(ErrorCode.WebhookNotFound, `Webhook endpoint not found: ${id}`),
   deliveryNotFound: () => new HeraldError(ErrorCode.DeliveryNotFound, 'Webhook delivery not found'),
+  adminNotFound: (email: string) => new HeraldError(ErrorCode.AdminNotFound, `No admin with email ${email}`),
+  layoutNotFound: (name: string) => new HeraldError(ErrorCode.LayoutNotFound, `Layout not found: ${name}`),
+  layoutExists: (name: string) =>
+    new HeraldError(ErrorCode.LayoutExists, `A layout named ${JSON.stringify(name)} already exists`),
+  suppressionNotFound: (email: string) =>
+    new HeraldError(
+      ErrorCode.SuppressionNotFound,
+      `Not on the suppression list: ${JSON.stringify(email.slice(0, 100))}`,
+    ),
+  invalidAdminToken: () => new HeraldError(ErrorCode.InvalidAdminToken, Messages.invalidAdminToken),
+  adminTokenNotFound: (id: string | number) =>
+    new HeraldError(ErrorCode.AdminTokenNotFound, `Admin token not found: ${String(id).slice(0, 40)}`),
+  adminTokenExists: (name: string) =>
+    new HeraldError(
+      ErrorCode.AdminTokenExists,
+      `An admin token named ${JSON.stringify(name)} already exists`,
+    ),
+  conflict: (message: string) => new HeraldError(ErrorCode.Conflict, message),
 };

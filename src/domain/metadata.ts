@@ -9,8 +9,8 @@ import { errors } from './errors.js';
 export const MAX_METADATA_KEYS = 20;
 export const MAX_METADATA_KEY_LENGTH = 40;
 export const MAX_METADATA_VALUE_LENGTH = 500;
-/** How many `metadata.KEY=VALUE` conditions one search may carry. */
-export const MAX_METADATA_FILTERS = 5;
+/** How many `metadata.KEY=VALUE` conditions one search may carry: no message has more keys. */
+export const MAX_METADATA_FILTERS = MAX_METADATA_KEYS;
 
 export type Metadata = Readonly<Record<string, string>>;
 

@@ -15,6 +15,12 @@ export function parseQuotaLimit(raw: string): number | null | undefined {
   return /^\d{1,10}$/.test(raw) && Number(raw) <= MAX_QUOTA_LIMIT ? Number(raw) : undefined;
 }
 
+/** Throws unless `period` is a quota period. */
+export function checkQuotaPeriod(period: string): QuotaPeriod {
+  if (isQuotaPeriod(period)) return period;
+  throw errors.invalidInput('Quota period must be hour, day or month');
+}
+
 /** Throws unless `limit` is a quota a project can have (null: unlimited). */
 export function checkQuotaLimit(limit: number | null): number | null {
   if (limit !== null && !(Number.isInteger(limit) && limit >= 0 && limit <= MAX_QUOTA_LIMIT))

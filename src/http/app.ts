@@ -2,11 +2,13 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { AcceptService } from '../services/accept.js';
 import type { ApiLogService } from '../services/api-log.js';
 import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { Storage } from '../storage/storage.js';
+import { adminApi, type AdminDeps } from './admin-api.js';
 import { registerApiLog } from './api-log-hooks.js';
 import { BACK_TO_DASHBOARD, faviconRoutes, LOGO_SVG, MARK_SVG } from './brand.js';
 import { BODY_LIMIT, OPENAPI, apiRoutes } from './api-routes.js';
@@ -22,7 +24,8 @@ import { metricsRoutes, type MetricsRouteOptions } from './metrics-routes.js';
 
 export { BODY_LIMIT };
 
-export interface AppDeps {
+export interface AppDeps extends Omit<AdminDeps, 'rateLimit'> {
+  readonly config: Pick<Config, 'adminRateLimit'>;
   readonly logger: Logger;
   readonly storage: Storage;
   readonly projects: ProjectService;
@@ -76,6 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accept: deps.accept,
     notifications: deps.notifications,
   });
+  await adminApi(app, { ...deps, rateLimit: deps.config.adminRateLimit });
   for (const plugin of deps.plugins ?? []) await plugin(app);
   return app;
 }
@@ -105,12 +109,20 @@ async function registerApiDocs(app: FastifyInstance): Promise<void> {
         title: 'Herald API',
         version: '1',
         description:
-          'Send email notifications from templates and follow their delivery. Every route but this ' +
-          "document takes the project's API key as `Authorization: Bearer <key>`.",
+          'Send email notifications from templates and follow their delivery: those routes take the ' +
+          "project's API key as `Authorization: Bearer <key>`. The management API under /api/v1/admin " +
+          '(projects, templates, layouts, SMTP, suppressions, webhooks, the delivery log) takes an admin ' +
+          'token instead (`hrla_…`, from `herald token create` or the dashboard); neither is accepted in ' +
+          "the other's place. This document needs neither.",
       },
       components: {
         securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: "The project's API key." },
+          apiKey: { type: 'http', scheme: 'bearer', description: "The project's API key (`hrl_…`)." },
+          adminToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An admin token (`hrla_…`): `herald token create --name NAME`, or the dashboard.',
+          },
         },
       },
     },

@@ -7,6 +7,7 @@ import { decoyHash, hashPassword, verifyPassword } from '../security/password.js
 import {
   consumeSetupTokens,
   countAdmins,
+  deleteAdminUnlessLast,
   findAdminByEmail,
   findAdminById,
   hasSetupToken,
@@ -131,6 +132,19 @@ export class AdminService {
         throw errors.invalidInput(`An admin with email ${address} already exists`);
       throw error;
     }
+  }
+
+  /**
+   * Removes an admin and ends its sessions at once. The last admin stays: without one nobody could
+   * log in to the dashboard (`herald admin create` would still let the operator back in).
+   */
+  async remove(email: string): Promise<Admin> {
+    const address = checkEmail(email);
+    const result = await deleteAdminUnlessLast(this.db, address);
+    if (result.outcome === 'deleted') return toAdmin(result.admin);
+    throw result.outcome === 'missing'
+      ? errors.adminNotFound(address)
+      : errors.invalidInput(`${address} is the only admin; add another before removing it`);
   }
 
   /** A new setup token (returned once, stored hashed); each one stays valid until an admin exists. */

@@ -39,12 +39,12 @@ export interface JanitorRetention {
 }
 
 /**
- * Periodic housekeeping of the api role: API logs past their retention (age and row count) and
- * expired Idempotency-Keys are deleted, so neither table grows without bound; the placeholder
- * values, rendered content and files of notifications finished longer ago than the content
- * retention are erased (product.md §8, §12); finished webhook events past their retention are deleted with their
- * deliveries and attempts. More often, the usage changes appended by accepts and outcomes are
- * folded into the per-hour usage counters.
+ * Periodic housekeeping of the api role: API and audit logs past their retention (age and row
+ * count) and expired Idempotency-Keys are deleted, so no such table grows without bound; the
+ * placeholder values, rendered content and files of notifications finished longer ago than the
+ * content retention are erased (product.md §8, §12); finished webhook events past their retention
+ * are deleted with their deliveries and attempts. More often, the usage changes appended by
+ * accepts and outcomes are folded into the per-hour usage counters.
  */
 export class Janitor {
   private timers: NodeJS.Timeout[] = [];
@@ -59,6 +59,8 @@ export class Janitor {
     private readonly intervalMs = 10 * 60_000,
     /** Removes the store's copies of what an erase pass erased (Storage.forgetErased). */
     private readonly forgetErased?: () => Promise<boolean>,
+    /** The management API's audit log, kept as long as the API log (product.md §13). */
+    private readonly auditLog?: { prune(before: number, keep: number): Promise<number> },
   ) {}
 
   start(): void {
@@ -88,13 +90,16 @@ export class Janitor {
 
   async runOnce(now = Date.now()): Promise<{
     apiLogs: number;
+    auditLog: number;
     idempotencyKeys: number;
     contents: number;
     files: number;
     webhookEvents: number;
   }> {
     const { apiLog, contentRetentionDays } = this.retention;
-    const apiLogs = await this.apiLogs.prune(now - apiLog.retentionDays * 86_400_000, apiLog.maxRows);
+    const logsBefore = now - apiLog.retentionDays * 86_400_000;
+    const apiLogs = await this.apiLogs.prune(logsBefore, apiLog.maxRows);
+    const auditLog = (await this.auditLog?.prune(logsBefore, apiLog.maxRows)) ?? 0;
     const idempotencyKeys = await pruneIdempotencyKeys(this.db, now);
     await this.foldUsage();
     let contents = 0;
@@ -128,12 +133,12 @@ export class Janitor {
       webhookEvents += pruned;
       if (pruned < ERASE_BATCH) break;
     }
-    if (apiLogs + idempotencyKeys + contents + files + webhookEvents > 0)
+    if (apiLogs + auditLog + idempotencyKeys + contents + files + webhookEvents > 0)
       this.logger.info(
-        { apiLogs, idempotencyKeys, contents, files, webhookEvents },
+        { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents },
         'housekeeping deleted or erased expired data',
       );
-    return { apiLogs, idempotencyKeys, contents, files, webhookEvents };
+    return { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents };
   }
 
   stop(): void {

@@ -86,8 +86,7 @@ export class LayoutService {
       });
       return toLayout(row);
     } catch (error) {
-      if (isUniqueViolation(error))
-        throw errors.invalidInput(`A layout named ${JSON.stringify(input.name)} already exists`);
+      if (isUniqueViolation(error)) throw errors.layoutExists(input.name);
       throw error;
     }
   }
@@ -96,7 +95,7 @@ export class LayoutService {
   async update(projectRef: string | number, name: string, input: LayoutInput): Promise<Layout> {
     const project = await this.projects.resolve(projectRef);
     const before = await findLayout(this.db, project.id, name);
-    if (before === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    if (before === undefined) throw errors.layoutNotFound(name);
     const html = input.html === undefined ? before.html_body : (blankToNull(input.html) ?? null);
     const text = input.text === undefined ? before.text_body : (blankToNull(input.text) ?? null);
     checkLayout(html, text);
@@ -105,14 +104,14 @@ export class LayoutService {
       text_body: text,
       updated_at: this.now(),
     });
-    if (row === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    if (row === undefined) throw errors.layoutNotFound(name);
     return toLayout(row);
   }
 
   async get(projectRef: string | number, name: string): Promise<Layout> {
     const project = await this.projects.resolve(projectRef);
     const row = await findLayout(this.db, project.id, name);
-    if (row === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    if (row === undefined) throw errors.layoutNotFound(name);
     return toLayout(row);
   }
 
@@ -125,10 +124,10 @@ export class LayoutService {
   async delete(projectRef: string | number, name: string): Promise<void> {
     const project = await this.projects.resolve(projectRef);
     const row = await findLayout(this.db, project.id, name);
-    if (row === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
+    if (row === undefined) throw errors.layoutNotFound(name);
     const users = await countLayoutUsers(this.db, row.id);
     if (users > 0)
-      throw errors.invalidInput(
+      throw errors.conflict(
         `Layout ${name} is used by ${users} template${users === 1 ? '' : 's'}; attach them elsewhere first`,
       );
     await deleteLayout(this.db, row.id);

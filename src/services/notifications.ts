@@ -38,21 +38,36 @@ export interface ContentView {
   readonly erasedAt: number | null;
 }
 
-/** One page of the delivery log, newest first. */
-export interface LogPage {
-  readonly rows: NotificationRow[];
-  /** Where the next (older) page starts: its `before`; null at the end. */
-  readonly nextBefore: number | null;
-  /** When a search found less than a page in the ids it looked through: the oldest id it looked at. */
-  readonly searchedTo: number | null;
-}
-
 /**
  * How many notifications (by id) one page of a filtered search looks through. A filter that few
  * rows match (a recipient, a failed state) would otherwise scan the whole history for one page;
- * this keeps every page near-constant in cost at any size, and the page offers to search on.
+ * this keeps every page near-constant in cost at any size, and the page says where to go on.
  */
 export const SEARCH_WINDOW = 100_000;
+
+/** A search of the delivery log (dashboard, admin API): filters, and a keyset page. */
+export interface NotificationSearch extends Omit<
+  NotificationFilter,
+  'beforeId' | 'fromId' | 'limit' | 'metadata'
+> {
+  /**
+   * Metadata values the notifications carry, every one (`metadata.KEY=VALUE`, product.md §12),
+   * looked up in the metadata's search rows (storage/notification-metadata.ts).
+   */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** Notifications with an id below this one (the `nextBefore` of the page before). */
+  readonly before?: number;
+  readonly limit: number;
+}
+
+export interface SearchPage {
+  /** Newest first, at most `limit`; fewer (even none) when the page's window ran out. */
+  readonly rows: NotificationRow[];
+  /** Where the next page starts; null when there is nothing older to look through. */
+  readonly nextBefore: number | null;
+  /** When the window ran out before the page filled: the oldest id it looked at. */
+  readonly searchedTo: number | null;
+}
 
 export interface NotificationDetail {
   readonly notification: NotificationRow;
@@ -139,23 +154,30 @@ export class NotificationService {
   }
 
   /**
-   * A page of the delivery log (the dashboard's, and the admin API's), newest first, keyset-paged
-   * by `beforeId`: every notification, or with filters (project, state, template, recipient,
-   * `metadata.KEY=VALUE`, time) those that match. A search looks through SEARCH_WINDOW ids per
-   * page; a page that is not full then goes on from where its window ended.
+   * One page of the delivery log, newest first. A filtered search looks through at most
+   * SEARCH_WINDOW ids per page, so a page that is not full may still have a `nextBefore`: the
+   * search goes on from there.
    */
-  async search(filter: Omit<NotificationFilter, 'limit' | 'fromId'>, pageSize: number): Promise<LogPage> {
-    const { beforeId, ...conditions } = filter;
-    const searching = Object.values(conditions).some(
-      (value) => value !== undefined && !(Array.isArray(value) && value.length === 0),
-    );
-    const windowEnd = searching ? (beforeId ?? (await this.newestId()) + 1) : beforeId;
-    const fromId = searching && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;
-    const rows = await this.list({ ...filter, beforeId: windowEnd, fromId, limit: pageSize + 1 });
-    const more = rows.length > pageSize;
-    const shown = rows.slice(0, pageSize);
-    const searchedTo = !more && fromId !== undefined && fromId > 1 ? fromId : null;
-    return { rows: shown, nextBefore: more ? shown[shown.length - 1]!.id : searchedTo, searchedTo };
+  async search(search: NotificationSearch): Promise<SearchPage> {
+    const { metadata: values, before, limit, ...conditions } = search;
+    const metadata = Object.entries(values ?? {}).map(([key, value]) => ({ key, value }));
+    const filter = { ...conditions, ...(metadata.length > 0 && { metadata }) };
+    const filtered = Object.values(filter).some((value) => value !== undefined);
+    const windowEnd = filtered ? (before ?? (await this.newestId()) + 1) : before;
+    const fromId = filtered && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;
+    const rows = await listNotifications(this.db, {
+      ...filter,
+      beforeId: windowEnd,
+      fromId,
+      limit: limit + 1,
+    });
+    const shown = rows.slice(0, limit);
+    const searchedTo = rows.length <= limit && fromId !== undefined && fromId > 1 ? fromId : null;
+    return {
+      rows: shown,
+      nextBefore: rows.length > limit ? shown[shown.length - 1]!.id : searchedTo,
+      searchedTo,
+    };
   }
 
   counts(projectId?: number): Promise<Record<NotificationState, number>> {

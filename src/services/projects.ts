@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
-import { checkQuotaLimit, type QuotaPeriod } from '../domain/quota.js';
+import { checkQuotaLimit, checkQuotaPeriod, type QuotaPeriod } from '../domain/quota.js';
 import { parseMailbox } from '../domain/address.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey } from '../domain/api-key.js';
 import { errors } from '../domain/errors.js';
+import { countWaiting } from '../storage/notifications.js';
 import {
+  deleteProjectRow,
   findProjectById,
   findProjectByKeyHash,
   findProjectByName,
@@ -179,7 +181,7 @@ export class ProjectService {
           quota_limit: checkQuotaLimit(
             input.quotaLimit === undefined ? this.defaults.limit : input.quotaLimit,
           ),
-          quota_period: input.quotaPeriod ?? this.defaults.period,
+          quota_period: checkQuotaPeriod(input.quotaPeriod ?? this.defaults.period),
           api_key_hash: key.hash,
           api_key_prefix: key.prefix,
           created_at: now,
@@ -203,7 +205,7 @@ export class ProjectService {
       ...(input.fromEmail !== undefined && { from_email: checkEmail(input.fromEmail, 'From email') }),
       ...(input.fromName !== undefined && { from_name: checkFromName(input.fromName) }),
       ...(input.quotaLimit !== undefined && { quota_limit: checkQuotaLimit(input.quotaLimit) }),
-      ...(input.quotaPeriod !== undefined && { quota_period: input.quotaPeriod }),
+      ...(input.quotaPeriod !== undefined && { quota_period: checkQuotaPeriod(input.quotaPeriod) }),
       updated_at: this.now(),
     };
     try {
@@ -235,6 +237,30 @@ export class ProjectService {
     if (row === undefined) throw errors.projectNotFound(String(ref));
     if (this.changesSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.changesSettleMs));
     return { project: toProject(row), apiKey: key.key };
+  }
+
+  /**
+   * Deletes a project and everything of it (deleteProjectRow): its key stops working at once, as
+   * after rotateKey. Refused while mail of the project is queued or being sent, unless `force`:
+   * then mail still queued is never sent, and a message in an SMTP transaction at that moment may
+   * still be delivered, its outcome not recorded.
+   */
+  async delete(ref: string | number, options: { readonly force?: boolean } = {}): Promise<Project> {
+    const current = await this.resolve(ref);
+    const deleted = await this.write(() =>
+      this.db.transaction().execute(async (tx) => {
+        const waiting = options.force === true ? 0 : await countWaiting(tx, current.id);
+        if (waiting > 0)
+          throw errors.conflict(
+            `Project ${current.name} has ${waiting} notification${waiting === 1 ? '' : 's'} queued or being sent; ` +
+              'wait until they are sent, or delete with force to discard them',
+          );
+        return deleteProjectRow(tx, current.id);
+      }),
+    );
+    if (!deleted) throw errors.projectNotFound(String(ref));
+    if (this.changesSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.changesSettleMs));
+    return toProject(current);
   }
 
   async list(): Promise<Project[]> {

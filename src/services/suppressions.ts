@@ -68,7 +68,7 @@ export class SuppressionService {
     const project = await this.projects.resolve(projectRef);
     const key = suppressionKey(email);
     if (key === null || !(await removeSuppression(this.db, project.id, key)))
-      throw errors.invalidInput(`Not on the suppression list: ${JSON.stringify(email.slice(0, 100))}`);
+      throw errors.suppressionNotFound(email);
     return key;
   }
 }

@@ -1,8 +1,6 @@
 import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
-import { CompiledMessage, type LayoutSource, type TemplateEngine } from '../domain/message.js';
-import { placeholdersAsHandlebars } from '../domain/template/from-placeholders.js';
-import { canonicalLocale } from '../domain/template/locale.js';
+import type { LayoutSource, TemplateEngine } from '../domain/message.js';
 import type { LocalizedTemplate } from '../domain/template/localized.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
 import { findLayout, findLayoutById } from '../storage/template-layouts.js';
@@ -13,131 +11,89 @@ import {
   insertVersion,
   listVersions,
   type CurrentTemplate,
-  type StoredVersion,
 } from '../storage/template-versions.js';
 import { deleteTemplate, insertTemplate, listTemplates, updateTemplate } from '../storage/templates.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
 import { checkName, checkSizes, checkVariant, type VariantContent } from './template-checks.js';
+import {
+  DEFAULT,
+  handlebarsVariants,
+  localeOf,
+  toTemplate,
+  variantsOf,
+  type CreateInput,
+  type Template,
+  type TemplateInput,
+  type TemplateVersion,
+  type TemplateVersionContent,
+} from './template-model.js';
 
 export { TEMPLATE_LIMITS } from './template-checks.js';
 
-export interface Template {
-  readonly id: number;
-  readonly projectId: number;
-  readonly name: string;
-  /** The default variant. */
-  readonly subject: string;
-  readonly text: string;
-  readonly html: string | null;
-  /** Sample data saved with the template from the dashboard's editor (JSON text), if any. */
-  readonly sampleData: string | null;
-  readonly placeholders: string[];
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  /** The current version, from 1. */
-  readonly version: number;
-  readonly engine: TemplateEngine;
-  /** The layout's name; null without one. */
-  readonly layout: string | null;
-  /** The locale variants, by tag. */
-  readonly locales: Readonly<Record<string, VariantContent>>;
-}
-
-export interface TemplateVersion {
-  readonly version: number;
-  readonly createdAt: number;
-  readonly engine: TemplateEngine;
-  readonly layout: string | null;
-  readonly locales: string[];
-  readonly note: string | null;
-}
-
-/** A whole version, for reading or comparing: every variant's content and its layout's name. */
-export interface TemplateVersionContent extends TemplateVersion {
-  readonly variants: Readonly<Record<string, VariantContent>>;
-}
-
-export interface TemplateInput {
-  readonly subject?: string;
-  readonly text?: string;
-  readonly html?: string | null;
-  readonly sampleData?: string | null;
-  /** A layout's name; null or '' detaches the template from its layout. */
-  readonly layout?: string | null;
-  /** The variant written: a BCP 47 tag; absent for the default. */
-  readonly locale?: string;
-}
-
-type CreateInput = { name: string } & Required<Pick<TemplateInput, 'subject' | 'text'>> & TemplateInput;
-
-const DEFAULT = '';
-
-function variantsOf(stored: StoredVersion): Map<string, VariantContent> {
-  return new Map(
-    stored.variants.map((v) => [v.locale, { subject: v.subject, text: v.text_body, html: v.html_body }]),
-  );
-}
-
-/**
- * A version's variants as Handlebars sources: a version still in the placeholder engine is
- * rewritten to render the same bytes, so changing one part of it changes nothing else.
- */
-function handlebarsVariants(stored: StoredVersion): Map<string, VariantContent> {
-  const variants = variantsOf(stored);
-  if (stored.version.engine === 'handlebars') return variants;
-  return new Map(
-    [...variants].map(([locale, v]) => [
-      locale,
-      {
-        subject: placeholdersAsHandlebars(v.subject),
-        text: placeholdersAsHandlebars(v.text),
-        html: v.html === null ? null : placeholdersAsHandlebars(v.html),
-      },
-    ]),
-  );
-}
-
-function toTemplate(current: CurrentTemplate): Template {
-  const { template: row } = current;
-  const variants = variantsOf(current);
-  let placeholders: string[] = [];
-  try {
-    placeholders = new CompiledMessage(
-      { subject: row.subject, text: row.text_body, html: row.html_body, engine: current.version.engine },
-      current.layout && { text: current.layout.text_body, html: current.layout.html_body },
-    ).placeholders;
-  } catch {
-    // A version saved before its layout changed may no longer compile; it shows no placeholders.
-  }
-  variants.delete(DEFAULT);
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    name: row.name,
-    subject: row.subject,
-    text: row.text_body,
-    html: row.html_body,
-    sampleData: row.sample_data ?? null,
-    placeholders,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    version: row.version,
-    engine: current.version.engine,
-    layout: current.layout?.name ?? null,
-    locales: Object.fromEntries(variants),
-  };
-}
-
-function localeOf(input: TemplateInput): string {
-  if (input.locale === undefined || input.locale === '') return DEFAULT;
-  const locale = canonicalLocale(input.locale);
-  if (locale === null)
-    throw errors.invalidInput(`Invalid locale '${input.locale}' (a BCP 47 tag such as fr or fr-CA)`);
-  return locale;
-}
+export type {
+  CreateInput,
+  Template,
+  TemplateInput,
+  TemplateVersion,
+  TemplateVersionContent,
+} from './template-model.js';
 
 const emptyHtml = (html: string | null | undefined) => (html === '' ? null : html);
+
+/** A whole template as the admin API's PUT gives it: every variant, and its layout's name. */
+export interface TemplateContent {
+  readonly subject: string;
+  readonly text: string;
+  readonly html?: string | null;
+  readonly layout?: string | null;
+  readonly locales?: Readonly<Record<string, Omit<TemplateContent, 'layout' | 'locales'>>>;
+}
+
+/** Locale variants a template may have: far more than any product speaks, few enough to check. */
+export const MAX_LOCALE_VARIANTS = 100;
+
+/** The variants of a PUT, each checked as a create or update checks it, by canonical tag. */
+function variantsFrom(input: TemplateContent): Map<string, VariantContent> {
+  const variants = new Map<string, VariantContent>();
+  const locales = Object.entries(input.locales ?? {});
+  if (locales.length > MAX_LOCALE_VARIANTS)
+    throw errors.invalidInput(`A template can have at most ${MAX_LOCALE_VARIANTS} locale variants`);
+  for (const [tag, content] of [[DEFAULT, input] as const, ...locales]) {
+    const locale = tag === DEFAULT ? DEFAULT : localeOf({ locale: tag });
+    if (tag !== DEFAULT && (locale === DEFAULT || variants.has(locale)))
+      throw errors.invalidInput(`Locale ${JSON.stringify(tag)} is given twice or is not a locale`);
+    const variant = { subject: content.subject, text: content.text, html: emptyHtml(content.html) ?? null };
+    checkSizes(variant);
+    checkVariant(variant, 'handlebars', locale);
+    variants.set(locale, variant);
+  }
+  return variants;
+}
+
+function variantRows(variants: ReadonlyMap<string, VariantContent>) {
+  return [...variants].map(([locale, v]) => ({
+    locale,
+    subject: v.subject,
+    text_body: v.text,
+    html_body: v.html,
+  }));
+}
+
+/** Whether the current version already is this content (in the engine new versions are written in). */
+function sameContent(
+  current: CurrentTemplate,
+  variants: ReadonlyMap<string, VariantContent>,
+  layoutId: number | null,
+): boolean {
+  const stored = variantsOf(current);
+  if (current.version.engine !== 'handlebars' || current.version.layout_id !== layoutId) return false;
+  if (stored.size !== variants.size) return false;
+  return [...variants].every(([locale, v]) => {
+    const s = stored.get(locale);
+    return s !== undefined && s.subject === v.subject && s.text === v.text && s.html === v.html;
+  });
+}
 
 export class TemplateService {
   constructor(
@@ -164,15 +120,53 @@ export class TemplateService {
     const content = { subject: input.subject, text: input.text, html: emptyHtml(input.html) ?? null };
     checkVariant(content, 'handlebars', DEFAULT);
     const layout = await this.layoutFor(project.id, input.layout ?? null);
+    await this.insertNew(project.id, input.name, new Map([[DEFAULT, content]]), layout?.id ?? null, input);
+    return this.get(project.id, input.name);
+  }
+
+  /**
+   * Sets a template to exactly this content (the admin API's PUT): its default variant, its locale
+   * variants (any not given are removed) and its layout (none when not given). A new template is
+   * version 1; a change is one new version with every variant; the same content again changes
+   * nothing, so deploying unchanged files makes no versions.
+   */
+  async put(
+    projectRef: string | number,
+    name: string,
+    input: TemplateContent,
+  ): Promise<{ template: Template; outcome: 'created' | 'updated' | 'unchanged' }> {
+    const project = await this.projects.resolve(projectRef);
+    const variants = variantsFrom(input);
+    const layoutId = (await this.layoutFor(project.id, input.layout ?? null))?.id ?? null;
+    const current = await findCurrentTemplate(this.db, project.id, name);
+    if (current === undefined) {
+      await this.insertNew(project.id, name, variants, layoutId, {});
+      return { template: await this.get(project.id, name), outcome: 'created' };
+    }
+    if (sameContent(current, variants, layoutId))
+      return { template: toTemplate(current), outcome: 'unchanged' };
+    await this.saveVersion(current, variants, 'handlebars', layoutId, null);
+    return { template: await this.get(project.id, name), outcome: 'updated' };
+  }
+
+  /** A new template at version 1 with these variants (checked by the caller). */
+  private async insertNew(
+    projectId: number,
+    name: string,
+    variants: ReadonlyMap<string, VariantContent>,
+    layoutId: number | null,
+    input: Pick<TemplateInput, 'sampleData'>,
+  ): Promise<void> {
+    const main = variants.get(DEFAULT) as VariantContent;
     const now = this.now();
     try {
       await this.db.transaction().execute(async (tx) => {
         const row = await insertTemplate(tx, {
-          project_id: project.id,
-          name: checkName(input.name),
-          subject: content.subject,
-          text_body: content.text,
-          html_body: content.html,
+          project_id: projectId,
+          name: checkName(name),
+          subject: main.subject,
+          text_body: main.text,
+          html_body: main.html,
           sample_data: input.sampleData ?? null,
           created_at: now,
           updated_at: now,
@@ -180,21 +174,14 @@ export class TemplateService {
         });
         await insertVersion(
           tx,
-          {
-            template_id: row.id,
-            version: 1,
-            engine: 'handlebars',
-            layout_id: layout?.id ?? null,
-            created_at: now,
-          },
-          [{ locale: DEFAULT, subject: content.subject, text_body: content.text, html_body: content.html }],
+          { template_id: row.id, version: 1, engine: 'handlebars', layout_id: layoutId, created_at: now },
+          variantRows(variants),
         );
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw errors.templateExists(input.name);
+      if (isUniqueViolation(error)) throw errors.templateExists(name);
       throw error;
     }
-    return this.get(project.id, input.name);
   }
 
   /**
@@ -309,21 +296,15 @@ export class TemplateService {
           .where('id', '=', current.template.id)
           .where('version', '=', current.template.version)
           .executeTakeFirst();
-        if (moved.numUpdatedRows === 0n)
-          throw errors.invalidInput('The template changed meanwhile; try again');
+        if (moved.numUpdatedRows === 0n) throw errors.conflict('The template changed meanwhile; try again');
         await insertVersion(
           tx,
           { template_id: current.template.id, version, engine, layout_id: layoutId, note, created_at: now },
-          [...variants].map(([locale, v]) => ({
-            locale,
-            subject: v.subject,
-            text_body: v.text,
-            html_body: v.html,
-          })),
+          variantRows(variants),
         );
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw errors.invalidInput('The template changed meanwhile; try again');
+      if (isUniqueViolation(error)) throw errors.conflict('The template changed meanwhile; try again');
       throw error;
     }
   }

@@ -45,6 +45,32 @@ export async function updateAdminPassword(
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * Deletes the admin with this email, with its sessions, unless it is the only one: the dashboard
+ * would then be locked to everyone. Every admin row is written before the count, so two removals
+ * racing for the last two admins run one after the other (PostgreSQL's row locks; SQLite's single
+ * writer), and the second counts what the first left.
+ */
+export async function deleteAdminUnlessLast(
+  db: Kysely<Database>,
+  email: string,
+): Promise<
+  { readonly outcome: 'deleted'; readonly admin: AdminRow } | { readonly outcome: 'last' | 'missing' }
+> {
+  return db.transaction().execute(async (tx) => {
+    await tx
+      .updateTable('admins')
+      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+      .execute();
+    const admin = await findAdminByEmail(tx, email);
+    if (admin === undefined) return { outcome: 'missing' };
+    if ((await countAdmins(tx)) <= 1) return { outcome: 'last' };
+    await tx.deleteFrom('sessions').where('admin_id', '=', admin.id).execute();
+    await tx.deleteFrom('admins').where('id', '=', admin.id).execute();
+    return { outcome: 'deleted', admin };
+  });
+}
+
 export async function insertSetupToken(db: Kysely<Database>, tokenHash: string, now: number): Promise<void> {
   await db
     .insertInto('settings')

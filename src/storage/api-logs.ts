@@ -1,21 +1,13 @@
 import type { Kysely } from 'kysely';
+import { insertLogRows, keepNewest, LOG_ROWS_PER_INSERT } from './log-tables.js';
 import type { ApiLogRow, Database, NewApiLogRow } from './schema.js';
 
-/**
- * Entries per INSERT. Each carries nine bound parameters; SQLite allows 32,766 per statement and
- * PostgreSQL 65,535, so one statement for a whole backlog (a database locked for a while under a
- * flood of requests) would be refused outright. 1,000 rows are 9,000 parameters on either.
- */
-export const API_LOG_ROWS_PER_INSERT = 1000;
+/** Entries per INSERT (see log-tables.ts). */
+export const API_LOG_ROWS_PER_INSERT = LOG_ROWS_PER_INSERT;
 
 /** Inserts the entries in statements of at most API_LOG_ROWS_PER_INSERT rows, in order. */
 export async function insertApiLogs(db: Kysely<Database>, rows: readonly NewApiLogRow[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += API_LOG_ROWS_PER_INSERT) {
-    await db
-      .insertInto('api_logs')
-      .values(rows.slice(start, start + API_LOG_ROWS_PER_INSERT))
-      .execute();
-  }
+  await insertLogRows(db, 'api_logs', rows);
 }
 
 /**
@@ -30,27 +22,9 @@ export async function pruneApiLogs(
   keepUnauthenticated: number,
 ): Promise<number> {
   const old = await db.deleteFrom('api_logs').where('created_at', '<', before).executeTakeFirst();
-  let excess = 0;
-  for (const [authenticated, limit] of [
-    [true, keep],
-    [false, keepUnauthenticated],
-  ] as const) {
-    const cutoff = await db
-      .selectFrom('api_logs')
-      .select('id')
-      .where('project_id', authenticated ? 'is not' : 'is', null)
-      .orderBy('id', 'desc')
-      .offset(limit)
-      .limit(1)
-      .executeTakeFirst();
-    if (cutoff === undefined) continue;
-    const deleted = await db
-      .deleteFrom('api_logs')
-      .where('project_id', authenticated ? 'is not' : 'is', null)
-      .where('id', '<=', cutoff.id)
-      .executeTakeFirst();
-    excess += Number(deleted.numDeletedRows);
-  }
+  const excess =
+    (await keepNewest(db, 'api_logs', keep, true)) +
+    (await keepNewest(db, 'api_logs', keepUnauthenticated, false));
   return Number(old.numDeletedRows) + excess;
 }
 

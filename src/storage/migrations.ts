@@ -15,6 +15,7 @@ import { relayHealth } from './migrations/011-relay-health.js';
 import { loginAttempts } from './migrations/013-login-attempts.js';
 import { templateVersions } from './migrations/014-template-versions.js';
 import { messageFields } from './migrations/015-message-fields.js';
+import { adminTokens } from './migrations/016-admin-tokens.js';
 
 /**
  * The schema, written once as numbered migrations and rendered for each backend: the statements
@@ -57,6 +58,7 @@ const MIGRATIONS: Record<string, Ddl> = {
   '013_login_attempts': loginAttempts,
   '014_template_versions': templateVersions,
   '015_message_fields': messageFields,
+  '016_admin_tokens': adminTokens,
 };
 
 /** The migrations as SQL statements for one backend, by name. */

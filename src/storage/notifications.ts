@@ -80,6 +80,8 @@ export async function countByState(
 export interface NotificationFilter {
   readonly projectId?: number;
   readonly state?: NotificationState;
+  /** Any of these states (the public `queued` is `queued` or `sending`). */
+  readonly states?: readonly NotificationState[];
   readonly template?: string;
   readonly recipient?: string;
   /** Messages whose metadata has every one of these values. */
@@ -100,6 +102,7 @@ export async function listNotifications(
   let query = db.selectFrom('notifications').selectAll();
   if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
   if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+  if (filter.states !== undefined) query = query.where('state', 'in', filter.states);
   if (filter.template !== undefined) query = query.where('template', '=', filter.template);
   if (filter.recipient !== undefined)
     query = query.where('recipient', 'like', `%${escapeLike(filter.recipient)}%`);
@@ -130,4 +133,23 @@ export async function findNotificationById(
   id: number,
 ): Promise<NotificationRow | undefined> {
   return db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * How many of a project's notifications are still to be sent (queued, or in an SMTP transaction
+ * now). One count per state, so each reads its state's partial index (the claim's and the lease
+ * reaper's), never the project's whole history.
+ */
+export async function countWaiting(db: Kysely<Database>, projectId: number): Promise<number> {
+  let waiting = 0;
+  for (const state of ['queued', 'sending'] as const) {
+    const row = await db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('state', '=', state)
+      .where('project_id', '=', projectId)
+      .executeTakeFirstOrThrow();
+    waiting += Number(row.n);
+  }
+  return waiting;
 }

@@ -31,3 +31,13 @@ export async function findProjectByKeyHash(
 export async function listProjects(db: Kysely<Database>): Promise<ProjectRow[]> {
   return db.selectFrom('projects').selectAll().orderBy('name').execute();
 }
+
+/**
+ * Deletes a project; everything that belongs to it goes with it (ON DELETE CASCADE): its
+ * templates and layouts, SMTP settings, webhook endpoints and events, suppression list, usage,
+ * Idempotency-Keys and notifications with their attempts. API log and audit log entries stay.
+ */
+export async function deleteProjectRow(db: Kysely<Database>, id: number): Promise<boolean> {
+  const result = await db.deleteFrom('projects').where('id', '=', id).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}

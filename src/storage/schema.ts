@@ -5,6 +5,7 @@ import type { TemplateEngine } from '../domain/message.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { RelayRole } from '../domain/relay-health.js';
 import type { SuppressionReason } from '../domain/suppression.js';
+import type { AdminTokensTable, AuditLogTable } from './schema-admin.js';
 
 /**
  * The tables, as Kysely sees them. Both backends store the same shapes: timestamps are epoch
@@ -13,6 +14,7 @@ import type { SuppressionReason } from '../domain/suppression.js';
  */
 
 export type { NotificationState, UsageState };
+export type { AdminTokenRow, AuditLogRow, NewAuditLogRow } from './schema-admin.js';
 export type SmtpSecurity = 'auto' | 'starttls' | 'tls' | 'none';
 
 export interface ProjectsTable {
@@ -393,6 +395,8 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   suppressions: SuppressionsTable;
   relay_health: RelayHealthTable;
+  admin_tokens: AdminTokensTable;
+  audit_log: AuditLogTable;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type DashboardHarness } from './harness.js';
 
-/** product.md §6: /docs/api renders the OpenAPI document in Chromium from installed files only. */
+/**
+ * product.md §6 and §13: /docs/api renders the OpenAPI document, the management API included, in
+ * Chromium from installed files only.
+ */
 
 let h: DashboardHarness;
 
@@ -33,7 +36,15 @@ describe('the API reference page', () => {
       'cancelNotification',
     ])
       await page.locator(`#operations-notifications-${operation}`).waitFor();
-    expect(await page.locator('.opblock').count()).toBe(4);
+    // The management API's operations too, each under its resource's tag (product.md §13).
+    for (const operation of ['adminCreateProject', 'adminPutTemplate', 'adminSearchNotifications'])
+      await page.locator(`[id$="-${operation}"]`).waitFor();
+    const document = (await (await fetch(`${h.url}/api/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const operations = Object.values(document.paths).flatMap((item) => Object.keys(item));
+    expect(operations.length).toBeGreaterThan(4);
+    expect(await page.locator('.opblock').count()).toBe(operations.length);
     expect(await page.locator('.info .title').innerText()).toContain('Herald API');
     expect(foreign).toEqual([]);
     expect(problems).toEqual([]);

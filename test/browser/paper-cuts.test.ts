@@ -194,3 +194,26 @@ describe('a new project and its key', () => {
     expect(await h.server.services.projects.list()).toHaveLength(2);
   });
 });
+
+describe('Admins page', () => {
+  it('removes another admin, whose session ends at once, and offers no way to remove yourself', async () => {
+    await h.server.services.admins.create('leaving@herald.example', 'password of the leaver');
+    const leaver = await h.newPage();
+    await leaver.page.goto('/login');
+    await leaver.page.getByLabel('Email').fill('leaving@herald.example');
+    await leaver.page.getByLabel('Password').fill('password of the leaver');
+    await leaver.page.getByRole('button', { name: /log in/i }).click();
+    await leaver.page.waitForURL((url) => url.pathname !== '/login');
+
+    await page.goto('/admins');
+    const own = page.locator('tr', { has: page.locator('.badge', { hasText: 'you' }) });
+    expect(await own.getByRole('button', { name: /remove/i }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Remove leaving@herald.example' }).click();
+    await page.waitForURL((url) => url.search.includes('notice=removed'));
+    expect(await page.getByRole('status').innerText()).toContain('Admin removed');
+    expect(await page.locator('table').innerText()).not.toContain('leaving@herald.example');
+
+    await leaver.page.goto('/');
+    expect(new URL(leaver.page.url()).pathname).toBe('/login');
+  });
+});

@@ -198,10 +198,11 @@ describe(`the delivery log's metadata filter (${backend})`, () => {
     ]);
     expect((await log('?metadata.order_id=o-999')).body).toContain('No messages match these filters.');
     // The service the dashboard (and the admin API) search with.
-    const page = await ctx.services.notifications.search(
-      { projectId: other.projectId, metadata: [{ key: 'order_id', value: 'o-100' }] },
-      10,
-    );
+    const page = await ctx.services.notifications.search({
+      projectId: other.projectId,
+      metadata: { order_id: 'o-100' },
+      limit: 10,
+    });
     expect(page.rows.map((row) => row.recipient)).toEqual(['m5@example.org']);
   });
 

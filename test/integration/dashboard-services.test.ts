@@ -108,9 +108,42 @@ describe('AdminService', () => {
     await expect(admins.create('short@herald.example', 'too short')).rejects.toThrow(/at least|10/);
     await expect(admins.create('case@herald.example', 'another password')).rejects.toThrow(/already exists/);
   });
+
+  it('removes an admin and its sessions at once, never the last one, even when two removals race', async () => {
+    const own = await createTestContext();
+    try {
+      const admins = new AdminService(own.services.storage.db);
+      const first = await admins.create('first@herald.example', 'password number one');
+      await admins.create('second@herald.example', 'password number two');
+      const session = await admins.startSession(first);
+      expect(await admins.session(session.token)).not.toBeNull();
+
+      expect(await admins.remove(' FIRST@herald.example ')).toMatchObject({ email: 'first@herald.example' });
+      expect(await admins.session(session.token)).toBeNull();
+      expect(await admins.authenticate('first@herald.example', 'password number one')).toBeNull();
+      await expect(admins.remove('first@herald.example')).rejects.toThrow(
+        'No admin with email first@herald.example',
+      );
+      await expect(admins.remove('second@herald.example')).rejects.toThrow(/only admin/);
+      expect((await admins.list()).map((a) => a.email)).toEqual(['second@herald.example']);
+
+      // The last two removed at once: one of them stays. (Concurrent reads first, so that on
+      // PostgreSQL both removals find an open connection and really run side by side.)
+      await admins.create('third@herald.example', 'password number three');
+      await Promise.all([admins.list(), admins.list(), admins.list(), admins.list()]);
+      const results = await Promise.allSettled([
+        admins.remove('second@herald.example'),
+        admins.remove('third@herald.example'),
+      ]);
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect(await admins.list()).toHaveLength(1);
+    } finally {
+      await own.close();
+    }
+  });
 });
 
-describe('herald admin create', () => {
+describe('herald admin create and delete', () => {
   it('reads the password from stdin and prints one JSON object', { timeout: 60_000 }, async () => {
     const env = testEnv(ctx.database);
     const run = (args: string[], input: string) =>
@@ -147,5 +180,13 @@ describe('herald admin create', () => {
     expect(JSON.parse(refused.stderr.trim())).toEqual({
       error: 'pass the password on stdin with --password-stdin',
     });
+
+    const deleted = await run(['admin', 'delete', '--email', 'cli@herald.example', '--json'], '');
+    expect(deleted.stderr).toBe('');
+    expect(JSON.parse(deleted.stdout.trim())).toMatchObject({ email: 'cli@herald.example', deleted: true });
+    expect(await admins.authenticate('cli@herald.example', 'from the command line')).toBeNull();
+    const unknown = await run(['admin', 'delete', '--email', 'cli@herald.example', '--json'], '');
+    expect(unknown.code).not.toBe(0);
+    expect(JSON.parse(unknown.stderr.trim())).toEqual({ error: 'No admin with email cli@herald.example' });
   });
 });

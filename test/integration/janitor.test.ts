@@ -1,6 +1,8 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiLogService } from '../../src/services/api-log.js';
+import { AuditLogService } from '../../src/services/audit-log.js';
+import { insertAuditLog } from '../../src/storage/audit-log.js';
 import { Janitor } from '../../src/services/janitor.js';
 import { claimIdempotencyKey } from '../../src/storage/idempotency.js';
 import { insertApiLogs } from '../../src/storage/api-logs.js';
@@ -14,7 +16,10 @@ import {
   type StorageFixture,
 } from './storage-fixture.js';
 
-/** Housekeeping: API logs past their age or row limit and expired Idempotency-Keys are deleted. */
+/**
+ * Housekeeping: API and audit logs past their age or row limit and expired Idempotency-Keys are
+ * deleted.
+ */
 const DAY = 86_400_000;
 const NOW = 1_700_000_000_000;
 
@@ -59,6 +64,7 @@ describe(`janitor (${backend})`, () => {
 
     expect(await janitor.runOnce(NOW)).toEqual({
       apiLogs: 2,
+      auditLog: 0,
       idempotencyKeys: 1,
       contents: 0,
       files: 0,
@@ -71,6 +77,7 @@ describe(`janitor (${backend})`, () => {
     // A second pass finds nothing more to do.
     expect(await janitor.runOnce(NOW)).toEqual({
       apiLogs: 0,
+      auditLog: 0,
       idempotencyKeys: 0,
       contents: 0,
       files: 0,
@@ -111,6 +118,45 @@ describe(`janitor (${backend})`, () => {
       .orderBy('created_at', 'desc')
       .execute();
     expect(kept.map((row) => row.created_at)).toEqual([NOW, NOW - 1, NOW - 2]);
+  });
+
+  it('keeps the audit log as long as the API log: by age, then the newest maxRows', async () => {
+    const logger = pino({ level: 'silent' });
+    const entry = (created_at: number, path: string) => ({
+      created_at,
+      token_id: 1,
+      token_name: 'ci',
+      method: 'PUT',
+      path,
+      status_code: 200,
+      error: null,
+      project_id: null,
+    });
+    const audit = new AuditLogService(fx.db, logger);
+    await insertAuditLog(fx.db, [
+      entry(NOW - 31 * DAY, '/old'),
+      ...[1, 2, 3, 4].map((i) => entry(NOW - 10 + i, `/recent/${i}`)),
+    ]);
+    const janitor = new Janitor(
+      fx.db,
+      new ApiLogService(fx.db, logger),
+      {
+        apiLog: { retentionDays: 30, maxRows: 3 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
+      logger,
+      undefined,
+      undefined,
+      audit,
+    );
+    expect((await janitor.runOnce(NOW)).auditLog).toBe(2);
+    expect((await audit.list({ limit: 10 })).map((row) => row.path)).toEqual([
+      '/recent/4',
+      '/recent/3',
+      '/recent/2',
+    ]);
+    expect((await janitor.runOnce(NOW)).auditLog).toBe(0);
   });
 
   it('erases the placeholder values and content of notifications finished before the retention, and nothing else', async () => {

@@ -35,10 +35,13 @@ const MIGRATIONS = [
   '013_login_attempts',
   '014_template_versions',
   '015_message_fields',
+  '016_admin_tokens',
 ];
 const TABLES = [
+  'admin_tokens',
   'admins',
   'api_logs',
+  'audit_log',
   'delivery_attempts',
   'file_chunks',
   'file_contents',
@@ -636,6 +639,86 @@ describe(`migrations (${backend})`, () => {
           .values({ notification_id: ids[0]!, position: 1, content_id: 999_999 })
           .execute(),
       ).rejects.toThrow();
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the template versions release (014) forward to admin tokens (016), keeping every row', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const through014 = MIGRATIONS.slice(0, MIGRATIONS.indexOf('014_template_versions') + 1);
+      await migrateToLatest(storage.db, Object.fromEntries(through014.map((name) => [name, all[name]!])), {
+        inTransaction: false,
+      });
+      const projectId = await addProject(storage.db);
+      await addNotification(storage.db, projectId, { state: 'sent', subject: 'Kept', template_version: 1 });
+      await storage.db
+        .insertInto('api_logs')
+        .values({
+          created_at: 5,
+          method: 'POST',
+          path: '/api/v1/notifications',
+          status_code: 202,
+          error: null,
+          latency_ms: 1.5,
+          key_prefix: 'hrl_abcdefgh',
+          project_id: projectId,
+          request_id: 'r-1',
+        })
+        .execute();
+      const before = {
+        projects: await storage.db.selectFrom('projects').selectAll().execute(),
+        notifications: await storage.db.selectFrom('notifications').selectAll().execute(),
+        api_logs: await storage.db.selectFrom('api_logs').selectAll().execute(),
+      };
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      // Later migrations may add columns of their own; every column that was there keeps its value.
+      expect(await storage.db.selectFrom('projects').selectAll().execute()).toMatchObject(before.projects);
+      expect(await storage.db.selectFrom('notifications').selectAll().execute()).toMatchObject(
+        before.notifications,
+      );
+      expect(await storage.db.selectFrom('api_logs').selectAll().execute()).toEqual(before.api_logs);
+      // The new tables take rows; two live tokens never share a name, a revoked one frees it.
+      const token = (name: string, hash: string, revoked_at: number | null = null) => ({
+        name,
+        token_hash: hash,
+        token_prefix: 'hrla_abcdefgh',
+        created_at: 1,
+        last_used_at: null,
+        revoked_at,
+      });
+      await storage.db
+        .insertInto('admin_tokens')
+        .values(token('ci', 'h1', 7))
+        .execute();
+      await storage.db.insertInto('admin_tokens').values(token('ci', 'h2')).execute();
+      await expect(
+        storage.db.insertInto('admin_tokens').values(token('ci', 'h3')).execute(),
+      ).rejects.toThrow();
+      await expect(
+        storage.db.insertInto('admin_tokens').values(token('cd', 'h2')).execute(),
+      ).rejects.toThrow();
+      await storage.db
+        .insertInto('audit_log')
+        .values({
+          created_at: 9,
+          token_id: 2,
+          token_name: 'ci',
+          method: 'PUT',
+          path: '/api/v1/admin/projects/1/templates/welcome',
+          status_code: 200,
+          error: null,
+          project_id: projectId,
+        })
+        .execute();
+      expect(
+        await storage.db.selectFrom('audit_log').select(['token_name', 'status_code']).execute(),
+      ).toEqual([{ token_name: 'ci', status_code: 200 }]);
     } finally {
       await storage.close();
       await database.drop();

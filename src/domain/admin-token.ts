@@ -1,0 +1,41 @@
+import { errors } from './errors.js';
+import { hashApiKey, keyFormat, type GeneratedKey } from './api-key.js';
+
+/**
+ * Admin tokens (product.md §13) open the management API under /api/v1/admin. They are made like
+ * API keys, `hrla_` + 32 random base62 characters + a CRC32 checksum, so a token with a bad
+ * checksum is refused without a database lookup, and only a SHA-256 hash of each is stored. An
+ * API key is never a well-formed admin token and an admin token never a well-formed API key: each
+ * kind is refused on the other's routes before anything is looked up.
+ */
+
+const ADMIN_TOKEN = keyFormat('hrla_');
+
+export function generateAdminToken(): GeneratedKey {
+  return ADMIN_TOKEN.generate();
+}
+
+export function isWellFormedAdminToken(token: string): boolean {
+  return ADMIN_TOKEN.isWellFormed(token);
+}
+
+export function hashAdminToken(token: string): string {
+  return hashApiKey(token);
+}
+
+/** The part of a token kept in clear: `hrla_` and 8 characters, for lists and logs. */
+export function adminTokenPrefix(token: string): string {
+  return ADMIN_TOKEN.shownPart(token);
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9 _.:@/-]{0,99}$/;
+
+/** What a token is for (`ci`, `terraform prod`): shown in lists and in the audit log. */
+export function checkTokenName(name: string): string {
+  const trimmed = name.trim();
+  if (!NAME_PATTERN.test(trimmed))
+    throw errors.invalidInput(
+      'Token name must be 1–100 letters, digits, spaces or . _ : @ / - characters, starting with a letter or digit',
+    );
+  return trimmed;
+}

@@ -1,0 +1,216 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { ErrorCode, HeraldError } from '../domain/errors.js';
+import { layoutJson, templateJson, versionJson } from '../services/json-views.js';
+import type { Project } from '../services/projects.js';
+import type { AdminDeps } from './admin-deps.js';
+import {
+  ADMIN_ERRORS,
+  adminSchema,
+  SMALL_BODY_LIMIT,
+  Layout,
+  LayoutList,
+  LayoutPutBody,
+  NOT_FOUND,
+  ProjectParams,
+  RollbackBody,
+  Template,
+  TemplateDeleted,
+  TemplateList,
+  TemplateParams,
+  TemplatePut,
+  TemplatePutBody,
+  TemplateVersions,
+} from './admin-schemas.js';
+import { errorMeaning } from './schemas.js';
+
+/**
+ * A whole template may carry its default variant and up to 100 locale variants, each with an HTML
+ * body of up to 512 KiB; a deploy of a template is one request, so its body may be large.
+ */
+export const TEMPLATE_BODY_LIMIT = 8 * 1024 * 1024;
+/** A layout: an HTML frame of up to 512 KiB and a text frame of up to 256 KiB, as JSON. */
+export const LAYOUT_BODY_LIMIT = 2 * 1024 * 1024;
+
+const INVALID_TEMPLATE = errorMeaning(
+  'The content is refused, nothing was saved: `Invalid template: <part>, line L, column C: …` for one that ' +
+    'does not parse, or the limit or name that is not met.',
+);
+
+const templates = <S extends object>(id: string, summary: string, rest: S) =>
+  adminSchema('templates', id, summary, rest);
+const layouts = <S extends object>(id: string, summary: string, rest: S) =>
+  adminSchema('layouts', id, summary, rest);
+
+/** Templates (with locales and versions) and layouts of a project. */
+export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const project = (request: { adminProject: Project | null }) => (request.adminProject as Project).id;
+
+  api.get(
+    '/projects/:project/templates',
+    {
+      schema: templates('adminListTemplates', "A project's templates", {
+        params: ProjectParams,
+        response: { 200: TemplateList, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) => ({ templates: (await deps.templates.list(project(request))).map(templateJson) }),
+  );
+
+  api.get(
+    '/projects/:project/templates/:name',
+    {
+      schema: templates('adminGetTemplate', 'A template, with its locale variants and layout', {
+        params: TemplateParams,
+        response: { 200: Template, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) => templateJson(await deps.templates.get(project(request), request.params.name)),
+  );
+
+  api.put(
+    '/projects/:project/templates/:name',
+    {
+      bodyLimit: TEMPLATE_BODY_LIMIT,
+      schema: templates('adminPutTemplate', 'Create or replace a template', {
+        description:
+          'Sets the template to exactly this content: its default variant, its locale variants (any not ' +
+          'given are removed) and its layout (none when not given). A change is one new version; the same ' +
+          'content again makes none (`outcome: unchanged`), so deploying unchanged files is a no-op.',
+        params: TemplateParams,
+        body: TemplatePutBody,
+        response: {
+          ...ADMIN_ERRORS,
+          200: TemplatePut,
+          201: TemplatePut,
+          400: INVALID_TEMPLATE,
+          ...NOT_FOUND('Project'),
+          409: errorMeaning('The template changed meanwhile, or was created meanwhile; try again.'),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const { template, outcome } = await deps.templates.put(
+        project(request),
+        request.params.name,
+        request.body,
+      );
+      return reply.code(outcome === 'created' ? 201 : 200).send({ ...templateJson(template), outcome });
+    },
+  );
+
+  api.delete(
+    '/projects/:project/templates/:name',
+    {
+      schema: templates('adminDeleteTemplate', 'Delete a template and its versions', {
+        params: TemplateParams,
+        response: { 200: TemplateDeleted, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) => {
+      await deps.templates.delete(project(request), request.params.name);
+      return { deleted: true as const, name: request.params.name };
+    },
+  );
+
+  api.get(
+    '/projects/:project/templates/:name/versions',
+    {
+      schema: templates('adminListTemplateVersions', "A template's versions, newest first", {
+        params: TemplateParams,
+        response: { 200: TemplateVersions, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) => ({
+      versions: (await deps.templates.versions(project(request), request.params.name)).map(versionJson),
+    }),
+  );
+
+  api.post(
+    '/projects/:project/templates/:name/rollback',
+    {
+      bodyLimit: SMALL_BODY_LIMIT,
+      schema: templates('adminRollbackTemplate', "A new version with an earlier version's content", {
+        params: TemplateParams,
+        body: RollbackBody,
+        response: { 200: Template, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) =>
+      templateJson(
+        await deps.templates.rollback(project(request), request.params.name, request.body.version),
+      ),
+  );
+
+  api.get(
+    '/projects/:project/layouts',
+    {
+      schema: layouts('adminListLayouts', "A project's layouts", {
+        params: ProjectParams,
+        response: { 200: LayoutList, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) => ({ layouts: (await deps.layouts.list(project(request))).map(layoutJson) }),
+  );
+
+  api.get(
+    '/projects/:project/layouts/:name',
+    {
+      schema: layouts('adminGetLayout', 'A layout', {
+        params: TemplateParams,
+        response: { 200: Layout, ...NOT_FOUND('Project or layout'), ...ADMIN_ERRORS },
+      }),
+    },
+    async (request) => layoutJson(await deps.layouts.get(project(request), request.params.name)),
+  );
+
+  api.put(
+    '/projects/:project/layouts/:name',
+    {
+      bodyLimit: LAYOUT_BODY_LIMIT,
+      schema: layouts('adminPutLayout', 'Create or replace a layout', {
+        description: 'Templates in it render with the change from then on.',
+        params: TemplateParams,
+        body: LayoutPutBody,
+        response: {
+          ...ADMIN_ERRORS,
+          200: Layout,
+          201: Layout,
+          400: INVALID_TEMPLATE,
+          ...NOT_FOUND('Project'),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const id = project(request);
+      const { name } = request.params;
+      const input = { html: request.body.html ?? null, text: request.body.text ?? null };
+      try {
+        return layoutJson(await deps.layouts.update(id, name, input));
+      } catch (error) {
+        if (!(error instanceof HeraldError && error.code === ErrorCode.LayoutNotFound)) throw error;
+      }
+      return reply.code(201).send(layoutJson(await deps.layouts.create(id, { name, ...input })));
+    },
+  );
+
+  api.delete(
+    '/projects/:project/layouts/:name',
+    {
+      schema: layouts('adminDeleteLayout', 'Delete a layout no template uses', {
+        params: TemplateParams,
+        response: {
+          200: TemplateDeleted,
+          ...NOT_FOUND('Project or layout'),
+          409: errorMeaning('Templates use the layout; attach them elsewhere first.'),
+          ...ADMIN_ERRORS,
+        },
+      }),
+    },
+    async (request) => {
+      await deps.layouts.delete(project(request), request.params.name);
+      return { deleted: true as const, name: request.params.name };
+    },
+  );
+}

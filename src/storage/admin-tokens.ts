@@ -1,0 +1,59 @@
+import type { Kysely } from 'kysely';
+import type { AdminTokenRow, Database } from './schema.js';
+
+export async function insertAdminToken(
+  db: Kysely<Database>,
+  row: { name: string; token_hash: string; token_prefix: string; created_at: number },
+): Promise<AdminTokenRow> {
+  return db
+    .insertInto('admin_tokens')
+    .values({ ...row, last_used_at: null, revoked_at: null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Every token, revoked ones too, newest first. */
+export async function listAdminTokens(db: Kysely<Database>): Promise<AdminTokenRow[]> {
+  return db.selectFrom('admin_tokens').selectAll().orderBy('id', 'desc').execute();
+}
+
+export async function countLiveAdminTokens(db: Kysely<Database>): Promise<number> {
+  const row = await db
+    .selectFrom('admin_tokens')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function findAdminToken(db: Kysely<Database>, id: number): Promise<AdminTokenRow | undefined> {
+  return db.selectFrom('admin_tokens').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The live (not revoked) token with this hash. */
+export async function findLiveAdminTokenByHash(
+  db: Kysely<Database>,
+  hash: string,
+): Promise<AdminTokenRow | undefined> {
+  return db
+    .selectFrom('admin_tokens')
+    .selectAll()
+    .where('token_hash', '=', hash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** Revokes a live token; false when there is none with this id (or it was revoked already). */
+export async function revokeAdminToken(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('admin_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function touchAdminToken(db: Kysely<Database>, id: number, now: number): Promise<void> {
+  await db.updateTable('admin_tokens').set({ last_used_at: now }).where('id', '=', id).execute();
+}
