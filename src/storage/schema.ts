@@ -1,10 +1,16 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { BounceCategory, BounceType } from '../domain/bounce/categories.js';
 import type { UsageState } from '../domain/lifecycle.js';
 import type { TemplateEngine } from '../domain/message.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { RelayRole } from '../domain/relay-health.js';
 import type { SuppressionReason } from '../domain/suppression.js';
+import type {
+  FileChunksTable,
+  FileContentsTable,
+  NotificationFilesTable,
+  NotificationMetadataTable,
+} from './schema-message.js';
 import type { AdminTokensTable, AuditLogTable } from './schema-admin.js';
 
 /**
@@ -145,36 +151,6 @@ export interface NotificationsTable {
   metadata: string | null;
   /** The files' listing, a JSON array of {filename, content_type, size}; null for none. */
   attachments: string | null;
-}
-
-/** A notification's metadata, one row per key: what the delivery log's search looks up. */
-export interface NotificationMetadataTable {
-  notification_id: number;
-  project_id: number;
-  key: string;
-  value: string;
-}
-
-/** A file, written before the send that carries it is accepted (notification-files.ts). */
-export interface FileContentsTable {
-  id: Generated<number>;
-  /** Bytes in all its chunks. */
-  size: number;
-  created_at: number;
-}
-
-/** A file's bytes, in chunks of at most 1 MiB. */
-export interface FileChunksTable {
-  content_id: number;
-  seq: number;
-  bytes: ColumnType<Buffer, Uint8Array, never>;
-}
-
-/** Which stored bytes are a notification's files, in the order sent. */
-export interface NotificationFilesTable {
-  notification_id: number;
-  position: number;
-  content_id: number;
 }
 
 export interface DeliveryAttemptsTable {
