@@ -21,6 +21,7 @@ import { runAccept } from './scenarios/accept.js';
 import { runBatch } from './scenarios/batch.js';
 import { runDelivery } from './scenarios/delivery.js';
 import { runEndToEnd } from './scenarios/end-to-end.js';
+import { FILE_BYTES, runFiles } from './scenarios/files.js';
 import { runGrowth } from './scenarios/growth.js';
 import { runSlowRelay, SLOW_RELAY_SESSIONS } from './scenarios/slow-relay.js';
 
@@ -180,6 +181,10 @@ async function main(): Promise<number> {
       rssMb: {},
     };
     await phase('slow relay', (problem) => runSlowRelay(ctx, (results.slowRelay = slow), problem));
+  }
+
+  if (wants('files')) {
+    await phase('files', (problem) => runFiles(ctx, (results.files = { fileBytes: FILE_BYTES }), problem));
   }
 
   // Interrupted: the signal handler is cleaning up and exits; a partial report would mislead.

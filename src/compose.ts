@@ -28,6 +28,7 @@ import type { OutboundPolicy } from './domain/outbound.js';
 import { LeaseQueue } from './queue/lease-queue.js';
 import { QueueLoop } from './queue/loop.js';
 import { newOwnerName, WorkerPool } from './queue/pool.js';
+import { readFiles } from './storage/notification-files.js';
 import { NOTIFICATION_QUEUE, WEBHOOK_QUEUE } from './storage/queue.js';
 import { recordCalls, WebhookConsumer } from './webhooks/webhook-consumer.js';
 import { openStorage } from './storage/open.js';
@@ -224,6 +225,7 @@ export async function openServices(
       production: config.production,
       defaultFrom,
       returnPath: bounceDomain === null ? null : (id) => returnPath(tokenKey, id, bounceDomain),
+      files: (id) => readFiles(db, id),
     }),
     metrics,
   };

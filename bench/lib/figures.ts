@@ -167,6 +167,21 @@ export function figureRows(results: BenchResults): Row[] {
       GOALS.slowRelay,
     ),
   );
+  const files = results.files;
+  const kib = `${(files?.fileBytes ?? 262_144) / 1024} KiB`;
+  for (const [backend, run, skipped] of [
+    ['SQLite', files?.sqlite, undefined],
+    ['PostgreSQL', files?.postgres, files?.postgresSkipped],
+  ] as const) {
+    rows.push({
+      figure: `Accept with a ${kib} file, ${backend}`,
+      herald: skipped ?? rate(run),
+      baseline: `bare node:http ${rate(files?.bare)}`,
+      ratio: run === undefined || files?.bare === undefined ? '–' : (run.rps / files.bare.rps).toFixed(2),
+      goal: '–',
+      met: undefined,
+    });
+  }
   const rss = peakRssMb(results);
   rows.push({
     figure: 'Peak RSS (accept, delivery)',

@@ -103,6 +103,21 @@ function details(results: BenchResults): string[] {
   }
   if (delivery !== undefined)
     out.push(...deliveryDetails('### 2. Delivery throughput', delivery, s, 'smtp-sink'));
+  if (results.files !== undefined) {
+    const files = results.files;
+    out.push('### 8. Accept with a file', '');
+    out.push(
+      `${wrkLine}, each POST a send with one file of ${files.fileBytes / 1024} KiB of random bytes (a ${Math.round((files.fileBytes * 4) / 3 / 1024)} KiB body). Herald runs as \`serve --role api\`; the baseline is the bare \`node:http\` server of figure 1 reading and parsing the same bodies. Figure 1 is the same path without a file.`,
+      '',
+      ...wrkTable([
+        ['bare node:http', files.bare],
+        ['Herald, SQLite', files.sqlite],
+        ['Herald, PostgreSQL', files.postgres],
+      ]),
+      '',
+    );
+    if (files.postgresSkipped !== undefined) out.push(`${files.postgresSkipped}.`, '');
+  }
   if (endToEnd !== undefined && endToEnd.length > 0) {
     out.push('### 3. End to end', '');
     for (const e of endToEnd) {

@@ -41,6 +41,15 @@ export interface AcceptResult {
   rssMb: { sqlite?: number; postgres?: number };
 }
 
+/** Figure 8: sends that each carry one file, against the bare server reading the same body. */
+export interface FilesResult {
+  fileBytes: number;
+  bare?: WrkResult;
+  sqlite?: WrkResult;
+  postgres?: WrkResult;
+  postgresSkipped?: string;
+}
+
 export interface EndToEndResult {
   /** Why this rate: "half the SQLite accept rate", or half the delivery rate. */
   basis: string;
@@ -136,5 +145,7 @@ export interface BenchResults {
   slowRelay?: DeliveryResult;
   growth?: GrowthResult;
   batch?: BatchResult;
+  /** Accept with a file (figure 8). */
+  files?: FilesResult;
   problems: Problem[];
 }

@@ -1,7 +1,7 @@
 /** Command-line options of `npm run bench` and the sizes of a full and a --quick run. */
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['accept', 'e2e', 'delivery', 'growth', 'batch', 'slow-relay'] as const;
+export const PHASES = ['accept', 'e2e', 'delivery', 'growth', 'batch', 'slow-relay', 'files'] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Settings {

@@ -49,6 +49,13 @@ function num(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** A size in bytes as people read it: `812 B`, `14.2 KiB`, `9.8 MiB`. */
+function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
 function percent(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.min(100, Math.round((part / whole) * 100));
 }
@@ -89,6 +96,7 @@ export const helpers = {
   day,
   hour,
   num,
+  bytes,
   percent,
   status: publicStatus,
   periodLabel,

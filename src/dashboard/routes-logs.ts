@@ -1,4 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import { HeraldError } from '../domain/errors.js';
+import { metadataFilters, metadataFilterText, type MetadataFilter } from '../domain/metadata.js';
+import { notificationView } from '../domain/notification.js';
 import type { NotificationSearch } from '../services/notifications.js';
 import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
 import { notice, page, type DashboardDeps } from './context.js';
@@ -17,6 +20,25 @@ function isState(value: string | undefined): value is NotificationState {
   return (NOTIFICATION_STATES as readonly (string | undefined)[]).includes(value);
 }
 
+/**
+ * The metadata conditions of the log's query: the form's `metadata` field (`KEY=VALUE`) and any
+ * `metadata.KEY=VALUE` parameters (the admin API's spelling, for links). A condition no message
+ * could match is reported, not searched for.
+ */
+function metadataOf(
+  query: unknown,
+  typed: string | undefined,
+): { filters: MetadataFilter[]; error: string | null } {
+  try {
+    const fromText = metadataFilterText(typed ?? '');
+    const params = metadataFilters((query ?? {}) as Record<string, unknown>);
+    return { filters: fromText === null ? params : [fromText, ...params], error: null };
+  } catch (error) {
+    if (!(error instanceof HeraldError)) throw error;
+    return { filters: [], error: error.message };
+  }
+}
+
 /** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
 export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { projects, notifications, apiLogs, templates } = deps.services;
@@ -25,11 +47,13 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
 
   app.get('/messages', async (request, reply) => {
     const q = fieldsOf(request.query);
+    const metadata = metadataOf(request.query, q.metadata);
     const filter: NotificationSearch = {
       projectId: whole(q.project),
       state: isState(q.status) ? q.status : undefined,
       template: q.template?.trim() || undefined,
       recipient: q.recipient?.trim() || undefined,
+      metadata: Object.fromEntries(metadata.filters.map(({ key, value }) => [key, value])),
       from: utcTime(q.from),
       to: utcTime(q.to),
       before: whole(q.before),
@@ -42,6 +66,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       recipient: filter.recipient ?? '',
       from: filter.from === undefined ? '' : (q.from ?? ''),
       to: filter.to === undefined ? '' : (q.to ?? ''),
+      // Every condition as `metadata.KEY=VALUE`, so the next page searches the same.
+      ...Object.fromEntries(metadata.filters.map(({ key, value }) => [`metadata.${key}`, value])),
     };
     // A search looks through one window of ids per page; "Older" goes on from its end.
     const found = await notifications.search(filter);
@@ -51,7 +77,12 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       names: await projectNames(),
       states: NOTIFICATION_STATES,
       filters,
-      filtered: Object.values(filters).some((v) => v !== ''),
+      // The form shows the first condition as typed; the others travel in the page links.
+      metadataText: metadata.filters[0]
+        ? `${metadata.filters[0].key}=${metadata.filters[0].value}`
+        : (q.metadata ?? ''),
+      filterError: metadata.error,
+      filtered: Object.values(filters).some((v) => v !== '') || metadata.error !== null,
       paged: filter.before !== undefined,
       nextBefore: found.nextBefore,
       searchedTo: found.searchedTo,
@@ -73,9 +104,14 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       revealed,
       template.found ? template.rerender : undefined,
     );
+    // Reply-To, metadata and the files' list, as the status body shows them.
+    const { reply_to: replyTo, metadata, attachments: files } = notificationView(notification);
     return page(request, reply, deps, 'message', {
       title: `Message ${notification.request_id}`,
       n: notification,
+      replyTo: replyTo ?? null,
+      metadata: metadata ?? null,
+      files: files ?? [],
       attempts,
       project,
       content,

@@ -140,23 +140,15 @@ export interface AcceptedSend {
   readonly sendAt: number | null;
   /** The template variant asked for (BCP 47); null or absent for the default. */
   readonly locale?: string | null;
+  /** Reply-To, and the metadata and list of files as JSON text (product.md §12); null: none. */
+  readonly message: Pick<Notification, MessageColumn>;
 }
 
+type MessageColumn = 'reply_to' | 'metadata' | 'attachments';
+type AcceptedColumn = 'request_id' | 'project_id' | 'template' | 'recipient' | 'data' | 'type' | 'state';
 export type AcceptedRow = Pick<
   Notification,
-  | 'request_id'
-  | 'project_id'
-  | 'template'
-  | 'recipient'
-  | 'data'
-  | 'type'
-  | 'state'
-  | 'attempts'
-  | 'run_at'
-  | 'send_at'
-  | 'locale'
-  | 'created_at'
-  | 'updated_at'
+  AcceptedColumn | MessageColumn | 'attempts' | 'run_at' | 'send_at' | 'locale' | 'created_at' | 'updated_at'
 >;
 
 /** A new notification: queued, due at its `send_at` (a time already past means now, product.md §6). */
@@ -174,6 +166,7 @@ export function accepted(send: AcceptedSend, now: number): { row: AcceptedRow; u
       run_at: Math.max(now, send.sendAt ?? now),
       send_at: send.sendAt,
       locale: send.locale ?? null,
+      ...send.message,
       created_at: now,
       updated_at: now,
     },

@@ -1,3 +1,5 @@
+import type { AttachmentInfo } from './attachments.js';
+import type { Metadata } from './metadata.js';
 import type { BounceCategory, BounceType, BounceVerdict } from './bounce/categories.js';
 import { publicStatus, type NotificationState, type PublicStatus } from './notification-state.js';
 import type { RelayRole } from './relay-health.js';
@@ -50,6 +52,12 @@ export interface Notification {
   readonly relay: RelayRole | null;
   /** While queued after its relay failed or was down: that relay (host and port), whose return makes it due. */
   readonly waits_for_relay: string | null;
+  /** The Reply-To mailbox as sent; null for none. */
+  readonly reply_to: string | null;
+  /** The caller's metadata, a JSON object of strings; null for none. */
+  readonly metadata: string | null;
+  /** The files' listing, a JSON array of {filename, content_type, size}; null for none. Their bytes are stored apart. */
+  readonly attachments: string | null;
 }
 
 /**
@@ -80,6 +88,10 @@ export interface NotificationView {
   /** Once rendered: the locale variant used (null for the default) and the template version. */
   template_locale?: string | null;
   template_version?: number;
+  /** The send's Reply-To, metadata and files (product.md §12), when it had them. */
+  reply_to?: string;
+  metadata?: Metadata;
+  attachments?: AttachmentInfo[];
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -131,5 +143,9 @@ export function notificationView(row: Notification): NotificationView {
       status: row.bounce_status,
       diagnostic: row.bounce_diagnostic ?? '',
     };
+  if (row.reply_to !== null) view.reply_to = row.reply_to;
+  // Both are written by Herald from checked input (lifecycle.ts `accepted`), never by a caller.
+  if (row.metadata !== null) view.metadata = JSON.parse(row.metadata) as Metadata;
+  if (row.attachments !== null) view.attachments = JSON.parse(row.attachments) as AttachmentInfo[];
   return view;
 }

@@ -1,13 +1,34 @@
 import type { Mailbox } from './address.js';
 import { parseMailbox } from './address.js';
+import { parseAttachments, type Attachment } from './attachments.js';
 import { jsonByteLength } from './canonical-json.js';
 import { HeraldError, errors } from './errors.js';
+import { parseMetadata, type Metadata } from './metadata.js';
 import { canonicalLocale } from './template/locale.js';
 
 /**
- * The send request as the domain sees it, checked in the order the product fixes:
- * `template`, then `type`, then `to`, then the placeholder objects.
+ * The send request as the domain sees it, checked in the order the product fixes: `template`,
+ * then `type`, then `to` (spec §7.1), then any field Herald does not know, then the rest in the
+ * order of SEND_FIELDS.
  */
+
+/**
+ * Every top-level field of a send (spec §4.1 and product.md §6, §11, §12). Any other is refused
+ * with `Unknown field 'NAME'`: a caller who sends `cc` must not believe it went out.
+ */
+export const SEND_FIELDS = [
+  'template',
+  'type',
+  'to',
+  'variables',
+  'data',
+  'send_at',
+  'locale',
+  'reply_to',
+  'metadata',
+  'attachments',
+] as const;
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(SEND_FIELDS);
 
 export const MAX_TEMPLATE_NAME_LENGTH = 200;
 /** `data` and `variables` nest at most this deep (the object itself is level 1). */
@@ -25,6 +46,12 @@ export interface SendRequest {
   readonly sendAt: number | null;
   /** The BCP 47 tag of the template variant asked for (canonical case); null for the default. */
   readonly locale?: string | null;
+  /** The Reply-To mailbox; null or absent for none. */
+  readonly replyTo?: Mailbox | null;
+  /** The caller's labels (metadata.ts); null or absent for none. */
+  readonly metadata?: Metadata | null;
+  /** The files, decoded (attachments.ts); null or absent for none. */
+  readonly attachments?: readonly Attachment[] | null;
   /**
    * `data` as JSON, when the request was checked apart from its handler (a large body is parsed
    * and checked off the event loop, and only this text comes back); `data` is then not read.
@@ -133,8 +160,29 @@ function parseLocale(value: unknown): string | null {
   return locale;
 }
 
-/** Checks a send request; `now` bounds how far ahead `send_at` may lie. */
-export function parseSendRequest(body: unknown, now: number = Date.now()): SendRequest {
+/** `reply_to`: absent, null or '' is none; otherwise one mailbox, as `to` is. */
+function parseReplyTo(value: unknown): Mailbox | null {
+  if (value === undefined || value === null || value === '') return null;
+  const mailbox = typeof value === 'string' ? parseMailbox(value) : null;
+  if (mailbox === null) throw errors.invalidField("Invalid 'reply_to'");
+  return mailbox;
+}
+
+/** Refuses the first field of the body Herald does not know (product.md §12). */
+function refuseUnknownFields(fields: Record<string, unknown>): void {
+  for (const name of Object.keys(fields))
+    if (!KNOWN_FIELDS.has(name)) throw errors.invalidField(`Unknown field '${name.slice(0, 100)}'`);
+}
+
+/**
+ * Checks a send request; `now` bounds how far ahead `send_at` may lie. A batch item may not carry
+ * attachments (`attachments: false`).
+ */
+export function parseSendRequest(
+  body: unknown,
+  now: number = Date.now(),
+  options: { readonly attachments?: boolean } = {},
+): SendRequest {
   const fields = isPlainObject(body) ? body : {};
 
   const template = fields.template;
@@ -155,12 +203,30 @@ export function parseSendRequest(body: unknown, now: number = Date.now()): SendR
     if (to === null) throw errors.invalidRecipient();
   }
 
+  refuseUnknownFields(fields);
   // Both objects may be sent: they are merged and `data` wins on a shared key.
   const variables = placeholderObject(fields.variables, 'variables');
   const data = placeholderObject(fields.data, 'data');
   const sendAt = parseSendAt(fields.send_at, now);
   const locale = parseLocale(fields.locale);
-  return { template, to, data: { ...variables, ...data }, type: 'email', sendAt, locale };
+  const replyTo = parseReplyTo(fields.reply_to);
+  const metadata = parseMetadata(fields.metadata);
+  if (options.attachments === false && fields.attachments !== undefined && fields.attachments !== null)
+    throw errors.invalidField(
+      "Invalid 'attachments' (not allowed in a batch: send a message with files on its own)",
+    );
+  const attachments = parseAttachments(fields.attachments);
+  return {
+    template,
+    to,
+    data: { ...variables, ...data },
+    type: 'email',
+    sendAt,
+    locale,
+    replyTo,
+    metadata,
+    attachments,
+  };
 }
 
 /** One refused item of a batch: its index and the error a single send of it would get. */
@@ -196,7 +262,7 @@ export function parseBatchRequest(
   const problems: BatchProblem[] = [];
   body.forEach((item: unknown, index) => {
     try {
-      const send = parseSendRequest(item, now);
+      const send = parseSendRequest(item, now, { attachments: false });
       if (send.to === null && !options.defaultRecipient) throw errors.invalidRecipient();
       // A batch must not carry a message larger than a single send could.
       if (jsonByteLength(item) > options.maxItemBytes) throw errors.invalidField(options.tooLarge);

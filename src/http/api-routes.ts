@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -12,6 +13,8 @@ import type { ProjectRow } from '../storage/schema.js';
 import { BodyChecker, BodyCheckerBusy } from './body-checker.js';
 import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
+import { LargeBodies } from './large-bodies.js';
+import { readBody } from './read-body.js';
 import {
   BatchBody,
   BatchErrorBody,
@@ -40,6 +43,11 @@ const BATCH = '/api/v1/notifications/batch';
 export const OPENAPI = '/api/v1/openapi.json';
 /** Product decision: request bodies are bounded at 256 KiB. */
 export const BODY_LIMIT = 256 * 1024;
+/**
+ * product.md §12: a single send carrying files may be up to 15 MiB (10 MiB of files are 13.4 MiB
+ * of base64), everything but the files' content still within BODY_LIMIT.
+ */
+export const SEND_WITH_FILES_BODY_LIMIT = 15 * 1024 * 1024;
 /** product.md §6: a batch of 500 sends may carry up to 5 MiB. */
 export const BATCH_BODY_LIMIT = 5 * 1024 * 1024;
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'] as const;
@@ -49,6 +57,12 @@ function setQuotaHeaders(reply: FastifyReply, quota: QuotaState | null): void {
   reply.header('X-Quota-Limit', quota.limit);
   reply.header('X-Quota-Remaining', quota.remaining);
   reply.header('X-Quota-Reset', quota.reset);
+}
+
+/** Too many large bodies are in flight or waiting: the client may retry in a second. */
+function busy(reply: FastifyReply): FastifyReply {
+  reply.header('Retry-After', 1);
+  return sendError(reply, 503, 'Too many large requests are being checked; retry shortly');
 }
 
 function methodNotAllowed(allow: string) {
@@ -119,6 +133,9 @@ function replyToAccept<Body>(
   }
 }
 
+/** A single send over BODY_LIMIT once its files' content is left out. */
+class BodyTooLarge extends Error {}
+
 /** A send route's body as it arrived: checked in the handler, where the project is known. */
 class RawBody {
   constructor(readonly bytes: Buffer) {}
@@ -129,6 +146,7 @@ const SEND_ROUTES = new Set([COLLECTION, `${COLLECTION}/`, BATCH, `${BATCH}/`]);
 /** Throws what a refused body is answered with; returns the checked sends otherwise. */
 function acceptedBody(result: BodyResult): Extract<BodyResult, { kind: 'ok' | 'problems' }> {
   if (result.kind === 'invalid_json') throw errors.invalidJson();
+  if (result.kind === 'too_large') throw new BodyTooLarge();
   if (result.kind === 'refused')
     throw new HeraldError(
       result.code,
@@ -159,24 +177,27 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // This plugin is encapsulated, so the dashboard's own parsers are not affected.
   app.removeContentTypeParser('text/plain');
   // A GET or DELETE carries no body, but clients often send their usual JSON Content-Type with it;
-  // an empty body there is no body, not malformed JSON. Everything else goes to Fastify's parser
-  // (which also refuses __proto__ keys).
-  // Bodies are parsed by the BodyChecker: a large one off the event loop. A send route's body is
-  // checked in its handler, where the project is known; any other body is only checked to be JSON.
+  // an empty body there is no body, not malformed JSON. Bodies are read by readBody (one buffer,
+  // filled as it arrives) and parsed by the BodyChecker (a large one off the event loop, refusing
+  // __proto__ keys as Fastify's parser does). A send route's body is checked in its handler,
+  // where the project is known; any other body is only checked to be JSON.
   const bodies = new BodyChecker();
   app.addHook('onClose', () => bodies.close());
+  const large = new LargeBodies();
+  /** Before a send's body is read: a large one only while there is room for it (large-bodies.ts). */
+  const preParsing = async (request: FastifyRequest, reply: FastifyReply) => {
+    // Answered here, the body is never read; a hook's return value would be taken for a new body.
+    if (!large.admit(request, reply, String((request.project as ProjectRow).id))) busy(reply);
+  };
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser(
-    'application/json',
-    { parseAs: 'buffer' },
-    async (request: FastifyRequest, body: Buffer) => {
-      if (body.length === 0 && request.method !== 'POST') return undefined;
-      if (request.method === 'POST' && SEND_ROUTES.has(request.routeOptions.url ?? ''))
-        return new RawBody(body);
-      acceptedBody(await bodies.check({ kind: 'json' }, body, 'other'));
-      return undefined;
-    },
-  );
+  app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
+    const body = await readBody(payload, request.routeOptions.bodyLimit ?? BODY_LIMIT);
+    if (body.length === 0 && request.method !== 'POST') return undefined;
+    if (request.method === 'POST' && SEND_ROUTES.has(request.routeOptions.url ?? ''))
+      return new RawBody(body);
+    acceptedBody(await bodies.check({ kind: 'json' }, body, 'other'));
+    return undefined;
+  });
   const check = async (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -191,13 +212,17 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       maxItems: MAX_BATCH_SIZE,
       maxItemBytes: BODY_LIMIT,
       tooLarge: bodyTooLarge(BODY_LIMIT),
+      maxBytesBesideFiles: BODY_LIMIT,
     };
     try {
       return acceptedBody(await bodies.check(job, (request.body as RawBody).bytes, String(project.id)));
     } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        sendError(reply, 413, bodyTooLarge(BODY_LIMIT));
+        return null;
+      }
       if (!(error instanceof BodyCheckerBusy)) throw error;
-      reply.header('Retry-After', 1);
-      sendError(reply, 503, 'Too many large requests are being checked; retry shortly');
+      busy(reply);
       return null;
     }
   };
@@ -214,6 +239,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       url,
       {
         onRequest,
+        preParsing,
+        bodyLimit: SEND_WITH_FILES_BODY_LIMIT,
         schema: {
           operationId: url === COLLECTION ? 'sendNotification' : undefined,
           hide: url !== COLLECTION,
@@ -250,6 +277,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       url,
       {
         onRequest,
+        preParsing,
         bodyLimit: BATCH_BODY_LIMIT,
         schema: {
           operationId: url === BATCH ? 'sendNotificationBatch' : undefined,

@@ -9,26 +9,37 @@ import { checkBody, type BodyRequest, type BodyResult } from './check-body.js';
  * objects nested thousands deep takes the better part of a second, during which no other request
  * of any project is answered. So a body larger than `inlineMaxBytes` (a few milliseconds of parsing
  * at worst) is parsed and checked in a worker thread, and only the small result comes back: the
- * error, or the sends with their data already as JSON.
+ * error, or the sends with their data already as JSON and their files' bytes decoded.
  *
- * The threads take waiting bodies round-robin by project, so one project's flood of large bodies
- * delays another project's large body by one body's check, not by the whole flood. Each waiting
- * body is a request in flight on a connection of its own (capped per client, client-limits.ts);
- * the wait is bounded besides (`maxQueued`, `maxQueuedPerKey`): past it the request is refused as
- * busy (503 with Retry-After).
+ * Two lanes of threads: bodies up to `largeFrom` bytes (a single send without files), and larger
+ * ones (batches, sends with files, up to 15 MiB), so a flood of large bodies never stands between
+ * a small body and a thread. In each lane the threads take waiting bodies round-robin by project,
+ * so one project's flood delays another project's body by one body's check, not by the whole
+ * flood. Each waiting body is a request in flight on a connection of its own (capped per client,
+ * client-limits.ts); the wait is bounded besides (`maxQueued`, `maxQueuedPerKey`, per lane): past
+ * it the request is refused as busy (503 with Retry-After).
  */
-export interface BodyCheckerOptions {
-  readonly inlineMaxBytes: number;
+export interface LaneOptions {
   readonly threads: number;
   readonly maxQueued: number;
   readonly maxQueuedPerKey: number;
 }
 
+export interface BodyCheckerOptions {
+  readonly inlineMaxBytes: number;
+  /** Bodies larger than this go to the large lane. */
+  readonly largeFrom: number;
+  readonly small: LaneOptions;
+  readonly large: LaneOptions;
+}
+
 export const DEFAULT_BODY_CHECKER: BodyCheckerOptions = {
   inlineMaxBytes: 8 * 1024,
-  threads: 2,
-  maxQueued: 512,
-  maxQueuedPerKey: 128,
+  largeFrom: 256 * 1024,
+  small: { threads: 2, maxQueued: 512, maxQueuedPerKey: 128 },
+  // The bytes of large bodies in flight are bounded before they are read (large-bodies.ts); one
+  // thread, so that parsing them leaves the event loop a core of the two it may have.
+  large: { threads: 1, maxQueued: 256, maxQueuedPerKey: 128 },
 };
 
 /** Too many large bodies are waiting to be checked: the request may be retried shortly. */
@@ -61,7 +72,38 @@ function startWorker(): Worker {
   );
 }
 
+/** Routes each body: checked inline when small, else to the lane of its size. */
 export class BodyChecker {
+  private readonly small: Lane;
+  private readonly large: Lane;
+
+  constructor(private readonly options: BodyCheckerOptions = DEFAULT_BODY_CHECKER) {
+    this.small = new Lane(options.small);
+    this.large = new Lane(options.large);
+  }
+
+  /** Bodies waiting for a thread (metrics, tests). */
+  get backlog(): number {
+    return this.small.backlog + this.large.backlog;
+  }
+
+  /**
+   * Checks a body; `key` names whose it is (fairness between projects). Throws BodyCheckerBusy when
+   * too many bodies wait already in its lane, in all or for this key.
+   */
+  check(job: BodyRequest, bytes: Buffer, key: string): Promise<BodyResult> {
+    if (bytes.length <= this.options.inlineMaxBytes)
+      return Promise.resolve(checkBody({ ...job, text: bytes.toString('utf8') }));
+    return (bytes.length > this.options.largeFrom ? this.large : this.small).check(job, bytes, key);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.small.close(), this.large.close()]);
+  }
+}
+
+/** Threads that take waiting bodies round-robin by key. */
+class Lane {
   private readonly threads: Thread[] = [];
   /** Waiting bodies per key (a project), keys in the order they are served. */
   private readonly waiting = new Map<string, Pending[]>();
@@ -69,20 +111,13 @@ export class BodyChecker {
   private nextId = 0;
   private closed = false;
 
-  constructor(private readonly options: BodyCheckerOptions = DEFAULT_BODY_CHECKER) {}
+  constructor(private readonly options: LaneOptions) {}
 
-  /** Bodies waiting for a thread (metrics, tests). */
   get backlog(): number {
     return this.queued;
   }
 
-  /**
-   * Checks a body; `key` names whose it is (fairness between projects). Throws BodyCheckerBusy when
-   * too many large bodies wait already, in all or for this key.
-   */
   check(job: BodyRequest, bytes: Buffer, key: string): Promise<BodyResult> {
-    if (bytes.length <= this.options.inlineMaxBytes)
-      return Promise.resolve(checkBody({ ...job, text: bytes.toString('utf8') }));
     const mine = this.waiting.get(key) ?? [];
     if (this.closed || this.queued >= this.options.maxQueued || mine.length >= this.options.maxQueuedPerKey)
       return Promise.reject(new BodyCheckerBusy('too many large request bodies are waiting to be checked'));

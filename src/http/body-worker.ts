@@ -1,12 +1,14 @@
 import { parentPort } from 'node:worker_threads';
-import { checkBody, type BodyRequest } from './check-body.js';
+import { checkBody, transferables, type BodyRequest } from './check-body.js';
 
 /** The worker thread of body-checker.ts: checks one body at a time, answers with its result. */
 parentPort?.on('message', ({ id, job }: { id: number; job: BodyRequest & { bytes: Uint8Array } }) => {
   const text = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength).toString('utf8');
   try {
     const { bytes: _bytes, ...request } = job;
-    parentPort?.postMessage({ id, result: checkBody({ ...request, text }) });
+    const result = checkBody({ ...request, text });
+    // The files' decoded bytes move to the event loop's thread; nothing else is large.
+    parentPort?.postMessage({ id, result }, transferables(result));
   } catch (error) {
     parentPort?.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
   }

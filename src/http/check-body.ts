@@ -1,4 +1,4 @@
-import { bodyFingerprint } from '../domain/canonical-json.js';
+import { bodyFingerprint, jsonByteLength } from '../domain/canonical-json.js';
 import { HeraldError, type ErrorCode } from '../domain/errors.js';
 import {
   parseBatchRequest,
@@ -25,16 +25,26 @@ export type BodyRequest =
       readonly maxItems: number;
       readonly maxItemBytes: number;
       readonly tooLarge: string;
+      /**
+       * What a single send may carry beside its files' content (product.md §12): a larger body is
+       * refused as too large (`kind: 'too_large'`) unless its files make up the difference.
+       */
+      readonly maxBytesBesideFiles: number;
     };
 
 /** A request with its body as text. */
 export type BodyJob = BodyRequest & { readonly text: string };
 
-/** A checked send as it crosses back: its data already JSON. */
+/**
+ * A checked send as it crosses back: its data already JSON, its files' bytes each in an
+ * ArrayBuffer of their own (moved from a worker thread, not copied: see `transferables`).
+ */
 export type CheckedSend = Omit<SendRequest, 'data' | 'dataJson'> & { readonly dataJson: string };
 
 export type BodyResult =
   | { readonly kind: 'invalid_json' }
+  /** A single send larger than `maxBytesBesideFiles` once its files' content is left out. */
+  | { readonly kind: 'too_large' }
   /** A refusal of the whole body (a HeraldError, rebuilt from its code and message). */
   | {
       readonly kind: 'refused';
@@ -87,17 +97,56 @@ function parseJson(text: string): { value: unknown } | null {
   return { value };
 }
 
+/** A file's bytes in a buffer of their own, so they can move to another thread without a copy. */
+function ownBuffer(bytes: Uint8Array): Uint8Array {
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+  return own && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes);
+}
+
 /** A send as it crosses back from a worker thread: every field kept, its data as JSON text. */
 function checked(send: SendRequest): CheckedSend {
-  const { data, dataJson: _, ...fields } = send;
-  return { ...fields, dataJson: JSON.stringify(data) };
+  const { data, dataJson: _, attachments, ...fields } = send;
+  return {
+    ...fields,
+    attachments: attachments?.map((file) => ({ ...file, content: ownBuffer(file.content) })) ?? null,
+    dataJson: JSON.stringify(data),
+  };
+}
+
+/** The buffers of a result that move to the receiving thread instead of being copied. */
+export function transferables(result: BodyResult): ArrayBuffer[] {
+  if (result.kind !== 'ok') return [];
+  return result.sends.flatMap(
+    (send) => send.attachments?.map((file) => file.content.buffer as ArrayBuffer) ?? [],
+  );
+}
+
+/** The body as JSON with its files' content left out: what must fit a single send's limit. */
+function bytesBesideFiles(body: unknown): number {
+  if (
+    typeof body !== 'object' ||
+    body === null ||
+    !Array.isArray((body as Record<string, unknown>).attachments)
+  )
+    return jsonByteLength(body);
+  const files = (body as { attachments: unknown[] }).attachments;
+  return jsonByteLength({
+    ...body,
+    attachments: files.map((file) =>
+      typeof file === 'object' && file !== null && !Array.isArray(file) ? { ...file, content: '' } : file,
+    ),
+  });
 }
 
 export function checkBody(job: BodyJob): BodyResult {
+  // A single send past its limit must carry files, or it is too large before it is even parsed.
+  const large = job.kind === 'send' && Buffer.byteLength(job.text) > job.maxBytesBesideFiles;
+  if (large && !job.text.includes('"attachments"')) return { kind: 'too_large' };
   const parsed = parseJson(job.text);
   if (parsed === null) return { kind: 'invalid_json' };
   if (job.kind === 'json') return { kind: 'ok', items: 0, sends: [], fingerprint: null };
   const body = parsed.value;
+  if (large && bytesBesideFiles(body) > job.maxBytesBesideFiles) return { kind: 'too_large' };
   try {
     let sends: readonly SendRequest[];
     if (job.kind === 'send') sends = [parseSendRequest(body, job.now)];

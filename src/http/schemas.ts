@@ -1,5 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { MAX_INPUT_LENGTH } from '../domain/address.js';
+import { MAX_ATTACHMENTS, MAX_FILENAME_LENGTH } from '../domain/attachments.js';
+import { MAX_METADATA_KEY_LENGTH, MAX_METADATA_KEYS, MAX_METADATA_VALUE_LENGTH } from '../domain/metadata.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { BOUNCE_CATEGORIES, type BounceCategory } from '../domain/bounce/categories.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../services/accept.js';
@@ -66,6 +68,21 @@ const PlaceholderObject = Type.Union([Type.Record(Type.String(), Type.Unknown())
   description: `Placeholder values, nested at most 32 levels deep; no string may contain NUL.`,
 });
 
+const Metadata = Type.Record(
+  Type.String({ pattern: `^[A-Za-z0-9_.-]{1,${MAX_METADATA_KEY_LENGTH}}$` }),
+  Type.String({ maxLength: MAX_METADATA_VALUE_LENGTH }),
+  {
+    maxProperties: MAX_METADATA_KEYS,
+    description: `Your own labels for the message (at most ${MAX_METADATA_KEYS}, keys of 1–${MAX_METADATA_KEY_LENGTH} characters \`A-Z a-z 0-9 _ . -\`, string values of at most ${MAX_METADATA_VALUE_LENGTH} characters), returned in the status body and every webhook event, and searchable in the delivery log.`,
+  },
+);
+
+const AttachmentInfo = Type.Object({
+  filename: Type.String({ description: 'In its safe form (no path, no invisible or reserved characters).' }),
+  content_type: Type.String(),
+  size: Type.Integer({ minimum: 0, description: 'Bytes, decoded.' }),
+});
+
 export const SendBody = Type.Object(
   {
     template: Type.String({
@@ -95,8 +112,51 @@ export const SendBody = Type.Object(
           "The template variant to render, a BCP 47 tag such as `fr-CA`: the exact tag, else its language (`fr`), else the default. Otherwise `400 Invalid 'locale'`.",
       }),
     ),
+    reply_to: Type.Optional(
+      Type.Union([Type.String({ maxLength: MAX_INPUT_LENGTH }), Type.Null()], {
+        description: "The Reply-To header, one address as `to` takes it. Otherwise `400 Invalid 'reply_to'`.",
+      }),
+    ),
+    metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
+    attachments: Type.Optional(
+      Type.Union(
+        [
+          Type.Array(
+            Type.Object(
+              {
+                filename: Type.String({ minLength: 1, maxLength: MAX_FILENAME_LENGTH }),
+                content: Type.String({
+                  contentEncoding: 'base64',
+                  pattern: '^[A-Za-z0-9+/]*={0,2}$',
+                  description: 'The bytes as base64: the standard alphabet, padded, without line breaks.',
+                }),
+                content_type: Type.Optional(
+                  Type.Union([Type.String({ maxLength: 200 }), Type.Null()], {
+                    description:
+                      'A media type such as `application/pdf`; left out, taken from the extension.',
+                  }),
+                ),
+              },
+              { additionalProperties: false },
+            ),
+            { maxItems: MAX_ATTACHMENTS },
+          ),
+          Type.Null(),
+        ],
+        {
+          description:
+            `At most ${MAX_ATTACHMENTS} files, 10 MiB decoded in all; the body may then be up to 15 MiB, everything but the files' content within 256 KiB. ` +
+            'Executable types (`exe`, `bat`, `js`, `vbs`, `msi`, `jar`, …) are refused. Not allowed in a batch. ' +
+            "Otherwise `400 Invalid 'attachments' (…)`.",
+        },
+      ),
+    ),
   },
-  { description: 'One notification to send. `data` wins over `variables` on a shared key.' },
+  {
+    additionalProperties: false,
+    description:
+      "One notification to send. `data` wins over `variables` on a shared key. Any other field is refused: `400 Unknown field 'NAME'`.",
+  },
 );
 
 export const MAX_BATCH_SIZE = 500;
@@ -207,6 +267,14 @@ export const StatusResponse = Type.Object(
     ),
     template_version: Type.Optional(
       Type.Integer({ minimum: 1, description: 'Once rendered: the template version that rendered it.' }),
+    ),
+    reply_to: Type.Optional(Type.String({ description: 'The Reply-To the send asked for.' })),
+    metadata: Type.Optional(Metadata),
+    attachments: Type.Optional(
+      Type.Array(AttachmentInfo, {
+        description:
+          "The send's files (never their bytes, which are erased with the content after HERALD_CONTENT_RETENTION_DAYS).",
+      }),
     ),
   },
   { description: "The notification's state." },

@@ -12,11 +12,14 @@ import {
   releaseIdempotencyKey,
 } from '../storage/idempotency.js';
 import { isLockTimeout } from '../storage/lock-timeout.js';
+import { discardFiles } from '../storage/notification-files.js';
 import { insertNotifications } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
 import type { Database, ProjectRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { addUsage, usageDeltaRows } from '../storage/usage.js';
+import { FileQueue } from './file-queue.js';
+import { formatMailbox, messageColumns, partsOf, storeParts, type Parts } from './message-parts.js';
 
 /** Idempotency keys are kept this long per project (product decision, after the IETF draft). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -61,6 +64,8 @@ interface Pending {
   /** The rows of its sends, with their usage: decided before the commit (domain/lifecycle.ts). */
   readonly rows: readonly AcceptedRow[];
   readonly usage: readonly UsageMove[];
+  /** What each row (same index) stores beside it: its metadata's index rows and its files. */
+  readonly parts: readonly Parts[];
   /** Builds the response body from the sends' bodies: the single body, or the batch body. */
   readonly respond: (bodies: SendResponseBody[]) => unknown;
   readonly fingerprint: string | null;
@@ -84,6 +89,8 @@ type Admission = AcceptOutcome<unknown> | Admitted;
  */
 export class AcceptService {
   private readonly group: GroupCommit<Pending, AcceptOutcome<unknown>>;
+  /** Where sends' files are written before they are accepted (file-queue.ts). */
+  private readonly files: FileQueue;
   /** Idempotency keys of requests being accepted by this process right now. */
   private readonly inFlight = new Set<string>();
   private readonly acceptedListeners: (() => void)[] = [];
@@ -91,7 +98,7 @@ export class AcceptService {
   private readonly now: () => number;
 
   constructor(
-    private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted'>,
+    private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted' | 'writeFileChunks'>,
     now: () => number = Date.now,
   ) {
     this.db = storage.db;
@@ -99,6 +106,9 @@ export class AcceptService {
     this.group = new GroupCommit((batch) => this.commit(batch), {
       concurrency: storage.writeConcurrency,
       storeFailure: isLockTimeout,
+    });
+    this.files = new FileQueue((chunks, now) => storage.writeFileChunks(chunks, now), {
+      concurrency: Math.min(2, storage.writeConcurrency),
     });
   }
 
@@ -135,36 +145,59 @@ export class AcceptService {
           type: request.type,
           sendAt: request.sendAt,
           locale: request.locale ?? null,
+          message: messageColumns(request),
         },
         now,
       );
     });
+    // Only a single send carries files (a batch refuses them).
+    const files = batch ? [] : (sends.attachments?.map((file) => file.content) ?? []);
     const idemKey = idempotency ? `${project.id}\n${idempotency.key}` : null;
     if (idemKey !== null) {
       if (this.inFlight.has(idemKey)) throw errors.idempotencyInFlight();
       this.inFlight.add(idemKey);
     }
+    let written: number[] = [];
     try {
-      return await this.group.submit({
+      if (files.length > 0) {
+        // A send the quota refuses anyway does not write its files first.
+        const spent = await this.spentQuota(project, now);
+        if (spent !== null) return spent;
+        written = await this.files.submit(String(project.id), files, now);
+      }
+      const outcome = await this.group.submit({
         project,
         idempotency,
         rows: rows.map((send) => send.row),
         usage: rows.map((send) => send.usage),
+        parts: (batch ? sends : [sends]).map((request) => partsOf(request, written)),
         respond: batch ? (bodies) => ({ notifications: bodies }) : (bodies) => bodies[0],
         fingerprint: idempotency ? (idempotency.fingerprint ?? bodyFingerprint(idempotency.body)) : null,
         now,
       });
+      if (outcome.kind !== 'accepted' && written.length > 0) await discardFiles(this.db, written);
+      return outcome;
     } catch (error) {
-      // The group's transaction failed as a whole; nothing of this request was stored.
+      // Nothing of this request was stored but perhaps its files' bytes, which no accept links.
+      if (written.length > 0) await discardFiles(this.db, written).catch(() => undefined);
       throw errors.queueFailed(error);
     } finally {
       if (idemKey !== null) this.inFlight.delete(idemKey);
     }
   }
 
+  /** The refusal of a project whose quota is used up in this window; null while some is left. */
+  private async spentQuota(project: ProjectRow, now: number): Promise<AcceptOutcome<unknown> | null> {
+    if (project.quota_limit === null) return null;
+    const window = quotaWindow(project.quota_period as QuotaPeriod, now);
+    const quota = quotaState(project.quota_limit, await quotaUsed(this.db, project.id, window.start), window);
+    return quota.remaining > 0 ? null : { kind: 'quota_exceeded', quota };
+  }
+
   /** Waits until every accepted request is committed (graceful stop). */
-  flush(): Promise<void> {
-    return this.group.flush();
+  async flush(): Promise<void> {
+    await this.files.flush();
+    await this.group.flush();
   }
 
   /**
@@ -182,6 +215,11 @@ export class AcceptService {
         const ids = await insertNotifications(
           tx,
           admitted.flatMap((a) => a.pending.rows),
+        );
+        await storeParts(
+          tx,
+          admitted.map((a) => a.pending),
+          ids,
         );
         await addUsage(
           tx,
@@ -214,11 +252,23 @@ export class AcceptService {
     group: readonly Pending[],
   ): Promise<AcceptOutcome<unknown>[] | undefined> {
     if (this.storage.insertAccepted === undefined) return undefined;
-    if (group.some((pending) => pending.idempotency !== undefined || pending.project.quota_limit !== null))
+    if (
+      group.some(
+        (pending) =>
+          pending.idempotency !== undefined ||
+          pending.project.quota_limit !== null ||
+          pending.parts.some((part) => part.files.length > 0),
+      )
+    )
       return undefined;
     const ids = await this.storage.insertAccepted(
       group.flatMap((pending) => pending.rows),
       usageDeltaRows(group.flatMap((pending) => pending.usage)),
+      group.flatMap((pending) =>
+        pending.rows.flatMap((row, i) =>
+          pending.parts[i]!.metadata.map((m) => ({ request_id: row.request_id, ...m })),
+        ),
+      ),
     );
     return ids && group.map((pending) => respondAccepted({ kind: 'admitted', pending, quota: null }, ids));
   }
@@ -282,13 +332,8 @@ function respondAccepted(
 
 /** Who a send goes to: its `to`, else the project's contact email; null when neither exists. */
 export function recipientOf(project: ProjectRow, request: SendRequest): string | null {
-  if (request.to?.address) return formatRecipient(request.to);
+  if (request.to?.address) return formatMailbox(request.to);
   return project.contact_email || null;
-}
-
-function formatRecipient(to: { name?: string; address: string }): string {
-  if (to.name === undefined) return to.address;
-  return `"${to.name.replace(/[\\"]/g, (c) => `\\${c}`)}" <${to.address}>`;
 }
 
 function isBatch(sends: SendRequest | readonly SendRequest[]): sends is readonly SendRequest[] {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneIdempotencyKeys } from '../storage/idempotency.js';
+import { eraseFiles } from '../storage/notification-files.js';
 import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
 import { foldUsage } from '../storage/usage.js';
@@ -11,6 +12,19 @@ import type { ApiLogService } from './api-log.js';
 const ERASE_BATCH = 1000;
 /** At most this many batches per pass; the next pass continues where this one stopped. */
 const ERASE_BATCHES_PER_PASS = 50;
+/**
+ * Files looked up at once, and at most this many lookups per pass. Each file is deleted by a
+ * statement of its own: it may be 10 MiB, zeroed on disk as it goes (SQLite's secure_delete), and a
+ * statement holds the store's writer while it runs.
+ */
+const FILES_PER_BATCH = 20;
+const FILE_BATCHES_PER_PASS = 100;
+/**
+ * Files' bytes are written before the send that carries them is accepted; bytes no accept linked
+ * this long after they were written never will be (a refused send, a crash in between): an accept
+ * takes seconds at most.
+ */
+const UNLINKED_FILES_MS = 3_600_000;
 /**
  * How often usage changes are folded into the counters. Readers add the unfolded changes
  * themselves, so this bounds only how many they add (a few thousand rows at most), not staleness.
@@ -27,10 +41,10 @@ export interface JanitorRetention {
 /**
  * Periodic housekeeping of the api role: API and audit logs past their retention (age and row
  * count) and expired Idempotency-Keys are deleted, so no such table grows without bound; the
- * placeholder values and rendered content of notifications finished longer ago than the content
- * retention are erased (product.md §8); finished webhook events past their retention are deleted
- * with their deliveries and attempts. More often, the usage changes appended by accepts and
- * outcomes are folded into the per-hour usage counters.
+ * placeholder values, rendered content and files of notifications finished longer ago than the
+ * content retention are erased (product.md §8, §12); finished webhook events past their retention
+ * are deleted with their deliveries and attempts. More often, the usage changes appended by
+ * accepts and outcomes are folded into the per-hour usage counters.
  */
 export class Janitor {
   private timers: NodeJS.Timeout[] = [];
@@ -79,6 +93,7 @@ export class Janitor {
     auditLog: number;
     idempotencyKeys: number;
     contents: number;
+    files: number;
     webhookEvents: number;
   }> {
     const { apiLog, contentRetentionDays } = this.retention;
@@ -94,8 +109,19 @@ export class Janitor {
       contents += erased;
       if (erased < ERASE_BATCH) break;
     }
+    // The files of every message whose content is erased, this pass's and any a pass left over,
+    // and bytes no accept linked.
+    let files = 0;
+    for (let i = 0; i < FILE_BATCHES_PER_PASS; i++) {
+      const erased = await eraseFiles(this.db, {
+        unlinkedBefore: now - UNLINKED_FILES_MS,
+        limit: FILES_PER_BATCH,
+      });
+      files += erased;
+      if (erased < FILES_PER_BATCH) break;
+    }
     // A copy of the database must not yield erased content (docs/security.md), WAL included.
-    if ((contents > 0 || this.copiesLeft) && this.forgetErased !== undefined) {
+    if ((contents > 0 || files > 0 || this.copiesLeft) && this.forgetErased !== undefined) {
       this.copiesLeft = !(await this.forgetErased());
       if (this.copiesLeft)
         this.logger.warn('erased content may remain in the WAL until the next pass: readers held it');
@@ -107,12 +133,12 @@ export class Janitor {
       webhookEvents += pruned;
       if (pruned < ERASE_BATCH) break;
     }
-    if (apiLogs + auditLog + idempotencyKeys + contents + webhookEvents > 0)
+    if (apiLogs + auditLog + idempotencyKeys + contents + files + webhookEvents > 0)
       this.logger.info(
-        { apiLogs, auditLog, idempotencyKeys, contents, webhookEvents },
+        { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents },
         'housekeeping deleted or erased expired data',
       );
-    return { apiLogs, auditLog, idempotencyKeys, contents, webhookEvents };
+    return { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents };
   }
 
   stop(): void {

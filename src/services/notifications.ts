@@ -46,10 +46,13 @@ export interface ContentView {
 export const SEARCH_WINDOW = 100_000;
 
 /** A search of the delivery log (dashboard, admin API): filters, and a keyset page. */
-export interface NotificationSearch extends Omit<NotificationFilter, 'beforeId' | 'fromId' | 'limit'> {
+export interface NotificationSearch extends Omit<
+  NotificationFilter,
+  'beforeId' | 'fromId' | 'limit' | 'metadata'
+> {
   /**
-   * Metadata values the notifications carry (`metadata.KEY=VALUE`, product.md §12). Declared for
-   * the admin API; until notifications store metadata a non-empty filter is refused.
+   * Metadata values the notifications carry, every one (`metadata.KEY=VALUE`, product.md §12),
+   * looked up in the metadata's search rows (storage/notification-metadata.ts).
    */
   readonly metadata?: Readonly<Record<string, string>>;
   /** Notifications with an id below this one (the `nextBefore` of the page before). */
@@ -156,10 +159,9 @@ export class NotificationService {
    * search goes on from there.
    */
   async search(search: NotificationSearch): Promise<SearchPage> {
-    const { metadata, before, limit, ...filter } = search;
-    // The metadata column arrives with metadata on sends; until then no notification has any.
-    if (metadata !== undefined && Object.keys(metadata).length > 0)
-      throw errors.invalidField("Invalid 'metadata' filter");
+    const { metadata: values, before, limit, ...conditions } = search;
+    const metadata = Object.entries(values ?? {}).map(([key, value]) => ({ key, value }));
+    const filter = { ...conditions, ...(metadata.length > 0 && { metadata }) };
     const filtered = Object.values(filter).some((value) => value !== undefined);
     const windowEnd = filtered ? (before ?? (await this.newestId()) + 1) : before;
     const fromId = filtered && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;

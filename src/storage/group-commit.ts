@@ -8,7 +8,7 @@
  * each of its items is committed again on its own, so a bad item is answered with its own error
  * and the others with their own results.
  */
-export interface GroupCommitOptions {
+export interface GroupCommitOptions<T = unknown> {
   readonly maxBatch?: number;
   /**
    * How long the first item of a batch may wait for company. 0 (the default) gathers what arrived
@@ -27,6 +27,12 @@ export interface GroupCommitOptions {
    * only wait that long again for each of them.
    */
   readonly storeFailure?: (error: unknown) => boolean;
+  /**
+   * Whose an item is: a batch takes the waiting items of each key in turn, one at a time, so one
+   * key's burst does not fill batch after batch while another key's item waits behind it. Without
+   * it every item is taken in the order it came.
+   */
+  readonly keyOf?: (item: T) => string;
 }
 
 interface Entry<T, R> {
@@ -36,7 +42,9 @@ interface Entry<T, R> {
 }
 
 export class GroupCommit<T, R> {
-  private pending: Entry<T, R>[] = [];
+  /** Waiting items by key, keys in the order they are served (the key last served goes to the back). */
+  private readonly waiting = new Map<string, Entry<T, R>[]>();
+  private count = 0;
   private scheduled = false;
   private active = 0;
   private idleWaiters: (() => void)[] = [];
@@ -44,14 +52,32 @@ export class GroupCommit<T, R> {
   constructor(
     /** Writes a batch in one transaction; returns one result per item, in order. */
     private readonly commit: (items: readonly T[]) => Promise<R[]>,
-    private readonly options: GroupCommitOptions = {},
+    private readonly options: GroupCommitOptions<T> = {},
   ) {}
 
   submit(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.pending.push({ item, resolve, reject });
+      const key = this.options.keyOf?.(item) ?? '';
+      const list = this.waiting.get(key);
+      if (list === undefined) this.waiting.set(key, [{ item, resolve, reject }]);
+      else list.push({ item, resolve, reject });
+      this.count++;
       this.schedule();
     });
+  }
+
+  /** The next batch: up to maxBatch items, taken from each key in turn. */
+  private nextBatch(): Entry<T, R>[] {
+    const batch: Entry<T, R>[] = [];
+    const maxBatch = this.options.maxBatch ?? 100;
+    while (this.count > 0 && batch.length < maxBatch) {
+      const [key, list] = this.waiting.entries().next().value as [string, Entry<T, R>[]];
+      batch.push(list.shift()!);
+      this.count--;
+      this.waiting.delete(key);
+      if (list.length > 0) this.waiting.set(key, list);
+    }
+    return batch;
   }
 
   private schedule(): void {
@@ -69,8 +95,8 @@ export class GroupCommit<T, R> {
   }
 
   private startBatches(): void {
-    while (this.pending.length > 0 && this.active < (this.options.concurrency ?? 1)) {
-      const batch = this.pending.splice(0, this.options.maxBatch ?? 100);
+    while (this.count > 0 && this.active < (this.options.concurrency ?? 1)) {
+      const batch = this.nextBatch();
       this.active++;
       this.commit(batch.map((entry) => entry.item))
         .then(
@@ -84,7 +110,7 @@ export class GroupCommit<T, R> {
         .finally(() => {
           this.active--;
           // What arrived while this batch was written has waited long enough: write it now.
-          if (this.pending.length > 0) this.startBatches();
+          if (this.count > 0) this.startBatches();
           else if (this.active === 0 && !this.scheduled) this.wakeIdleWaiters();
         });
     }
@@ -112,7 +138,7 @@ export class GroupCommit<T, R> {
 
   /** Resolves once everything submitted so far has been committed or refused. */
   async flush(): Promise<void> {
-    while (this.pending.length > 0 || this.active > 0 || this.scheduled) {
+    while (this.count > 0 || this.active > 0 || this.scheduled) {
       if (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
       else await new Promise((resolve) => setImmediate(resolve));
     }

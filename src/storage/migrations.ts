@@ -14,6 +14,7 @@ import { bounceCategories } from './migrations/010-bounce-categories.js';
 import { relayHealth } from './migrations/011-relay-health.js';
 import { loginAttempts } from './migrations/013-login-attempts.js';
 import { templateVersions } from './migrations/014-template-versions.js';
+import { messageFields } from './migrations/015-message-fields.js';
 import { adminTokens } from './migrations/016-admin-tokens.js';
 
 /**
@@ -27,6 +28,7 @@ export const SQLITE_TYPES: ColumnTypes = {
   id: 'INTEGER PRIMARY KEY AUTOINCREMENT',
   bigint: 'INTEGER',
   real: 'REAL',
+  blob: 'BLOB',
 };
 
 export const POSTGRES_TYPES: ColumnTypes = {
@@ -34,6 +36,7 @@ export const POSTGRES_TYPES: ColumnTypes = {
   id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
   bigint: 'BIGINT',
   real: 'DOUBLE PRECISION',
+  blob: 'BYTEA',
 };
 
 /**
@@ -54,6 +57,7 @@ const MIGRATIONS: Record<string, Ddl> = {
   '011_relay_health': relayHealth,
   '013_login_attempts': loginAttempts,
   '014_template_versions': templateVersions,
+  '015_message_fields': messageFields,
   '016_admin_tokens': adminTokens,
 };
 

@@ -1,4 +1,6 @@
 import type { Kysely } from 'kysely';
+import type { MetadataFilter } from '../domain/metadata.js';
+import { hasMetadata } from './notification-metadata.js';
 import type { Database, NewNotificationRow, NotificationRow, NotificationState } from './schema.js';
 
 /**
@@ -82,6 +84,8 @@ export interface NotificationFilter {
   readonly states?: readonly NotificationState[];
   readonly template?: string;
   readonly recipient?: string;
+  /** Messages whose metadata has every one of these values. */
+  readonly metadata?: readonly MetadataFilter[];
   readonly from?: number;
   readonly to?: number;
   /** Keyset pagination: rows with an id below this one. */
@@ -102,6 +106,8 @@ export async function listNotifications(
   if (filter.template !== undefined) query = query.where('template', '=', filter.template);
   if (filter.recipient !== undefined)
     query = query.where('recipient', 'like', `%${escapeLike(filter.recipient)}%`);
+  if (filter.metadata !== undefined && filter.metadata.length > 0)
+    query = query.where(hasMetadata(filter.metadata, filter.projectId));
   if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);
   if (filter.to !== undefined) query = query.where('created_at', '<', filter.to);
   if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);

@@ -5,6 +5,12 @@ import type { TemplateEngine } from '../domain/message.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { RelayRole } from '../domain/relay-health.js';
 import type { SuppressionReason } from '../domain/suppression.js';
+import type {
+  FileChunksTable,
+  FileContentsTable,
+  NotificationFilesTable,
+  NotificationMetadataTable,
+} from './schema-message.js';
 import type { AdminTokensTable, AuditLogTable } from './schema-admin.js';
 
 /**
@@ -139,6 +145,12 @@ export interface NotificationsTable {
   relay: RelayRole | null;
   /** While queued after its relay failed or was down: that relay (host:port). */
   waits_for_relay: string | null;
+  /** The Reply-To mailbox as sent; null for none. */
+  reply_to: string | null;
+  /** The caller's metadata, a JSON object of strings; null for none. */
+  metadata: string | null;
+  /** The files' listing, a JSON array of {filename, content_type, size}; null for none. */
+  attachments: string | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -338,6 +350,10 @@ export interface Database {
   template_variants: TemplateVariantsTable;
   smtp_settings: SmtpSettingsTable;
   notifications: NotificationsTable;
+  notification_metadata: NotificationMetadataTable;
+  file_contents: FileContentsTable;
+  file_chunks: FileChunksTable;
+  notification_files: NotificationFilesTable;
   delivery_attempts: DeliveryAttemptsTable;
   api_logs: ApiLogsTable;
   quota_usage: QuotaUsageTable;

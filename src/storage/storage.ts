@@ -1,7 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { ClaimRequest, Queue, QueueRows, QueueTable, RenewRequest } from './queue.js';
+import type { FileChunk } from './notification-files.js';
 import type { Database, NewNotificationRow } from './schema.js';
 import type { UsageDeltaRow } from './usage.js';
+
+/** One key of an accepted row's metadata, before the row has an id. */
+export interface AcceptedMetadata {
+  readonly request_id: string;
+  readonly key: string;
+  readonly value: string;
+}
 
 /**
  * A storage backend: its connection, and every way the backends differ, listed here and nowhere
@@ -23,12 +31,21 @@ export interface Storage {
    * Inserts accepted notifications and their usage deltas with one statement, atomic without a
    * transaction (PostgreSQL's data-modifying WITH: one round trip instead of four). Undefined where
    * the backend has no such statement, or when the rows do not fit in one; the caller then
-   * inserts them in a transaction.
+   * inserts them in a transaction. `metadata`: the rows' metadata index entries, by request id.
    */
   insertAccepted?(
     rows: readonly NewNotificationRow[],
     usage: readonly UsageDeltaRow[],
+    metadata: readonly AcceptedMetadata[],
   ): Promise<Map<string, number> | undefined>;
+  /**
+   * Writes chunks of sends' files (at most a megabyte or so) in one transaction, before their
+   * sends are accepted, durably; returns each chunk's file id (notification-files.ts). SQLite
+   * writes them from a thread of its own (sqlite/file-writer.ts) while it holds the connection, so
+   * the event loop never waits for the disk and transactions that queued meanwhile go first;
+   * PostgreSQL in a transaction of its own. The chunks' buffers may be moved: not to be used after.
+   */
+  writeFileChunks(chunks: readonly FileChunk[], now: number): Promise<number[]>;
   /** Write transactions worth running at once (group-commit batches in flight). */
   readonly writeConcurrency: number;
   /** Applies pending migrations; safe when several processes migrate the same database at once. */

@@ -1,8 +1,9 @@
-import type { Mailbox } from '../domain/address.js';
+import { parseMailbox, type Mailbox } from '../domain/address.js';
+import type { AttachmentInfo } from '../domain/attachments.js';
 import { chooseTransport, planDelivery } from '../domain/delivery-plan.js';
 import { Messages } from '../domain/errors.js';
 import type { AttemptResult, DeliveryFailure } from '../domain/attempt.js';
-import { composeMessage } from '../mail/mime.js';
+import { composeMessage, type OutgoingFile } from '../mail/mime.js';
 import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
 import { relayKey, type SmtpTarget } from '../mail/smtp-target.js';
 import type { RelayRole } from '../domain/relay-health.js';
@@ -27,6 +28,8 @@ export interface DeliveryDeps {
    * notification, so reports come back to Herald's listener naming the message.
    */
   readonly returnPath?: ((notificationId: number) => string) | null;
+  /** A notification's files' bytes, in order, read once per attempt that sends them; null when gone. */
+  readonly files?: (notificationId: number) => Promise<readonly Uint8Array[] | null>;
 }
 
 const permanent = (message: string): DeliveryFailure => ({ kind: 'permanent', message, smtpCode: null });
@@ -140,15 +143,22 @@ export class Deliverer {
         messageId: plan.messageId,
       };
     }
+    const attachments = await this.filesOf(row);
+    if (attachments === null) {
+      const failure = permanent('Attachments are no longer stored (content retention)');
+      return { ok: false, failure, transport: 'smtp', rendered, messageId: null };
+    }
     const raw = await composeMessage({
       from: plan.from,
       to: plan.to,
+      replyTo: row.reply_to === null ? null : parseMailbox(row.reply_to),
       subject: rendered.subject,
       text: rendered.text,
       html: rendered.html,
       messageId: plan.messageId,
       date: new Date(),
       headers: { 'X-Herald-Request-Id': row.request_id },
+      attachments,
     });
     try {
       const envelope = this.deps.returnPath
@@ -167,5 +177,21 @@ export class Deliverer {
       if (!(error instanceof SmtpDeliveryError)) throw error;
       return { ok: false, failure: error.failure, transport: 'smtp', rendered, messageId: plan.messageId };
     }
+  }
+
+  /**
+   * The files of a message about to be sent, with their bytes read from the store (once for this
+   * attempt; a captured message never reads them); null when the bytes are gone.
+   */
+  private async filesOf(row: NotificationRow): Promise<OutgoingFile[] | null> {
+    if (row.attachments === null) return [];
+    const listed = JSON.parse(row.attachments) as AttachmentInfo[];
+    const contents = (await this.deps.files?.(row.id)) ?? null;
+    if (contents === null || contents.length !== listed.length) return null;
+    return listed.map((file, i) => ({
+      filename: file.filename,
+      contentType: file.content_type,
+      content: contents[i]!,
+    }));
   }
 }

@@ -227,6 +227,52 @@ describe('dashboard journey in a real browser', () => {
     await page.waitForURL(new RegExp(`/messages/${requestId}`));
   });
 
+  it('finds a message by its metadata and lists its files on its page', async () => {
+    const sent = await apiSend(h.url, apiKey, {
+      template: 'user_created',
+      to: 'Sam Roe <sam@example.org>',
+      data: { user_name: 'Sam', role: 'member' },
+      reply_to: 'Billing <billing@shop.example>',
+      metadata: { order_id: 'o-77', channel: 'web' },
+      attachments: [
+        { filename: 'Invoice o-77.pdf', content: Buffer.alloc(3 * 1024, 1).toString('base64') },
+        {
+          filename: 'Reçu (copie).txt',
+          content: Buffer.from('merci').toString('base64'),
+          content_type: 'text/plain',
+        },
+      ],
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+    const sentId = String(sent.body.request_id);
+
+    await page.goto('/messages');
+    await page.getByLabel('Metadata').fill('order_id=o-77');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/metadata=order_id%3Do-77/);
+    const rows = page.getByTestId('messages').locator('tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().innerText()).toContain('sam@example.org');
+    expect(await page.getByLabel('Metadata').inputValue()).toBe('order_id=o-77');
+    expect(await unlabelledControls(page)).toEqual([]);
+
+    await rows.first().getByRole('link').first().click();
+    await page.waitForURL(new RegExp(`/messages/${sentId}`));
+    const files = page.getByTestId('attachments');
+    expect(await files.locator('tbody tr').allInnerTexts()).toEqual([
+      'Invoice o-77.pdf\tapplication/pdf\t3.0 KiB',
+      'Reçu (copie).txt\ttext/plain\t5 B',
+    ]);
+    expect(await page.getByTestId('reply-to').innerText()).toBe('"Billing" <billing@shop.example>');
+    expect(await page.getByTestId('metadata').innerText()).toBe('order_id=o-77 · channel=web');
+    await screenshot(page, 'message-attachments', true);
+
+    // Each value leads back to the log, filtered on it.
+    await page.getByTestId('metadata').getByRole('link', { name: 'channel=web' }).click();
+    await page.waitForURL(/metadata\.channel=web/);
+    expect(await page.getByTestId('messages').locator('tbody tr').count()).toBe(1);
+  });
+
   it('saves SMTP settings, verifies them and sends test emails through them', async () => {
     await page.goto(`/projects/${projectId}/smtp`);
     await expect(page.getByText('Capture mode.').isVisible()).resolves.toBe(true);

@@ -275,7 +275,7 @@ export function httpRequest(
     headers?: Record<string, string>;
     body?: unknown;
     /** A body sent as it is (with its own content-type header), instead of `body` as JSON. */
-    raw?: string;
+    raw?: string | Buffer;
     agent?: http.Agent;
     timeoutMs?: number;
   } = {},

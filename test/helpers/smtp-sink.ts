@@ -46,7 +46,8 @@ export class SmtpSink {
       authOptional: true,
       disabledCommands: ['STARTTLS'],
       logger: false,
-      size: 10 * 1024 * 1024,
+      // A send may carry 10 MiB of files, about 14 MB once base64-encoded.
+      size: 20 * 1024 * 1024,
       onConnect: (_session, callback) => {
         if (this.greetingDelayMs > 0) setTimeout(() => callback(), this.greetingDelayMs);
         else callback();

@@ -3,6 +3,7 @@ import { backend } from '../helpers/database.js';
 import { adminClient, ok, type AdminClient } from '../helpers/admin.js';
 import { expectError } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { insertMetadata } from '../../src/storage/notification-metadata.js';
 import { addNotification } from './storage-fixture.js';
 
 /**
@@ -142,13 +143,39 @@ describe(`notification search (${backend})`, () => {
       expectError(await admin.get(`/projects/${project}/notifications${query}`), 400, error);
   });
 
-  it('takes metadata.KEY=VALUE filters and, until notifications carry metadata, refuses them', async () => {
-    for (const query of [
-      '?metadata.plan=pro',
-      '?status=sent&metadata.order_id=42&metadata.plan=pro',
-      '?metadata.=x',
-      `?metadata.${'k'.repeat(41)}=x`,
-    ])
+  it('finds the notifications carrying every metadata.KEY=VALUE, and refuses a filter none could carry', async () => {
+    const db = ctx.services.storage.db;
+    /** Gives a notification metadata as an accept stores it: on its row and as search rows. */
+    const tag = async (id: number, metadata: Record<string, string>) => {
+      const row = await db
+        .updateTable('notifications')
+        .set({ metadata: JSON.stringify(metadata) })
+        .where('id', '=', id)
+        .returning('project_id')
+        .executeTakeFirstOrThrow();
+      await insertMetadata(
+        db,
+        Object.entries(metadata).map(([key, value]) => ({
+          notification_id: id,
+          project_id: row.project_id,
+          key,
+          value,
+        })),
+      );
+    };
+    await tag(ids['welcome-jane']!, { plan: 'pro', order_id: '41' });
+    await tag(ids['reset-jane']!, { plan: 'pro', order_id: '42' });
+    await tag(ids['welcome-sam']!, { plan: 'free', order_id: '42' });
+    // Another project's notification with the same values is never found here.
+    await tag(ids['welcome-jane']! + 1, { plan: 'pro', order_id: '42' });
+
+    expect(found(await search('?metadata.plan=pro'))).toEqual([ids['reset-jane'], ids['welcome-jane']]);
+    expect(found(await search('?metadata.order_id=42&metadata.plan=pro'))).toEqual([ids['reset-jane']]);
+    expect(found(await search('?status=sent&metadata.order_id=42'))).toEqual([ids['welcome-sam']]);
+    expect(found(await search('?metadata.plan=team'))).toEqual([]);
+    const page = await search('?metadata.order_id=41');
+    expect(page.notifications[0]).toMatchObject({ metadata: { plan: 'pro', order_id: '41' } });
+    for (const query of ['?metadata.=x', `?metadata.${'k'.repeat(41)}=x`, `?metadata.k=${'v'.repeat(501)}`])
       expectError(
         await admin.get(`/projects/${project}/notifications${query}`),
         400,

@@ -125,3 +125,106 @@ describe(`message page (${backend})`, () => {
     expect(page.body).not.toContain('gone-for-good');
   });
 });
+
+describe(`a send's files, Reply-To and metadata in the dashboard (${backend})`, () => {
+  it('lists the files by name, type and size, with the Reply-To and the metadata', async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to: 'jane@example.org',
+      reply_to: 'help@shop.example',
+      metadata: { order_id: 'o-77', region: 'eu <west>' },
+      attachments: [
+        { filename: 'Invoice <A-1>.pdf', content: Buffer.alloc(2048, 1).toString('base64') },
+        { filename: 'Reçu.txt', content: Buffer.from('ok').toString('base64') },
+      ],
+    });
+    const page = await open(request_id);
+    expect(page.statusCode).toBe(200);
+    const files = /<table class="table" data-testid="attachments">([\s\S]*?)<\/table>/.exec(page.body)?.[1];
+    expect(files).toContain('Invoice _A-1_.pdf');
+    expect(files).toContain('application/pdf');
+    expect(files).toContain('2.0 KiB');
+    expect(files).toContain('Reçu.txt');
+    expect(files).toContain('2 B');
+    expect(page.body).toMatch(/data-testid="reply-to">help@shop\.example</);
+    expect(page.body).toContain('order_id=o-77');
+    // Values are escaped, and each links to the project's messages with that value.
+    expect(page.body).toContain('region=eu &lt;west&gt;');
+    expect(page.body).toContain(`href="/messages?project=${projectId}&amp;metadata.order_id=o-77"`);
+  });
+});
+
+describe(`the delivery log's metadata filter (${backend})`, () => {
+  const log = (query: string) =>
+    app.inject({ url: `/messages${query}`, cookies: { herald_session: session } });
+  const recipients = (body: string) =>
+    [...body.matchAll(/<td class="wrap">([^<]*@[^<]*)<\/td>/g)].map((m) => m[1]);
+
+  it('finds the messages with a value, typed as KEY=VALUE or linked as metadata.KEY=VALUE, in every project', async () => {
+    const other = await seedProject(ctx.services, {
+      template: { name: 'welcome', subject: 'Hi', text: 'Hello' },
+    });
+    const send = (key: string, to: string, metadata: Record<string, string> | undefined, headers = {}) =>
+      sendOk(ctx.app, key, { template: 'welcome', to, ...(metadata && { metadata }) }, headers);
+    await send(apiKey, 'm1@example.org', { order_id: 'o-100', region: 'eu' });
+    await send(apiKey, 'm2@example.org', { order_id: 'o-101', region: 'eu' });
+    // Through the transaction path (an Idempotency-Key) as well as the one-statement one.
+    await send(
+      apiKey,
+      'm3@example.org',
+      { order_id: 'o-100', region: 'us' },
+      { 'idempotency-key': 'meta-3' },
+    );
+    await send(apiKey, 'm4@example.org', undefined);
+    await send(other.apiKey, 'm5@example.org', { order_id: 'o-100' });
+
+    expect(recipients((await log('?metadata=order_id%3Do-100')).body)).toEqual([
+      'm5@example.org',
+      'm3@example.org',
+      'm1@example.org',
+    ]);
+    expect(recipients((await log('?metadata.order_id=o-100')).body)).toEqual([
+      'm5@example.org',
+      'm3@example.org',
+      'm1@example.org',
+    ]);
+    expect(recipients((await log(`?project=${projectId}&metadata.order_id=o-100`)).body)).toEqual([
+      'm3@example.org',
+      'm1@example.org',
+    ]);
+    // Every condition must hold.
+    expect(recipients((await log('?metadata.order_id=o-100&metadata.region=eu')).body)).toEqual([
+      'm1@example.org',
+    ]);
+    expect((await log('?metadata.order_id=o-999')).body).toContain('No messages match these filters.');
+    // The service the dashboard (and the admin API) search with.
+    const page = await ctx.services.notifications.search({
+      projectId: other.projectId,
+      metadata: { order_id: 'o-100' },
+      limit: 10,
+    });
+    expect(page.rows.map((row) => row.recipient)).toEqual(['m5@example.org']);
+  });
+
+  it('says what is wrong with a condition no message could match, and pages keep the conditions', async () => {
+    const bad = await log('?metadata=order%20id%3Dx');
+    expect(bad.statusCode).toBe(200);
+    expect(bad.body).toContain('data-testid="filter-error"');
+    expect(bad.body).toContain('Invalid &#39;metadata.order id&#39; filter');
+    const noEquals = await log('?metadata=order_id');
+    expect(noEquals.body).toContain('A metadata filter is KEY=VALUE, e.g. order_id=o-77');
+
+    for (let i = 0; i < 55; i++)
+      await sendOk(ctx.app, apiKey, {
+        template: 'welcome',
+        to: `p${i}@example.org`,
+        metadata: { batch: 'b-1' },
+      });
+    const first = await log('?metadata=batch%3Db-1');
+    const older = /href="(\/messages\?[^"]*before=\d+[^"]*)"/.exec(first.body)?.[1]?.replaceAll('&amp;', '&');
+    expect(older).toContain('metadata.batch=b-1');
+    expect(recipients((await log(older!.slice('/messages'.length))).body)).toEqual(
+      Array.from({ length: 5 }, (_, i) => `p${4 - i}@example.org`),
+    );
+  });
+});

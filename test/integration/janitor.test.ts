@@ -6,6 +6,7 @@ import { insertAuditLog } from '../../src/storage/audit-log.js';
 import { Janitor } from '../../src/services/janitor.js';
 import { claimIdempotencyKey } from '../../src/storage/idempotency.js';
 import { insertApiLogs } from '../../src/storage/api-logs.js';
+import { insertFileChunks, linkFiles, readFiles } from '../../src/storage/notification-files.js';
 import {
   addNotification,
   addProject,
@@ -66,6 +67,7 @@ describe(`janitor (${backend})`, () => {
       auditLog: 0,
       idempotencyKeys: 1,
       contents: 0,
+      files: 0,
       webhookEvents: 0,
     });
     const kept = await fx.db.selectFrom('api_logs').select('created_at').orderBy('created_at').execute();
@@ -78,6 +80,7 @@ describe(`janitor (${backend})`, () => {
       auditLog: 0,
       idempotencyKeys: 0,
       contents: 0,
+      files: 0,
       webhookEvents: 0,
     });
   });
@@ -199,6 +202,66 @@ describe(`janitor (${backend})`, () => {
     for (const id of [ids.oldQueued, ids.recentSent])
       expect(await notification(fx.db, id)).toMatchObject({ ...content, content_erased_at: null });
     expect((await janitor.runOnce(NOW)).contents).toBe(0);
+  });
+
+  it("erases the files' bytes with the content and keeps their list; files of messages still kept stay", async () => {
+    const projectId = await addProject(fx.db);
+    const old = NOW - 31 * DAY;
+    const listing = JSON.stringify([{ filename: 'a.pdf', content_type: 'application/pdf', size: 3 }]);
+    const add = async (overrides: Parameters<typeof addNotification>[2], files: number) => {
+      const id = await addNotification(fx.db, projectId, { attachments: listing, ...overrides });
+      for (let position = 0; position < files; position++) {
+        const bytes = Buffer.from(`secret ${position}`);
+        const [contentId] = await insertFileChunks(
+          fx.db,
+          [{ contentId: null, size: bytes.length, seq: 0, bytes }],
+          NOW - 2 * DAY,
+        );
+        await linkFiles(fx.db, [{ notification_id: id, position, content_id: contentId! }]);
+      }
+      return id;
+    };
+    // More files than one lookup takes, so the pass goes on until none is left.
+    const oldSent = await add({ state: 'sent', updated_at: old }, 10);
+    const oldFailed = await add({ state: 'failed', updated_at: old }, 10);
+    const oldQueued = await add({ state: 'queued', updated_at: old }, 2);
+    const recent = await add({ state: 'sent', updated_at: NOW - DAY }, 1);
+    // Bytes no accept linked: swept once they are an hour old, not before.
+    const unlinked = (text: string, at: number) =>
+      insertFileChunks(fx.db, [{ contentId: null, size: text.length, seq: 0, bytes: Buffer.from(text) }], at);
+    const [unlinkedOld] = await unlinked('orphan', NOW - 3_600_001);
+    const [unlinkedNew] = await unlinked('in flight', NOW - 60_000);
+    const logger = pino({ level: 'silent' });
+    const janitor = new Janitor(
+      fx.db,
+      new ApiLogService(fx.db, logger),
+      {
+        apiLog: { retentionDays: 30, maxRows: 1000 },
+        contentRetentionDays: 30,
+        webhooks: { retentionDays: 30 },
+      },
+      logger,
+    );
+    const pass = await janitor.runOnce(NOW);
+    expect(pass).toMatchObject({ contents: 2, files: 21 });
+    const left = await fx.db.selectFrom('file_contents').select('id').execute();
+    expect(left.map((row) => Number(row.id))).not.toContain(unlinkedOld);
+    expect(left.map((row) => Number(row.id))).toContain(unlinkedNew);
+    // The links went with the bytes.
+    expect(
+      await fx.db
+        .selectFrom('notification_files')
+        .selectAll()
+        .where('notification_id', '=', oldSent)
+        .execute(),
+    ).toEqual([]);
+    for (const id of [oldSent, oldFailed]) {
+      expect(await readFiles(fx.db, id)).toEqual([]);
+      expect(await notification(fx.db, id)).toMatchObject({ attachments: listing, content_erased_at: NOW });
+    }
+    expect((await readFiles(fx.db, oldQueued))?.map(String)).toEqual(['secret 0', 'secret 1']);
+    expect((await readFiles(fx.db, recent))?.map(String)).toEqual(['secret 0']);
+    expect((await janitor.runOnce(NOW)).files).toBe(0);
   });
 
   it('deletes webhook events past their retention once every delivery has finished, with their attempts', async () => {

@@ -34,6 +34,7 @@ const MIGRATIONS = [
   '011_relay_health',
   '013_login_attempts',
   '014_template_versions',
+  '015_message_fields',
   '016_admin_tokens',
 ];
 const TABLES = [
@@ -42,10 +43,14 @@ const TABLES = [
   'api_logs',
   'audit_log',
   'delivery_attempts',
+  'file_chunks',
+  'file_contents',
   'herald_migrations',
   'herald_migrations_lock',
   'idempotency_keys',
   'login_attempts',
+  'notification_files',
+  'notification_metadata',
   'notifications',
   'projects',
   'quota_usage',
@@ -337,6 +342,9 @@ describe(`migrations (${backend})`, () => {
           template_version: null,
           relay: null,
           waits_for_relay: null,
+          reply_to: null,
+          metadata: null,
+          attachments: null,
         })),
       );
       expect(await notification(storage.db, bounced)).toMatchObject({
@@ -544,6 +552,93 @@ describe(`migrations (${backend})`, () => {
         subject: 'Hi Jane',
         template_version: null,
       });
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the template versions release (014) forward to message fields (015), keeping everything', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const upTo = (name: string) =>
+        Object.fromEntries(MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1).map((n) => [n, all[n]!]));
+      await migrateToLatest(storage.db, upTo('014_template_versions'), { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      const ids = [
+        await addNotification(storage.db, projectId, { state: 'queued', data: '{"user_name":"Jane"}' }),
+        await addNotification(storage.db, projectId, {
+          state: 'sent',
+          sent_at: 1_700_000_000_000,
+          subject: 'Hi Jane',
+          text_body: 'Hello',
+          locale: 'fr',
+          template_locale: 'fr',
+          template_version: 3,
+          relay: 'fallback',
+        }),
+        await addNotification(storage.db, projectId, { state: 'failed', error_message: 'Canceled' }),
+      ];
+      const tables = ['projects', 'notifications', 'templates', 'template_versions', 'usage_deltas'] as const;
+      const before = await Promise.all(
+        tables.map((t) => storage.db.selectFrom(t).selectAll().execute() as Promise<unknown[]>),
+      );
+
+      await migrateToLatest(storage.db, upTo('015_message_fields'), { inTransaction: false });
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
+        MIGRATIONS.slice(0, MIGRATIONS.indexOf('015_message_fields') + 1),
+      );
+      const after = await Promise.all(
+        tables.map((t) => storage.db.selectFrom(t).selectAll().execute() as Promise<unknown[]>),
+      );
+      // Every row as it was; the notifications have no Reply-To, metadata or files.
+      expect(after).toEqual(
+        before.map((rows, i) =>
+          tables[i] === 'notifications'
+            ? rows.map((row) => ({ ...(row as object), reply_to: null, metadata: null, attachments: null }))
+            : rows,
+        ),
+      );
+      for (const table of [
+        'notification_metadata',
+        'notification_files',
+        'file_contents',
+        'file_chunks',
+      ] as const)
+        expect(await storage.db.selectFrom(table).selectAll().execute()).toEqual([]);
+
+      // The new tables take rows, and a file goes with its notification's link when deleted.
+      await storage.db
+        .insertInto('notification_metadata')
+        .values({ notification_id: ids[0]!, project_id: projectId, key: 'order_id', value: 'o-77' })
+        .execute();
+      const file = await storage.db
+        .insertInto('file_contents')
+        .values({ size: 3, created_at: 1 })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await storage.db
+        .insertInto('file_chunks')
+        .values({ content_id: file.id, seq: 0, bytes: Buffer.from('pdf') })
+        .execute();
+      await storage.db
+        .insertInto('notification_files')
+        .values({ notification_id: ids[0]!, position: 0, content_id: file.id })
+        .execute();
+      const chunk = await storage.db.selectFrom('file_chunks').select('bytes').executeTakeFirstOrThrow();
+      expect(Buffer.from(chunk.bytes).toString()).toBe('pdf');
+      await storage.db.deleteFrom('file_contents').where('id', '=', file.id).execute();
+      expect(await storage.db.selectFrom('notification_files').selectAll().execute()).toEqual([]);
+      expect(await storage.db.selectFrom('file_chunks').selectAll().execute()).toEqual([]);
+      // A link to bytes that do not exist is refused.
+      await expect(
+        storage.db
+          .insertInto('notification_files')
+          .values({ notification_id: ids[0]!, position: 1, content_id: 999_999 })
+          .execute(),
+      ).rejects.toThrow();
     } finally {
       await storage.close();
       await database.drop();

@@ -418,6 +418,58 @@ describe('webhook events from mail delivery', () => {
     });
   });
 
+  it("carries the send's metadata, Reply-To and file list in every event", async () => {
+    const { projectId, apiKey, name } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    const endpoint = await h.hook(projectId, r);
+    sink.failNext = { count: 1, code: 451, message: '4.3.0 Try again later' };
+    const metadata = { order_id: 'o-77', customer: 'c-9' };
+    const message = {
+      metadata,
+      reply_to: 'help@shop.example',
+      attachments: [{ filename: 'receipt.pdf', content: Buffer.from('%PDF').toString('base64') }],
+    };
+    const requestId = await h.send(apiKey, { to: 'meta@example.org', ...message });
+    const body = await h.settled(apiKey, requestId);
+    const later = await h.send(apiKey, {
+      to: 'meta@example.org',
+      metadata: { order_id: 'o-78' },
+      send_at: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    const canceled = await stack.ctx.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/notifications/${later}`,
+      headers: bearer(apiKey),
+    });
+    expect(canceled.statusCode, canceled.body).toBe(200);
+
+    await h.finished(projectId, endpoint.id, 3);
+    expectVerified(r.hits);
+    const files = [{ filename: 'receipt.pdf', content_type: 'application/pdf', size: 4 }];
+    expect(body).toMatchObject({
+      status: 'sent',
+      metadata,
+      reply_to: 'help@shop.example',
+      attachments: files,
+    });
+    const [deferred] = r.of('notification.deferred');
+    const [sent] = r.of('notification.sent');
+    const [failed] = r.of('notification.failed');
+    expect(deferred!.event!.data).toMatchObject({
+      status: 'queued',
+      metadata,
+      attachments: files,
+      project: name,
+    });
+    expect(sent!.event!.data).toEqual({ ...body, project: name });
+    expect(failed!.event!.data).toMatchObject({
+      request_id: later,
+      error_message: 'Canceled',
+      metadata: { order_id: 'o-78' },
+    });
+    expect(failed!.event!.data).not.toHaveProperty('attachments');
+  });
+
   it('sends an endpoint only the events of its filter, and every endpoint the same event with one webhook-id', async () => {
     const { projectId, apiKey } = await seedProject(stack.ctx.services);
     const all = await receiver();

@@ -5,8 +5,9 @@ import { createTestContext, seedProject, type TestContext } from '../helpers/ser
 
 /**
  * On PostgreSQL a group of accepted requests without Idempotency-Keys or quotas is committed with
- * one statement (the notifications and their usage deltas in one data-modifying WITH) and no
- * transaction around it. It must count every message once and, failing, store nothing.
+ * one statement (the notifications, their usage deltas and their metadata search rows in one
+ * data-modifying WITH) and no transaction around it. It must count every message once and,
+ * failing, store nothing.
  */
 let ctx: TestContext;
 let apiKey: string;
@@ -90,5 +91,66 @@ describe('accepting a group with one statement', () => {
     for (let i = 0; i < 10; i += 2) expect(again[i]!.json()).toEqual(first[i]!.json());
     // Ten the first time, and the five plain requests again the second.
     expect(await countNotifications(ctx.services, projectId)).toBe(before + 15);
+  });
+
+  it("writes each message's metadata search rows in the same statement, and none for a group that fails", async () => {
+    const db = ctx.services.storage.db;
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        send(ctx.app, apiKey, {
+          template: 'user_created',
+          to: `m${i}@example.org`,
+          ...(i % 3 !== 0 && { metadata: { order_id: `o-${i}`, batch: 'b-1' } }),
+        }),
+      ),
+    );
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(12).fill(202));
+    const ids = new Map(responses.map((r, i) => [r.json<{ id: number }>().id, i]));
+    const rows = await db
+      .selectFrom('notification_metadata')
+      .select(['notification_id', 'project_id', 'key', 'value'])
+      .where('notification_id', 'in', [...ids.keys()])
+      .orderBy('notification_id')
+      .orderBy('key')
+      .execute();
+    expect(
+      rows.map((row) => [ids.get(Number(row.notification_id)), Number(row.project_id), row.key, row.value]),
+    ).toEqual(
+      // In the rows' order: by notification id, which concurrent sends get in any order.
+      [...ids.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([, i]) => i)
+        .filter((i) => i % 3 !== 0)
+        .flatMap((i) => [
+          [i, projectId, 'batch', 'b-1'],
+          [i, projectId, 'order_id', `o-${i}`],
+        ]),
+    );
+
+    const before = await db
+      .selectFrom('notification_metadata')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    await sql`ALTER TABLE notification_metadata ADD CONSTRAINT refuse_all CHECK (key = '') NOT VALID`.execute(
+      db,
+    );
+    try {
+      const failed = await send(ctx.app, apiKey, {
+        template: 'user_created',
+        to: 'x@example.org',
+        metadata: { k: 'v' },
+      });
+      expectError(failed, 500, 'Failed to queue notification');
+    } finally {
+      await sql`ALTER TABLE notification_metadata DROP CONSTRAINT refuse_all`.execute(db);
+    }
+    const after = await db
+      .selectFrom('notification_metadata')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    expect(Number(after.n)).toBe(Number(before.n));
+    expect(
+      await db.selectFrom('notifications').select('id').where('recipient', '=', 'x@example.org').execute(),
+    ).toEqual([]);
   });
 });

@@ -18,7 +18,7 @@ import { createPostgresDatabase } from '../helpers/database.js';
 
 interface Column {
   readonly name: string;
-  readonly kind: 'integer' | 'text' | 'real';
+  readonly kind: 'integer' | 'text' | 'real' | 'bytes';
   readonly notNull: boolean;
 }
 
@@ -36,6 +36,7 @@ function kindOf(type: string): Column['kind'] {
   if (t.includes('int')) return 'integer';
   if (t.includes('real') || t.includes('double')) return 'real';
   if (t.includes('text') || t.includes('char')) return 'text';
+  if (t === 'blob' || t === 'bytea') return 'bytes';
   throw new Error(`unexpected column type ${type}`);
 }
 

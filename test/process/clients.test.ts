@@ -20,9 +20,11 @@ import { waitUntil } from '../helpers/wait.js';
 const exec = promisify(execFile);
 const doc = readFileSync(path.join(REPO_ROOT, 'docs/clients.md'), 'utf8');
 
-function example(language: string): string {
-  const match = new RegExp('```' + language + '\\n([\\s\\S]*?)\\n```').exec(doc);
-  if (match === null) throw new Error(`docs/clients.md has no ${language} example`);
+/** The `nth` example in this language (0: the plain send, 1: the send with a file). */
+function example(language: string, nth = 0): string {
+  const matches = [...doc.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)\\n```', 'g'))];
+  const match = matches[nth];
+  if (match === undefined) throw new Error(`docs/clients.md has no example ${nth} in ${language}`);
   return match[1]!;
 }
 
@@ -49,6 +51,7 @@ async function run(command: string, source: string, file: string): Promise<Recor
   writeFileSync(script, source);
   const { stdout } = await exec(command, [script], {
     env: { PATH: process.env.PATH, HERALD_URL: server.url!, HERALD_API_KEY: apiKey },
+    cwd: dir,
     timeout: 20_000,
   });
   return JSON.parse(stdout.trim()) as Record<string, unknown>;
@@ -81,5 +84,35 @@ describe('docs/clients.md examples', () => {
     expect(status).toMatchObject({ template: 'user_created', to: 'jane@example.org' });
     expect(['queued', 'sent']).toContain(status.status);
     await delivered(String(status.request_id));
+  });
+
+  /** The invoice.pdf the file examples read from their working directory. */
+  const invoice = Buffer.concat([
+    Buffer.from('%PDF-1.7\n'),
+    Buffer.alloc(40_000, 7),
+    Buffer.from('\n%%EOF\n'),
+  ]);
+
+  it.each([
+    ['Node', process.execPath, 'js', 'files.mjs'],
+    ['Python', 'python3', 'python', 'files.py'],
+  ])(
+    '%s sends a file with a Reply-To and metadata, and reads them back',
+    async (_name, command, language, file) => {
+      writeFileSync(path.join(dir, 'invoice.pdf'), invoice);
+      const status = await run(command, example(language, 1), file);
+      expect(status).toMatchObject({
+        to: 'jane@example.org',
+        reply_to: 'billing@shop.example',
+        metadata: { order_id: 'o-77' },
+        attachments: [{ filename: 'invoice.pdf', content_type: 'application/pdf', size: invoice.length }],
+      });
+      await delivered(String(status.request_id));
+    },
+  );
+
+  it('has a file example in every language', () => {
+    for (const language of ['js', 'python', 'php', 'go', 'ruby'])
+      expect(example(language, 1), language).toMatch(/invoice\.pdf/);
   });
 });

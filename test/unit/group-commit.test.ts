@@ -67,6 +67,33 @@ describe('GroupCommit', () => {
     expect(await Promise.all(answers)).toHaveLength(5);
   });
 
+  it("takes the items of each key in turn, so one key's burst does not hold another key's item back", async () => {
+    const r = recorder<string>();
+    const group = new GroupCommit(r.commit, { maxBatch: 1, keyOf: (item) => item[0]! });
+    const answers = ['a1', 'a2', 'a3', 'a4', 'b1', 'a5', 'c1', 'b2'].map((item) => group.submit(item));
+    for (let i = 0; i < 8; i++) {
+      while (r.gates.length <= i) await turn();
+      r.gates[i]!.release();
+    }
+    await Promise.all(answers);
+    // a1 was taken first; then each key in turn, the key served last going to the back.
+    expect(r.batches.flat()).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3', 'a4', 'a5']);
+  });
+
+  it('gathers a batch from every key in turn, up to maxBatch', async () => {
+    const r = recorder<string>();
+    const group = new GroupCommit(r.commit, { maxBatch: 4, keyOf: (item) => item[0]! });
+    const answers = ['a1', 'a2', 'a3', 'b1', 'b2', 'c1'].map((item) => group.submit(item));
+    await turn();
+    expect(r.batches).toEqual([['a1', 'b1', 'c1', 'a2']]);
+    r.gates[0]!.release();
+    await turn();
+    await turn();
+    expect(r.batches[1]).toEqual(['b2', 'a3']);
+    r.gates[1]!.release();
+    expect(await Promise.all(answers)).toHaveLength(6);
+  });
+
   it('keeps at most `concurrency` batches in flight', async () => {
     const r = recorder<number>();
     const group = new GroupCommit(r.commit, { maxBatch: 1, concurrency: 2 });

@@ -266,6 +266,9 @@ describe("a down relay's waiting mail in the lifecycle", () => {
       locale: null,
       template_locale: null,
       template_version: null,
+      reply_to: null,
+      metadata: null,
+      attachments: null,
     }) satisfies Notification;
   const notMade = (message: string): AttemptResult => ({
     ok: false,

@@ -47,6 +47,33 @@ const bodies = fc.record(
         .date({ min: new Date(NOW - 86_400_000), max: new Date(NOW + 40 * 86_400_000), noInvalidDate: true })
         .map((d) => d.toISOString()),
     ),
+    reply_to: fc.oneof(anyValue, fc.constantFrom('help@example.org', '"Desk, A" <a@example.org>', 'a, b')),
+    metadata: fc.oneof(
+      anyValue,
+      fc.dictionary(
+        fc.stringMatching(/^[a-z_.-]{0,6}$/),
+        fc.oneof(fc.string({ maxLength: 5 }), fc.integer()),
+        {
+          maxKeys: 3,
+        },
+      ),
+    ),
+    attachments: fc.oneof(
+      anyValue,
+      fc.array(
+        fc.record(
+          {
+            filename: fc.constantFrom('a.pdf', 'b.exe', '', '..', 'c'),
+            content: fc.constantFrom('', 'aGk=', 'aGk', 'a b='),
+            content_type: fc.constantFrom('text/plain', 'application/x-msdownload', 'nope', null),
+            extra: fc.constant('x'),
+          },
+          { requiredKeys: ['filename', 'content'] },
+        ),
+        { maxLength: 2 },
+      ),
+    ),
+    cc: fc.constant('x@example.org'),
   },
   { requiredKeys: [] },
 );
@@ -71,11 +98,29 @@ describe('the send body schema and the parser', () => {
     );
   });
 
+  it('agree on unknown fields: the parser refuses what the schema does not list', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 8 }), (field) => {
+        const body = { template: 'welcome', [field]: null };
+        if (!Object.keys(SendBody.properties).includes(field)) {
+          expect(accepts(body)).toBe(false);
+          expect(Value.Check(SendBody, body)).toBe(false);
+        }
+      }),
+    );
+  });
+
   it('both accept the plain sends of the specification', () => {
     for (const body of [
       { template: 'welcome' },
       { template: 'welcome', to: 'Jane <jane@example.org>', data: { a: 1 }, type: 'email' },
       { template: 'welcome', variables: { a: 'b' }, send_at: '2026-11-24T09:00:00+01:00' },
+      {
+        template: 'welcome',
+        reply_to: 'Desk <help@example.org>',
+        metadata: { order_id: 'o-77' },
+        attachments: [{ filename: 'a.pdf', content: 'aGk=', content_type: 'application/pdf' }],
+      },
     ]) {
       expect(accepts(body)).toBe(true);
       expect(Value.Check(SendBody, body)).toBe(true);

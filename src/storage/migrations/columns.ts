@@ -12,6 +12,8 @@ export interface ColumnTypes {
   readonly bigint: string;
   /** A double-precision float. */
   readonly real: string;
+  /** Bytes, stored as they are. */
+  readonly blob: string;
 }
 
 /** A migration: its statements, rendered for one backend. */

@@ -4,6 +4,7 @@ import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { claimPostgres, renewPostgres } from './claim.js';
+import { insertFileChunks } from '../notification-files.js';
 import { insertAcceptedPostgres } from './insert-accepted.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 import { changesSettleMs, ProjectChanges, type ProjectChangesState } from './project-changes.js';
@@ -55,7 +56,8 @@ export function openPostgres(options: PostgresOptions): Storage {
     db,
     claim: (queue, claim) => claimPostgres(db, queue, claim),
     renew: (queue, renew) => renewPostgres(db, queue, renew),
-    insertAccepted: (rows, usage) => insertAcceptedPostgres(db, rows, usage),
+    insertAccepted: (rows, usage, metadata) => insertAcceptedPostgres(db, rows, usage, metadata),
+    writeFileChunks: (chunks, now) => insertFileChunks(db, chunks, now),
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,

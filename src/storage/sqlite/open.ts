@@ -7,6 +7,7 @@ import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
 import { claimSqlite, renewSqlite } from './claim.js';
+import { fileWriter } from './file-writer.js';
 import { LockWaitingSqliteDialect } from './lock-wait.js';
 import { migrateSqlite } from './migrate.js';
 import { withStatementCache } from './statement-cache.js';
@@ -96,9 +97,13 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
       { timeoutMs: LOCK_WAIT_MS, inTransaction: () => connection.inTransaction },
     ),
   });
+  const files = fileWriter(file, LOCK_WAIT_MS);
   return {
     kind: 'sqlite',
     db,
+    // The connection is held while the thread writes: transactions that queue meanwhile (another
+    // project's small sends) run before the next chunks, never behind a whole file.
+    writeFileChunks: (chunks, now) => db.connection().execute(() => files.write(chunks, now)),
     claim: (queue, claim) => claimSqlite(db, queue, claim),
     renew: (queue, renew) => renewSqlite(db, queue, renew),
     externalChanges: dataVersion,
@@ -119,6 +124,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
       await sql`select 1`.execute(db);
     },
     close: async () => {
+      await files.stop();
       await checkpointer?.stop();
       await db.destroy();
     },

@@ -1,0 +1,62 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * How many bytes of large request bodies (sends with files, up to 15 MiB each, and batches) may be
+ * in flight at once, from the first byte read to the answer: in all, and per project. A body is
+ * held in memory whole while it is read, checked and accepted, so without a bound a few key
+ * holders could make the API hold gigabytes. A body counts with its Content-Length (one without
+ * counts as the route's limit). Past the bound the request is refused before its body is read, as
+ * busy (503 with Retry-After), which a client retries. The bound per project is half the one in
+ * all, so one project's flood always leaves room for another's; it takes 28 sends of 10 MiB of
+ * files at once.
+ */
+export interface LargeBodyLimits {
+  /** Bodies above this many bytes (or of unknown length) count. */
+  readonly largeFrom: number;
+  readonly maxBytes: number;
+  readonly maxBytesPerKey: number;
+}
+
+const MiB = 1024 * 1024;
+
+export const DEFAULT_LARGE_BODY_LIMITS: LargeBodyLimits = {
+  largeFrom: 256 * 1024,
+  maxBytes: 768 * MiB,
+  maxBytesPerKey: 384 * MiB,
+};
+
+export class LargeBodies {
+  private total = 0;
+  private readonly perKey = new Map<string, number>();
+
+  constructor(private readonly limits: LargeBodyLimits = DEFAULT_LARGE_BODY_LIMITS) {}
+
+  /** Bytes of large bodies in flight now (tests). */
+  get inFlight(): number {
+    return this.total;
+  }
+
+  /**
+   * Admits the request's body if it is small or there is room; false when it must be refused. An
+   * admitted large body holds its bytes until the response is finished or the connection closes.
+   */
+  admit(request: FastifyRequest, reply: FastifyReply, key: string): boolean {
+    const declared = Number(request.headers['content-length'] ?? Number.NaN);
+    if (Number.isFinite(declared) && declared <= this.limits.largeFrom) return true;
+    const bytes = Number.isFinite(declared)
+      ? declared
+      : (request.routeOptions.bodyLimit ?? this.limits.largeFrom);
+    const mine = this.perKey.get(key) ?? 0;
+    if (this.total + bytes > this.limits.maxBytes || mine + bytes > this.limits.maxBytesPerKey) return false;
+    this.total += bytes;
+    this.perKey.set(key, mine + bytes);
+    // 'close' follows both a finished response and an aborted connection, once.
+    reply.raw.once('close', () => {
+      this.total -= bytes;
+      const left = (this.perKey.get(key) ?? bytes) - bytes;
+      if (left <= 0) this.perKey.delete(key);
+      else this.perKey.set(key, left);
+    });
+    return true;
+  }
+}

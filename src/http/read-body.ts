@@ -1,0 +1,51 @@
+import type { IncomingMessage } from 'node:http';
+import { errorCodes } from 'fastify';
+
+/**
+ * Reads a request body into one buffer. With a Content-Length (what every client sends for a
+ * JSON body) the buffer is allocated once at that size and each chunk is copied in as it
+ * arrives: a 15 MiB body never becomes one copy of 15 MiB on the event loop at its end (which
+ * took up to 100 ms, and twice the memory, with Fastify's own collector), and its buffer is its
+ * own, so it moves to a worker thread without another copy. Errors are Fastify's, answered as
+ * Fastify answers them (errors.ts): past `limit`, 413; a length that does not match, 400.
+ */
+export function readBody(payload: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(payload.headers['content-length']);
+  if (declared > limit) return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+  const known = Number.isInteger(declared) && declared >= 0;
+  return new Promise((resolve, reject) => {
+    // Not from the pool: the buffer must be the body's alone to move to another thread.
+    const body = known ? Buffer.allocUnsafeSlow(declared) : null;
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const finish = (error: Error | null, result?: Buffer) => {
+      payload.removeListener('data', onData);
+      payload.removeListener('end', onEnd);
+      payload.removeListener('error', onError);
+      if (error === null) resolve(result!);
+      else reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      if (received + chunk.length > limit) return finish(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      if (body !== null) {
+        if (received + chunk.length > body.length)
+          return finish(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+        chunk.copy(body, received);
+      } else chunks.push(chunk);
+      received += chunk.length;
+    };
+    const onEnd = () => {
+      if (body === null) return finish(null, Buffer.concat(chunks, received));
+      if (received !== body.length) return finish(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+      finish(null, body);
+    };
+    const onError = (error: Error & { statusCode?: number }) => {
+      if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400;
+      finish(error);
+    };
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.on('error', onError);
+    payload.resume();
+  });
+}
