@@ -152,12 +152,20 @@ async function storedStates(): Promise<Map<string, string>> {
 }
 
 async function waitDelivered(ids: readonly string[]): Promise<void> {
+  let seen = '';
   await waitUntil(
     async () => {
       const states = await storedStates();
+      const c: Record<string, number> = {};
+      for (const id of ids) c[states.get(id) ?? 'missing'] = (c[states.get(id) ?? 'missing'] ?? 0) + 1;
+      seen = JSON.stringify(c);
       return ids.every((id) => states.get(id) === 'sent') ? true : undefined;
     },
-    { timeoutMs: 60_000, intervalMs: 100, what: `${ids.length} notifications to be sent` },
+    {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      what: () => `${ids.length} sent: ${seen}\n${herald.output().slice(-8000)}`,
+    },
   );
 }
 
