@@ -23,7 +23,7 @@ import { SuppressionService } from './services/suppressions.js';
 import { WebhookService } from './services/webhooks.js';
 import { bounceKey, returnPath } from './bounces/token.js';
 import { BounceIntake } from './bounces/intake.js';
-import { BounceListener } from './bounces/listener.js';
+import { bounceReaders, type BounceReaders, type ReaderOverrides } from './bounces/readers.js';
 import type { OutboundPolicy } from './domain/outbound.js';
 import { LeaseQueue } from './queue/lease-queue.js';
 import { QueueLoop } from './queue/loop.js';
@@ -88,6 +88,17 @@ function globalRelay(url: string | null, name: string): SmtpTarget | null {
   } catch (error) {
     throw new ConfigError(`${name}: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Each message's envelope sender: `bounces+<token>@HERALD_BOUNCE_DOMAIN` when the listener's domain
+ * is set, else `<local>+<token>@<domain>` of the watched mailbox's address (plus-addressing).
+ */
+function returnPathOf(config: Config, key: Buffer): ((id: number) => string) | null {
+  const { domain, imap } = config.bounces;
+  if (domain !== null) return (id) => returnPath(key, id, domain);
+  if (imap !== null) return (id) => returnPath(key, id, imap.address.domain, imap.address.local);
+  return null;
 }
 
 export interface OpenOptions {
@@ -168,7 +179,7 @@ export async function openServices(
   });
   const webhookSecrets = new SecretBox(secretKey, SEALED.webhookSecret);
   const tokenKey = bounceKey(secretKey);
-  const bounceDomain = config.bounces.domain;
+  const bounceReturnPath = returnPathOf(config, tokenKey);
   const mailer = new SmtpMailer({
     timeoutMs: config.delivery.smtpTimeoutMs,
     outbound: config.outbound,
@@ -224,7 +235,7 @@ export async function openServices(
       globalFallback,
       production: config.production,
       defaultFrom,
-      returnPath: bounceDomain === null ? null : (id) => returnPath(tokenKey, id, bounceDomain),
+      returnPath: bounceReturnPath,
       files: (id) => readFiles(db, id),
     }),
     metrics,
@@ -315,22 +326,19 @@ export function createWorker(
   };
 }
 
-/** The inbound SMTP listener for bounce reports and complaints (role `bounces`). */
-export function createBounceListener(services: Services): BounceListener {
-  const { bounces } = services.config;
-  if (bounces.domain === null || bounces.port === null)
-    throw new ConfigError('role bounces needs HERALD_BOUNCE_DOMAIN and HERALD_BOUNCE_SMTP_PORT');
-  return new BounceListener({
-    host: bounces.host,
-    port: bounces.port,
-    domain: bounces.domain,
-    key: services.bounceKey,
-    maxBytes: bounces.maxBytes,
-    perClientPerMinute: bounces.perClientPerMinute,
-    db: services.storage.db,
-    intake: services.bounces,
-    logger: services.logger.child({ role: 'bounces' }),
-  });
+/** The bounce readers of role `bounces` (and role all's delivery process); see bounces/readers.ts. */
+export function createBounceReaders(services: Services, overrides: ReaderOverrides = {}): BounceReaders {
+  return bounceReaders(
+    {
+      config: services.config.bounces,
+      logger: services.logger,
+      metrics: services.metrics,
+      db: services.storage.db,
+      intake: services.bounces,
+      key: services.bounceKey,
+    },
+    overrides,
+  );
 }
 
 /** Housekeeping of the api role (retention of API and audit logs and Idempotency-Keys). */

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isFolderName, parseImapUrl, type ImapSettings } from './domain/imap-url.js';
 import { parseOutboundAllow, type OutboundPolicy } from './domain/outbound.js';
 import {
   isQuotaPeriod,
@@ -94,7 +95,22 @@ export interface Config {
     readonly maxBytes: number;
     /** Messages per minute accepted from one client address. */
     readonly perClientPerMinute: number;
+    /** HERALD_BOUNCE_SESSION_TIMEOUT_MS: the longest an SMTP connection to the listener stays open. */
+    readonly sessionTimeoutMs: number;
+    /** HERALD_BOUNCE_IMAP_URL and its settings: a mailbox watched for reports (product.md §9). */
+    readonly imap: ImapIntakeConfig | null;
   };
+}
+
+export interface ImapIntakeConfig extends ImapSettings {
+  /** HERALD_BOUNCE_IMAP_DONE: where read reports go. */
+  readonly doneFolder: string;
+  /** Where mail that is not a report (or is refused) goes. */
+  readonly unrecognizedFolder: string;
+  /** The mailbox's address, for the Return-Path `<local>+<token>@<domain>`. */
+  readonly address: { readonly local: string; readonly domain: string };
+  /** HERALD_BOUNCE_IMAP_POLL_MS: how often a server without IDLE is asked for new mail. */
+  readonly pollMs: number;
 }
 
 export class ConfigError extends Error {
@@ -155,6 +171,57 @@ function bounceDomain(raw: string | undefined): string | null {
       `HERALD_BOUNCE_DOMAIN must be a domain name such as bounces.example.com, got ${JSON.stringify(raw)}`,
     );
   return raw.toLowerCase();
+}
+
+/** Where mail that is not a report is moved (product.md §9). */
+export const UNRECOGNIZED_FOLDER = 'Herald/Unrecognized';
+
+function bounceAddress(raw: string, from: string): { local: string; domain: string } {
+  const at = raw.lastIndexOf('@');
+  const local = raw.slice(0, at);
+  const domain = raw.slice(at + 1);
+  if (local.includes('+'))
+    throw new ConfigError(`${from} must not contain '+': Herald adds +<token> to it for each message`);
+  if (at <= 0 || !/^[A-Za-z0-9!#$%&'*/=?^_`{|}~.-]{1,64}$/.test(local) || !DOMAIN.test(domain))
+    throw new ConfigError(
+      `${from} must be an address such as bounces@example.com, got ${JSON.stringify(raw)}`,
+    );
+  return { local, domain: domain.toLowerCase() };
+}
+
+function imapIntake(env: Env): ImapIntakeConfig | null {
+  const raw = env.HERALD_BOUNCE_IMAP_URL;
+  if (raw === undefined || raw === '') return null;
+  let settings: ImapSettings;
+  try {
+    settings = parseImapUrl(raw);
+  } catch (error) {
+    throw new ConfigError(`HERALD_BOUNCE_IMAP_URL ${(error as Error).message}`);
+  }
+  const address = env.HERALD_BOUNCE_ADDRESS
+    ? bounceAddress(env.HERALD_BOUNCE_ADDRESS, 'HERALD_BOUNCE_ADDRESS')
+    : settings.user.includes('@')
+      ? bounceAddress(settings.user, "HERALD_BOUNCE_IMAP_URL's user name (or set HERALD_BOUNCE_ADDRESS)")
+      : null;
+  if (address === null)
+    throw new ConfigError(
+      "HERALD_BOUNCE_ADDRESS is needed: the user name of HERALD_BOUNCE_IMAP_URL is not the mailbox's address",
+    );
+  const doneFolder = env.HERALD_BOUNCE_IMAP_DONE || 'Herald/Processed';
+  if (!isFolderName(doneFolder))
+    throw new ConfigError(`HERALD_BOUNCE_IMAP_DONE must be a folder name such as Herald/Processed`);
+  const folders = [settings.mailbox, doneFolder, UNRECOGNIZED_FOLDER].map((f) => f.toLowerCase());
+  if (new Set(folders).size < 3)
+    throw new ConfigError(
+      `HERALD_BOUNCE_IMAP_DONE must differ from the watched mailbox and from ${UNRECOGNIZED_FOLDER}`,
+    );
+  return {
+    ...settings,
+    doneFolder,
+    unrecognizedFolder: UNRECOGNIZED_FOLDER,
+    address,
+    pollMs: integer(env, 'HERALD_BOUNCE_IMAP_POLL_MS', 60_000, 100, 3_600_000),
+  };
 }
 
 function outboundAllow(raw: string): OutboundPolicy['allow'] {
@@ -236,6 +303,8 @@ export function loadConfig(env: Env = process.env): Config {
       host: env.HERALD_BOUNCE_SMTP_HOST || env.HERALD_HOST || (production ? '0.0.0.0' : '127.0.0.1'),
       maxBytes: integer(env, 'HERALD_BOUNCE_MAX_BYTES', 1024 * 1024, 1024, 50 * 1024 * 1024),
       perClientPerMinute: integer(env, 'HERALD_BOUNCE_RATE_PER_MINUTE', 60, 1, 100_000),
+      sessionTimeoutMs: integer(env, 'HERALD_BOUNCE_SESSION_TIMEOUT_MS', 60_000, 1_000, 3_600_000),
+      imap: imapIntake(env),
     },
   };
   if (config.bounces.port !== null && config.bounces.domain === null)

@@ -3,18 +3,19 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { ConfigError, StartupError, type Config, type Role } from './config.js';
 import {
   closeServices,
-  createBounceListener,
+  createBounceReaders,
   createJanitor,
   createWorker,
   openServices,
   type Services,
   type Worker,
 } from './compose.js';
-import type { BounceListener } from './bounces/listener.js';
+import type { BounceReaders } from './bounces/readers.js';
 import { chooseTransport } from './domain/delivery-plan.js';
 import { buildApp } from './http/app.js';
 import { DEFAULT_CLIENT_LIMITS } from './http/client-limits.js';
 import { urlHost } from './domain/url-host.js';
+import { describeImap } from './domain/imap-url.js';
 import { describeSmtpTarget } from './mail/smtp-target.js';
 import type { HttpPlugin } from './http/plugin.js';
 import type { Janitor } from './services/janitor.js';
@@ -123,7 +124,7 @@ export async function startServer(
   const readsBounces =
     role === 'bounces' ||
     ((options.childOfAll === true || (role === 'all' && options.workerProcess === undefined)) &&
-      config.bounces.port !== null);
+      (config.bounces.port !== null || config.bounces.imap !== null));
   const services = await openServices(config, logger, { longRunning: true, servesApi }).catch(
     (error: unknown) => {
       throw databaseError(error, config);
@@ -133,13 +134,13 @@ export async function startServer(
   let worker: Worker | null = null;
   let child: WorkerProcess | null = null;
   let janitor: Janitor | null = null;
-  let listener: BounceListener | null = null;
+  let readers: BounceReaders | null = null;
   let url: string | null = null;
   let bouncePort: number | null = null;
   try {
     if (readsBounces) {
-      listener = createBounceListener(services);
-      bouncePort = await listener.listen().catch((error: unknown) => {
+      readers = createBounceReaders(services);
+      bouncePort = await readers.start().catch((error: unknown) => {
         throw listenError(
           error,
           { ...config, host: config.bounces.host, port: config.bounces.port ?? 0 },
@@ -186,7 +187,7 @@ export async function startServer(
       services.webhooks.onQueued(() => started.wake('webhooks'));
     }
   } catch (error) {
-    await listener?.close();
+    await readers?.close();
     await child?.stop();
     await worker?.stop();
     await app?.close();
@@ -196,11 +197,14 @@ export async function startServer(
   const mailTransport = await describeTransport(services);
   const bounceLine =
     bouncePort === null ? '' : `; bounce reports on smtp://${urlHost(config.bounces.host)}:${bouncePort}`;
+  const { imap } = config.bounces;
+  const imapLine =
+    imap !== null && (readsBounces || child !== null) ? `; bounce reports from ${describeImap(imap)}` : '';
   const childLine = child === null ? '' : `; delivery in process ${child.pid}`;
   logger.info(
     { role, url, bouncePort, database: config.database.kind, mailTransport, workerPid: child?.pid },
     `Herald ${options.childOfAll ? 'delivery (role all)' : role} started${url ? ` on ${url}` : ''}; ` +
-      `database ${config.database.kind}; mail transport: ${mailTransport}${bounceLine}${childLine}`,
+      `database ${config.database.kind}; mail transport: ${mailTransport}${bounceLine}${imapLine}${childLine}`,
   );
 
   let stopping: Promise<void> | null = null;
@@ -210,7 +214,7 @@ export async function startServer(
     // the logs and close the database.
     stopping ??= (async () => {
       janitor?.stop();
-      await listener?.close();
+      await readers?.close();
       await app?.close();
       await Promise.all([child?.stop(), worker?.stop()]);
       await closeServices(services);

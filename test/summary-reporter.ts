@@ -1,4 +1,4 @@
-import type { Reporter, TestModule } from 'vitest/node';
+import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 import { skippedSuites } from './suites.js';
 
 /**
@@ -7,13 +7,20 @@ import { skippedSuites } from './suites.js';
  * counts, including whole suites this machine could not run.
  */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(
+    testModules: ReadonlyArray<TestModule>,
+    unhandledErrors: ReadonlyArray<SerializedError>,
+  ): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    // Errors outside any test (a file that failed to load, a failing beforeAll, an uncaught
+    // exception) fail the run too, and are counted apart so the line never says "0 failed" then.
+    let errors = unhandledErrors.length;
     // Suites a test file found it could not run here (test/suites.ts skipSuite).
     const skippedHere: Record<string, string> = {};
     for (const module of testModules) {
+      errors += module.errors().length;
       for (const test of module.children.allTests()) {
         const suite = test.meta().skippedSuite;
         if (suite !== undefined) skippedHere[suite.name] = suite.reason;
@@ -29,6 +36,9 @@ export default class SummaryReporter implements Reporter {
       suites.length === 0
         ? ''
         : `, ${suites.length} suite${suites.length === 1 ? '' : 's'} skipped (${suites.map(([name, why]) => `${name}: ${why}`).join('; ')})`;
-    process.stdout.write(`\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped${suiteNote}\n`);
+    const errorNote = errors === 0 ? '' : `, ${errors} error${errors === 1 ? '' : 's'} outside tests`;
+    process.stdout.write(
+      `\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped${errorNote}${suiteNote}\n`,
+    );
   }
 }

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { MAX_DIAGNOSTIC } from '../domain/bounce/classify.js';
 import { bounced, complained, type Transition } from '../domain/lifecycle.js';
 import { suppressionKey } from '../domain/suppression.js';
+import { finishReport } from '../storage/inbound-reports.js';
 import { findNotification, findNotificationById } from '../storage/notifications.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
 import { applyTransition } from '../storage/transitions.js';
@@ -10,13 +11,28 @@ import { bounceSeverity, type BounceRecipient, type FeedbackReport } from './rep
 /** Which notification a report is for, as its envelope recipient says. */
 export type ReportTarget = { readonly kind: 'token'; readonly id: number } | { readonly kind: 'plain' };
 
-/** What a report came to, for the listener's log. */
+/**
+ * The read report this change comes from (storage/inbound-reports.ts): it is recorded as done in
+ * the transaction of the change, and a report another reader took over is not applied.
+ */
+export interface ReportReceipt {
+  readonly fingerprint: string;
+  readonly owner: string;
+  /** Until when, once applied, the reader holds the report to move it (receive.ts). */
+  readonly until: number;
+}
+
+/** What a report came to, for the reader's log. */
 export interface IntakeResult {
-  readonly outcome: 'bounced' | 'soft_bounce' | 'complained' | 'ignored';
+  /** `duplicate`: another reader applied this very report (the same bytes) first. */
+  readonly outcome: 'bounced' | 'soft_bounce' | 'complained' | 'ignored' | 'duplicate';
   readonly requestId?: string;
   /** Why nothing changed, when ignored. */
   readonly why?: string;
 }
+
+/** Thrown inside a transaction to roll it back: the report's receipt belongs to another reader. */
+class TakenOver extends Error {}
 
 /**
  * Applies bounce reports and complaints to notifications (product.md §5): the report is matched to
@@ -29,13 +45,28 @@ export class BounceIntake {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async apply(target: ReportTarget, report: FeedbackReport): Promise<IntakeResult> {
+  async apply(target: ReportTarget, report: FeedbackReport, receipt?: ReportReceipt): Promise<IntakeResult> {
+    try {
+      return await this.applyOnce(target, report, receipt);
+    } catch (error) {
+      if (error instanceof TakenOver) return { outcome: 'duplicate' };
+      throw error;
+    }
+  }
+
+  private async applyOnce(
+    target: ReportTarget,
+    report: FeedbackReport,
+    receipt: ReportReceipt | undefined,
+  ): Promise<IntakeResult> {
     if (report.kind === 'unknown') return { outcome: 'ignored', why: 'not a bounce report or complaint' };
     const row = await this.notificationFor(target, report);
     if (row === undefined) return { outcome: 'ignored', why: 'no notification matches the report' };
     if (report.kind === 'complaint') {
-      const applied = await this.applyLatest(row, (current, now) =>
-        complained(current, report.feedbackType, now),
+      const applied = await this.applyLatest(
+        row,
+        (current, now) => complained(current, report.feedbackType, now),
+        receipt && { ...receipt, outcome: 'complained' },
       );
       return applied
         ? { outcome: 'complained', requestId: row.request_id }
@@ -58,7 +89,11 @@ export class BounceIntake {
         diagnostic: (line.diagnostic ?? line.status ?? 'no diagnostic given').slice(0, MAX_DIAGNOSTIC),
       },
     };
-    const applied = await this.applyLatest(row, (current, now) => bounced(current, facts, now));
+    const applied = await this.applyLatest(
+      row,
+      (current, now) => bounced(current, facts, now),
+      receipt && { ...receipt, outcome: facts.final ? 'bounced' : 'soft_bounce' },
+    );
     if (!applied)
       return {
         outcome: 'ignored',
@@ -71,20 +106,26 @@ export class BounceIntake {
   /**
    * Applies what the lifecycle decides for the row as it is now; when another change got there
    * first (a second copy of the same report, applied at once), decides again on the row as it
-   * became. False when the lifecycle says there is nothing left to do.
+   * became. False when the lifecycle says there is nothing left to do. With a receipt, the report
+   * is recorded as done in the same transaction; TakenOver when another reader holds it now.
    */
   private async applyLatest(
     row: NotificationRow,
     decide: (row: NotificationRow, now: number) => Transition | null,
+    receipt?: ReportReceipt & { readonly outcome: string },
   ): Promise<boolean> {
     for (let current: NotificationRow | undefined = row; current !== undefined;) {
       const now = this.now();
       const transition = decide(current, now);
       if (transition === null) return false;
       const decidedOn: NotificationRow = current;
-      const after = await this.db
-        .transaction()
-        .execute((tx) => applyTransition(tx, decidedOn, transition, now));
+      const after = await this.db.transaction().execute(async (tx) => {
+        const applied = await applyTransition(tx, decidedOn, transition, now);
+        if (applied === undefined || receipt === undefined) return applied;
+        if (!(await finishReport(tx, receipt.fingerprint, receipt.owner, receipt.outcome, receipt.until)))
+          throw new TakenOver();
+        return applied;
+      });
       if (after !== undefined) return true;
       current = await findNotificationById(this.db, row.id);
     }

@@ -1,10 +1,12 @@
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { BounceIntake, ReportTarget } from './intake.js';
+import type { ReportTarget } from './intake.js';
 import { findNotificationById } from '../storage/notifications.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../storage/schema.js';
-import { parseReport } from './report.js';
+import type { Received, ReportReceiver } from './receive.js';
+import { ReportParserBusy } from './report-parser.js';
 import { classifyBounceAddress } from './token.js';
 
 export interface BounceListenerOptions {
@@ -17,8 +19,13 @@ export interface BounceListenerOptions {
   readonly maxBytes: number;
   /** Reports per minute accepted from one client address. */
   readonly perClientPerMinute: number;
+  /**
+   * The longest a connection may stay open, whatever it sends (HERALD_BOUNCE_SESSION_TIMEOUT_MS):
+   * the idle timeout alone lets a client drip a byte at a time for ever.
+   */
+  readonly sessionTimeoutMs: number;
   readonly db: Kysely<Database>;
-  readonly intake: BounceIntake;
+  readonly receiver: ReportReceiver;
   readonly logger: Logger;
 }
 
@@ -115,6 +122,19 @@ export class BounceListener {
       },
     });
     this.server.on('error', (err) => options.logger.warn({ err }, 'bounce listener error'));
+    this.server.server.on('connection', (socket: Socket) => this.limitSession(socket));
+  }
+
+  /** Closes a connection at its session deadline, however busy it keeps it (421, RFC 5321 §3.8). */
+  private limitSession(socket: Socket): void {
+    const timer = setTimeout(() => {
+      this.options.logger.info({ client: socket.remoteAddress }, 'bounce listener session deadline reached');
+      socket.end(`421 4.4.2 ${this.options.domain} Session too long; closing connection\r\n`);
+      socket.destroySoon();
+      setTimeout(() => socket.destroy(), 1_000).unref();
+    }, this.options.sessionTimeoutMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
   }
 
   listen(): Promise<number> {
@@ -157,7 +177,6 @@ export class BounceListener {
       if (size <= this.options.maxBytes) chunks.push(chunk);
     }
     if (stream.sizeExceeded || size > this.options.maxBytes) throw reply(552, '5.3.4 Report too large');
-    const report = await parseReport(Buffer.concat(chunks));
     const targets = new Map<string, ReportTarget>();
     for (const rcpt of session.envelope.rcptTo) {
       const target = classifyBounceAddress(this.options.key, rcpt.address, this.options.domain);
@@ -165,18 +184,40 @@ export class BounceListener {
       else if (target.kind === 'plain' || this.isPostmaster(rcpt.address))
         targets.set('plain', { kind: 'plain' });
     }
+    const envelope = [...targets.keys()].sort().join(',');
+    let received: Received;
     try {
-      for (const target of targets.values()) {
-        const result = await this.options.intake.apply(target, report);
-        this.options.logger.info(
-          { client: session.remoteAddress, report: report.kind, ...result },
-          result.outcome === 'ignored' ? 'bounce report ignored' : 'bounce report applied',
-        );
-      }
+      received = await this.options.receiver.receive(
+        Buffer.concat(chunks),
+        () => [...targets.values()],
+        envelope,
+      );
     } catch (err) {
+      if (err instanceof ReportParserBusy) {
+        this.options.logger.warn(
+          { client: session.remoteAddress },
+          'too many bounce reports waiting; answered 451',
+        );
+        throw reply(451, '4.3.2 Too many reports waiting; try again later');
+      }
       this.options.logger.error({ err }, 'storing a bounce report failed');
       throw reply(451, '4.3.0 Temporary failure; try again later');
     }
+    this.log(session, received);
     return '2.0.0 Report received';
+  }
+
+  private log(session: SMTPServerSession, received: Received): void {
+    const client = session.remoteAddress;
+    if (received.results.length === 0)
+      this.options.logger.info(
+        { client, report: received.kind, outcome: received.outcome },
+        'bounce report ignored',
+      );
+    for (const result of received.results)
+      this.options.logger.info(
+        { client, report: received.kind, ...result },
+        result.outcome === 'ignored' ? 'bounce report ignored' : 'bounce report applied',
+      );
   }
 }

@@ -9,8 +9,8 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
  * uses lowercase letters and digits only and is read case-insensitively.
  */
 
-const LOCAL_PART = 'bounces';
-const TAGGED_PREFIX = `${LOCAL_PART}+`;
+/** The bounce listener's mailbox; a watched IMAP mailbox has the local part of its own address. */
+export const LISTENER_LOCAL_PART = 'bounces';
 const MAC_CHARS = 16;
 /** 16 base32 characters hold exactly 10 bytes, so no partial group needs padding or masking. */
 const MAC_BYTES = (MAC_CHARS * 5) / 8;
@@ -55,17 +55,28 @@ export function readBounceToken(key: Buffer, token: string): number | null {
   return timingSafeEqual(sent, expected) ? id : null;
 }
 
-/** `bounces+<token>@<domain>` */
-export function returnPath(key: Buffer, notificationId: number, domain: string): string {
-  return `${TAGGED_PREFIX}${bounceToken(key, notificationId)}@${domain}`;
+/** `bounces+<token>@<domain>`, or `<local>+<token>@<domain>` for a mailbox of another name. */
+export function returnPath(
+  key: Buffer,
+  notificationId: number,
+  domain: string,
+  local = LISTENER_LOCAL_PART,
+): string {
+  return `${local}+${bounceToken(key, notificationId)}@${domain}`;
 }
 
 /**
- * What an inbound RCPT TO address is, for the listener. Only the bounce domain's `bounces` mailbox
- * is ever 'token' or 'plain'; everything else is 'foreign' and must be refused, so the listener
- * never relays. Never throws.
+ * What an inbound RCPT TO address is, for the listener (or a delivery address of a watched
+ * mailbox, whose local part is `local`). Only the bounce domain's `bounces` mailbox is ever
+ * 'token' or 'plain'; everything else is 'foreign' and must be refused, so the listener never
+ * relays. Never throws.
  */
-export function classifyBounceAddress(key: Buffer, address: string, domain: string): BounceAddress {
+export function classifyBounceAddress(
+  key: Buffer,
+  address: string,
+  domain: string,
+  localPart = LISTENER_LOCAL_PART,
+): BounceAddress {
   if (typeof address !== 'string' || typeof domain !== 'string') return { kind: 'foreign' };
   if (address.length > MAX_ADDRESS_LENGTH) return { kind: 'foreign' };
   const path = unwrapPath(address);
@@ -74,9 +85,10 @@ export function classifyBounceAddress(key: Buffer, address: string, domain: stri
   const ownDomain = domain.trim().toLowerCase();
   if (ownDomain === '' || path.slice(at + 1).toLowerCase() !== ownDomain) return { kind: 'foreign' };
   const local = path.slice(0, at).toLowerCase();
-  if (local === LOCAL_PART) return { kind: 'plain' };
-  if (!local.startsWith(TAGGED_PREFIX)) return { kind: 'foreign' };
-  const id = readBounceToken(key, local.slice(TAGGED_PREFIX.length));
+  const own = localPart.toLowerCase();
+  if (local === own) return { kind: 'plain' };
+  if (!local.startsWith(`${own}+`)) return { kind: 'foreign' };
+  const id = readBounceToken(key, local.slice(own.length + 1));
   return id === null ? { kind: 'forged' } : { kind: 'token', id };
 }
 

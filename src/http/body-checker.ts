@@ -1,6 +1,5 @@
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorkerThread } from '../worker-thread.js';
 import { checkBody, type BodyRequest, type BodyResult } from './check-body.js';
 
 /**
@@ -57,19 +56,6 @@ interface Pending {
 interface Thread {
   readonly worker: Worker;
   busy: Pending | null;
-}
-
-/** The worker thread, also when Herald runs from its TypeScript source (tests, `npm run dev`). */
-function startWorker(): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./body-worker.js', import.meta.url));
-  const tsx = createRequire(import.meta.url)
-    .resolve('tsx/package.json')
-    .replace(/package\.json$/, 'dist/esm/api/index.mjs');
-  const entry = new URL('./body-worker.ts', import.meta.url).href;
-  return new Worker(
-    `import(${JSON.stringify(pathToFileURL(tsx).href)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`,
-    { eval: true },
-  );
 }
 
 /** Routes each body: checked inline when small, else to the lane of its size. */
@@ -165,7 +151,7 @@ class Lane {
     const idle = this.threads.find((thread) => thread.busy === null);
     if (idle !== undefined) return idle;
     if (this.threads.length >= this.options.threads) return null;
-    const thread: Thread = { worker: startWorker(), busy: null };
+    const thread: Thread = { worker: startWorkerThread(import.meta.url, 'body-worker'), busy: null };
     // An idle thread must not keep a stopping process alive.
     thread.worker.unref();
     thread.worker.on('message', (message: { result?: BodyResult; error?: string }) => {

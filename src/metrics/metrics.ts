@@ -44,6 +44,16 @@ const COUNTERS = {
     help: 'API log entries dropped because the buffer was full while the database could not take them, by kind (authenticated, unauthenticated)',
     labelNames: ['kind'],
   },
+  bounceImapMessages: {
+    name: 'herald_bounce_imap_messages_total',
+    help: 'Messages read from the bounce mailbox, by outcome (bounced, soft_bounce, complained, ignored, duplicate, unrecognized, forged, too_large)',
+    labelNames: ['outcome'],
+  },
+  bounceReportsRefused: {
+    name: 'herald_bounce_reports_refused_total',
+    help: 'Bounce reports answered 451 by the listener because too many were waiting to be parsed',
+    labelNames: [],
+  },
 } as const;
 
 const HISTOGRAMS = {
@@ -79,12 +89,21 @@ export class Metrics {
   readonly apiLogDropped = this.counter(COUNTERS.apiLogDropped);
   readonly dashboardLogins = this.counter(COUNTERS.dashboardLogins);
   readonly httpConnectionsRefused = this.counter(COUNTERS.httpConnectionsRefused);
+  readonly bounceImapMessages = this.counter(COUNTERS.bounceImapMessages);
+  readonly bounceReportsRefused = this.counter(COUNTERS.bounceReportsRefused);
+  readonly bounceImapConnected = new Gauge({
+    name: 'herald_bounce_imap_connected',
+    help: 'Whether this process is logged in to the bounce mailbox and watching it (1) or not (0: connecting, or backing off after a failure)',
+    registers: [this.registry],
+  });
   readonly smtpDuration = this.histogram(HISTOGRAMS.smtpDuration);
   readonly httpDuration = this.histogram(HISTOGRAMS.httpDuration);
   /** The in-process worker's window per relay (`host:port`), read at scrape time; none without one. */
   relayWindows: (() => ReadonlyMap<string, number>) | null = null;
   /** API log entries waiting to be written, read at scrape time. */
   apiLogBuffered: (() => number) | null = null;
+  /** Bounce reports waiting for the parsing thread, read at scrape time. */
+  bounceReportsWaiting: (() => number) | null = null;
 
   /**
    * `snapshot` reads the queue; `relays` what every worker knows of the relays (whether each is up),
@@ -135,6 +154,15 @@ export class Metrics {
         const known = await relays();
         this.reset();
         for (const [relay, up] of known) this.set({ relay }, up ? 1 : 0);
+      },
+    });
+    const waiting = () => this.bounceReportsWaiting?.() ?? 0;
+    new Gauge({
+      name: 'herald_bounce_reports_waiting',
+      help: 'Bounce reports waiting to be parsed off the event loop (bounded; past it the listener answers 451)',
+      registers,
+      collect() {
+        this.set(waiting());
       },
     });
     const windows = () => this.relayWindows?.() ?? [];

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { pruneIdempotencyKeys } from '../storage/idempotency.js';
 import { eraseFiles } from '../storage/notification-files.js';
+import { pruneInboundReports } from '../storage/inbound-reports.js';
 import { eraseFinishedContent } from '../storage/notifications.js';
 import type { Database } from '../storage/schema.js';
 import { foldUsage } from '../storage/usage.js';
@@ -31,6 +32,11 @@ const UNLINKED_FILES_MS = 3_600_000;
  */
 const FOLD_USAGE_MS = 30_000;
 const FOLD_BATCH = 50_000;
+/**
+ * Days the fingerprints of read bounce reports are kept. A copy of a report read again within
+ * them is never applied twice; a mailbox message left unmoved for longer would be read anew.
+ */
+export const INBOUND_REPORT_DAYS = 30;
 
 export interface JanitorRetention {
   readonly apiLog: { readonly retentionDays: number; readonly maxRows: number };
@@ -43,8 +49,9 @@ export interface JanitorRetention {
  * count) and expired Idempotency-Keys are deleted, so no such table grows without bound; the
  * placeholder values, rendered content and files of notifications finished longer ago than the
  * content retention are erased (product.md §8, §12); finished webhook events past their retention
- * are deleted with their deliveries and attempts. More often, the usage changes appended by
- * accepts and outcomes are folded into the per-hour usage counters.
+ * are deleted with their deliveries and attempts, and the fingerprints of read bounce reports after
+ * INBOUND_REPORT_DAYS. More often, the usage changes appended by accepts and outcomes are folded
+ * into the per-hour usage counters.
  */
 export class Janitor {
   private timers: NodeJS.Timeout[] = [];
@@ -95,6 +102,7 @@ export class Janitor {
     contents: number;
     files: number;
     webhookEvents: number;
+    inboundReports: number;
   }> {
     const { apiLog, contentRetentionDays } = this.retention;
     const logsBefore = now - apiLog.retentionDays * 86_400_000;
@@ -133,12 +141,13 @@ export class Janitor {
       webhookEvents += pruned;
       if (pruned < ERASE_BATCH) break;
     }
-    if (apiLogs + auditLog + idempotencyKeys + contents + files + webhookEvents > 0)
+    const inboundReports = await pruneInboundReports(this.db, now - INBOUND_REPORT_DAYS * 86_400_000);
+    if (apiLogs + auditLog + idempotencyKeys + contents + files + webhookEvents + inboundReports > 0)
       this.logger.info(
-        { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents },
+        { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents, inboundReports },
         'housekeeping deleted or erased expired data',
       );
-    return { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents };
+    return { apiLogs, auditLog, idempotencyKeys, contents, files, webhookEvents, inboundReports };
   }
 
   stop(): void {

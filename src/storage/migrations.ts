@@ -16,6 +16,7 @@ import { loginAttempts } from './migrations/013-login-attempts.js';
 import { templateVersions } from './migrations/014-template-versions.js';
 import { messageFields } from './migrations/015-message-fields.js';
 import { adminTokens } from './migrations/016-admin-tokens.js';
+import { inboundReports } from './migrations/017-inbound-reports.js';
 
 /**
  * The schema, written once as numbered migrations and rendered for each backend: the statements
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Ddl> = {
   '014_template_versions': templateVersions,
   '015_message_fields': messageFields,
   '016_admin_tokens': adminTokens,
+  '017_inbound_reports': inboundReports,
 };
 
 /** The migrations as SQL statements for one backend, by name. */

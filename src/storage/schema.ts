@@ -4,7 +4,6 @@ import type { UsageState } from '../domain/lifecycle.js';
 import type { TemplateEngine } from '../domain/message.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import type { RelayRole } from '../domain/relay-health.js';
-import type { SuppressionReason } from '../domain/suppression.js';
 import type {
   FileChunksTable,
   FileContentsTable,
@@ -12,6 +11,7 @@ import type {
   NotificationMetadataTable,
 } from './schema-message.js';
 import type { AdminTokensTable, AuditLogTable } from './schema-admin.js';
+import type { InboundReportsTable, SuppressionsTable } from './schema-bounce.js';
 
 /**
  * The tables, as Kysely sees them. Both backends store the same shapes: timestamps are epoch
@@ -21,6 +21,8 @@ import type { AdminTokensTable, AuditLogTable } from './schema-admin.js';
 
 export type { NotificationState, UsageState };
 export type { AdminTokenRow, AuditLogRow, NewAuditLogRow } from './schema-admin.js';
+export type { SuppressionReason } from '../domain/suppression.js';
+export type { SuppressionRow } from './schema-bounce.js';
 export type SmtpSecurity = 'auto' | 'starttls' | 'tls' | 'none';
 
 export interface ProjectsTable {
@@ -330,18 +332,6 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 
-export type { SuppressionReason } from '../domain/suppression.js';
-
-export interface SuppressionsTable {
-  project_id: number;
-  /** Lowercased. */
-  email: string;
-  reason: SuppressionReason;
-  created_at: number;
-  request_id: string | null;
-  detail: string | null;
-}
-
 export interface Database {
   projects: ProjectsTable;
   templates: TemplatesTable;
@@ -373,6 +363,7 @@ export interface Database {
   relay_health: RelayHealthTable;
   admin_tokens: AdminTokensTable;
   audit_log: AuditLogTable;
+  inbound_reports: InboundReportsTable;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;
@@ -393,5 +384,4 @@ export type SessionRow = Selectable<SessionsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
-export type SuppressionRow = Selectable<SuppressionsTable>;
 export type RelayHealthRow = Selectable<RelayHealthTable>;

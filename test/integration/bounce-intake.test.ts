@@ -5,12 +5,13 @@ import nodemailer from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyBounceAddress, bounceToken } from '../../src/bounces/token.js';
-import type { BounceListener } from '../../src/bounces/listener.js';
-import { createBounceListener, createWorker, type Worker } from '../../src/compose.js';
+import type { BounceReaders } from '../../src/bounces/readers.js';
+import { createBounceReaders, createWorker, type Worker } from '../../src/compose.js';
 import { loadBounceFixture, type BounceFixture } from '../fixtures/bounces/load.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink, type ReceivedMessage } from '../helpers/smtp-sink.js';
 import { settledStatus, statusOf } from '../helpers/http.js';
+import { hostileReport } from '../helpers/hostile-report.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -29,8 +30,11 @@ const MAX_BYTES = 8192;
 let ctx: TestContext;
 let sink: SmtpSink;
 let worker: Worker;
-let listener: BounceListener;
+let readers: BounceReaders;
 let listenerPort: number;
+/** A listener that takes reports up to 1 MiB (the default), for the report that is slow to parse. */
+let bigReaders: BounceReaders;
+let bigPort: number;
 let project: { projectId: number; apiKey: string; name: string };
 let receiver: http.Server;
 
@@ -242,13 +246,19 @@ beforeAll(async () => {
   worker = createWorker(ctx.services);
   worker.start();
 
-  listener = createBounceListener(ctx.services);
-  listenerPort = await listener.listen();
+  readers = createBounceReaders(ctx.services);
+  listenerPort = (await readers.start())!;
+  bigReaders = createBounceReaders({
+    ...ctx.services,
+    config: { ...ctx.config, bounces: { ...ctx.config.bounces, maxBytes: 1024 * 1024 } },
+  });
+  bigPort = (await bigReaders.start())!;
   expect(listenerPort).toBeGreaterThan(0);
 });
 
 afterAll(async () => {
-  await listener?.close();
+  await readers?.close();
+  await bigReaders?.close();
   await worker?.stop();
   await ctx?.close();
   await sink?.stop();
@@ -761,11 +771,11 @@ describe('what the listener refuses', () => {
 
 describe('HERALD_BOUNCE_RATE_PER_MINUTE', () => {
   it('answers 421 to the fourth report from one client when the limit is 3', async () => {
-    const limited = createBounceListener({
+    const limited = createBounceReaders({
       ...ctx.services,
       config: { ...ctx.config, bounces: { ...ctx.config.bounces, perClientPerMinute: 3 } },
     });
-    const port = await limited.listen();
+    const port = (await limited.start())!;
     try {
       const message = await sendThroughRelay(uniqueRecipient('rate'));
       const raw = fixture('not-a-report', message);
@@ -777,6 +787,37 @@ describe('HERALD_BOUNCE_RATE_PER_MINUTE', () => {
       expect(await report(message.returnPath, raw)).toMatchObject({ ok: true, responseCode: 250 });
     } finally {
       await limited.close();
+    }
+  });
+});
+
+describe('parsing off the event loop (issue 27, finding 4)', () => {
+  it('a report that takes the parser the better part of a second is parsed in the thread, not on the event loop', async () => {
+    const before = readers.parser.parsed;
+    const outcome = await report(`bounces@${DOMAIN}`, hostileReport(DOMAIN), bigPort);
+    expect(outcome).toMatchObject({ ok: true, responseCode: 250 });
+    expect(bigReaders.parser.parsed).toBe(1);
+    expect(readers.parser.parsed).toBe(before);
+  });
+
+  it('past the waiting reports it may hold, the listener answers 451 4.3.2, and the report sent again is applied', async () => {
+    const full = createBounceReaders(ctx.services, {
+      parser: { threads: 1, maxWaiting: 0, deadlineMs: 30_000 },
+    });
+    const port = (await full.start())!;
+    try {
+      const message = await sendThroughRelay(uniqueRecipient('busy'));
+      const raw = fixture('postfix-dsn', message);
+      const busy = await report(message.returnPath, raw, port);
+      expect(busy).toMatchObject({ ok: false, responseCode: 451 });
+      expect(busy.response).toContain('4.3.2');
+      expect(full.parser.refused).toBe(1);
+      expect((await status(message.requestId)).status).toBe('sent');
+      // What the sender's retry finds: a listener with room applies it.
+      expect(await report(message.returnPath, raw)).toMatchObject({ ok: true, responseCode: 250 });
+      expect((await status(message.requestId)).status).toBe('failed');
+    } finally {
+      await full.close();
     }
   });
 });

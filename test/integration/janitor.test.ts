@@ -69,6 +69,7 @@ describe(`janitor (${backend})`, () => {
       contents: 0,
       files: 0,
       webhookEvents: 0,
+      inboundReports: 0,
     });
     const kept = await fx.db.selectFrom('api_logs').select('created_at').orderBy('created_at').execute();
     expect(kept.map((row) => row.created_at)).toEqual([NOW - 29 * DAY, NOW - 1]);
@@ -82,6 +83,7 @@ describe(`janitor (${backend})`, () => {
       contents: 0,
       files: 0,
       webhookEvents: 0,
+      inboundReports: 0,
     });
   });
 

@@ -36,6 +36,7 @@ const MIGRATIONS = [
   '014_template_versions',
   '015_message_fields',
   '016_admin_tokens',
+  '017_inbound_reports',
 ];
 const TABLES = [
   'admin_tokens',
@@ -48,6 +49,7 @@ const TABLES = [
   'herald_migrations',
   'herald_migrations_lock',
   'idempotency_keys',
+  'inbound_reports',
   'login_attempts',
   'notification_files',
   'notification_metadata',
@@ -719,6 +721,50 @@ describe(`migrations (${backend})`, () => {
       expect(
         await storage.db.selectFrom('audit_log').select(['token_name', 'status_code']).execute(),
       ).toEqual([{ token_name: 'ci', status_code: 200 }]);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+
+  it('moves a database of the admin tokens release (016) forward to read bounce reports (017), keeping everything', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const through = (name: string) =>
+        Object.fromEntries(MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1).map((m) => [m, all[m]!]));
+      await migrateToLatest(storage.db, through('016_admin_tokens'), { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      await addNotification(storage.db, projectId, { state: 'sent', sent_at: 1_700_000_000_000 });
+      const tables = ['projects', 'notifications', 'templates', 'template_versions'] as const;
+      const rows = await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()));
+      await migrateToLatest(storage.db, through('017_inbound_reports'), { inTransaction: false });
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
+        MIGRATIONS.slice(0, MIGRATIONS.indexOf('017_inbound_reports') + 1),
+      );
+      expect(await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()))).toEqual(
+        rows,
+      );
+      // The fingerprint is the key: a second reader of the same report cannot insert it again.
+      const row = {
+        fingerprint: 'f'.repeat(64),
+        state: 'claimed' as const,
+        owner: 'a',
+        claimed_until: 1,
+        outcome: null,
+        created_at: 1,
+      };
+      await storage.db.insertInto('inbound_reports').values(row).execute();
+      await expect(
+        storage.db
+          .insertInto('inbound_reports')
+          .values({ ...row, owner: 'b' })
+          .execute(),
+      ).rejects.toThrow();
+      expect(await storage.db.selectFrom('inbound_reports').select('owner').execute()).toEqual([
+        { owner: 'a' },
+      ]);
     } finally {
       await storage.close();
       await database.drop();

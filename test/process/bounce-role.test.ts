@@ -74,6 +74,17 @@ class SmtpTalk {
     return this.reply();
   }
 
+  /** Writes raw bytes; false once the connection is gone. */
+  write(data: string): boolean {
+    if (this.socket.destroyed || this.socket.writableEnded) return false;
+    this.socket.write(data);
+    return true;
+  }
+
+  get closed(): boolean {
+    return this.socket.destroyed || this.socket.readableEnded;
+  }
+
   close(): void {
     this.socket.destroy();
   }
@@ -191,6 +202,54 @@ describe('herald serve --role bounces', () => {
     expect(await proc.exited).toBe(0);
   });
 
+  it(
+    'closes a connection that drips its DATA at the session deadline, not only when idle (issue 27, finding 10)',
+    { timeout: 60_000 },
+    async () => {
+      const port = await freePort();
+      const proc = new HeraldProcess(
+        'bounces',
+        ['serve', '--role', 'bounces'],
+        testEnv(database, {
+          HERALD_LOG_LEVEL: 'info',
+          HERALD_HOST: '127.0.0.1',
+          HERALD_BOUNCE_DOMAIN: DOMAIN,
+          HERALD_BOUNCE_SMTP_PORT: String(port),
+          HERALD_BOUNCE_SESSION_TIMEOUT_MS: '2000',
+        }),
+      );
+      running.push(proc);
+      await proc.started();
+      await waitUntil(() => (proc.output().includes('"bouncePort"') ? true : undefined));
+      const smtp = await SmtpTalk.connect(port);
+      expect((await smtp.reply()).code).toBe(220);
+      expect((await smtp.command('EHLO client.example.org')).code).toBe(250);
+      expect((await smtp.command('MAIL FROM:<>')).code).toBe(250);
+      expect((await smtp.command(`RCPT TO:<bounces@${DOMAIN}>`)).code).toBe(250);
+      expect((await smtp.command('DATA')).code).toBe(354);
+      // One byte every 200 ms: never idle for long, so only a total deadline ends it.
+      let dripped = 0;
+      const drip = setInterval(() => {
+        if (smtp.write('x')) dripped++;
+      }, 200);
+      try {
+        const closing = await smtp.reply();
+        expect(closing.code).toBe(421);
+        expect(closing.lines.at(-1)).toMatch(/^4\.4\.2 /);
+        await waitUntil(() => (smtp.closed ? true : undefined), {
+          what: 'the listener to close the connection',
+        });
+      } finally {
+        clearInterval(drip);
+        smtp.close();
+      }
+      expect(dripped).toBeGreaterThan(0);
+      expect(proc.output()).toContain('bounce listener session deadline reached');
+      proc.kill('SIGTERM');
+      expect(await proc.exited).toBe(0);
+    },
+  );
+
   it('without HERALD_BOUNCE_DOMAIN fails at once with one line', async () => {
     const result = await runHerald(
       ['serve', '--role', 'bounces'],
@@ -208,7 +267,10 @@ describe('herald serve --role bounces', () => {
     ['HERALD_BOUNCE_DOMAIN but no port', { HERALD_BOUNCE_DOMAIN: DOMAIN }],
   ])('with %s fails at once with one line', async (_what, env: Record<string, string>) => {
     const result = await runHerald(['serve', '--role', 'bounces'], testEnv(database, env), FAIL_FAST_MS);
-    expectOneLine(result, /^herald: role bounces needs HERALD_BOUNCE_DOMAIN and HERALD_BOUNCE_SMTP_PORT$/);
+    expectOneLine(
+      result,
+      /^herald: role bounces needs HERALD_BOUNCE_DOMAIN and HERALD_BOUNCE_SMTP_PORT, or HERALD_BOUNCE_IMAP_URL$/,
+    );
   });
 
   it('HERALD_BOUNCE_SMTP_PORT without HERALD_BOUNCE_DOMAIN fails at once, in role all too', async () => {

@@ -1,0 +1,211 @@
+import type { Logger } from 'pino';
+import type { ImapIntakeConfig } from '../config.js';
+import { describeImap } from '../domain/imap-url.js';
+import { ImapError, ImapSession, type MailboxMessage } from './imap.js';
+import type { ReportTarget } from './intake.js';
+import type { Received, ReceiveOutcome, ReportReceiver, TargetsOf } from './receive.js';
+import { ReportParserBusy, type ReportParser } from './report-parser.js';
+import { classifyBounceAddress } from './token.js';
+
+/**
+ * Reads bounce reports from a mailbox (HERALD_BOUNCE_IMAP_URL, product.md §9): for senders without
+ * an MX or an inbound port. It watches the mailbox (IMAP IDLE where the server's CAPABILITY has it,
+ * else a poll every HERALD_BOUNCE_IMAP_POLL_MS), reads each message through the same path as the
+ * listener (receive.ts: at most once, parsed off the event loop), then moves it: read reports to
+ * HERALD_BOUNCE_IMAP_DONE, mail that is not a report (or too large, or with a forged token) to
+ * Herald/Unrecognized. Nothing is ever deleted.
+ *
+ * Trouble never stops the process: a refused login, an unreachable server, a mailbox that went
+ * away are each logged once (again only when the trouble changes) and retried after 1 s, doubling
+ * up to 5 minutes; a connection that worked starts the back-off over. The watched mailbox is
+ * waited for, never created (mail is delivered to it by the server: a new empty one would hide a
+ * misconfiguration); the two folders Herald moves mail to are created when missing.
+ */
+
+/** What became of one message, as the metric counts it. */
+export type ImapOutcome = Exclude<ReceiveOutcome, 'held'> | 'too_large';
+
+export interface ImapIntakeOptions {
+  readonly config: ImapIntakeConfig;
+  /** The bounce token MAC key. */
+  readonly key: Buffer;
+  /** HERALD_BOUNCE_MAX_BYTES: larger messages are moved aside without being downloaded. */
+  readonly maxBytes: number;
+  readonly receiver: ReportReceiver;
+  readonly parser: ReportParser;
+  readonly logger: Logger;
+  /** First retry delay after a failure; doubles up to `maxBackoffMs`. */
+  readonly firstBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+  readonly onMessage?: (outcome: ImapOutcome) => void;
+  readonly onConnected?: (connected: boolean) => void;
+}
+
+const FIRST_BACKOFF_MS = 1_000;
+const MAX_BACKOFF_MS = 5 * 60_000;
+/** IDLE is renewed this often at most (RFC 2177: within 29 minutes), with a look at the mailbox. */
+const IDLE_RENEW_MS = 4 * 60_000;
+
+/**
+ * Which notification a message in the mailbox is about: the token in the address it was delivered
+ * to (`<local>+<token>@<domain>`, as the receiving server recorded it in Delivered-To and its
+ * kin), else none (matched by the returned Message-ID and recipient, as plain `bounces@` is); a
+ * token whose MAC fails makes it forged.
+ */
+export function mailboxTargets(key: Buffer, address: { local: string; domain: string }): TargetsOf {
+  return (read) => {
+    let forged = false;
+    for (const delivered of read.deliveredTo) {
+      const target = classifyBounceAddress(key, delivered, address.domain, address.local);
+      if (target.kind === 'token') return [target] as ReportTarget[];
+      if (target.kind === 'forged') forged = true;
+    }
+    return forged ? 'forged' : [{ kind: 'plain' }];
+  };
+}
+
+const UNRECOGNIZED: ReadonlySet<ReceiveOutcome | undefined> = new Set(['unrecognized', 'forged']);
+
+export class ImapIntake {
+  private readonly abort = new AbortController();
+  private session: ImapSession | null = null;
+  private running: Promise<void> | null = null;
+  private readonly where: string;
+  private readonly targetsOf: TargetsOf;
+
+  constructor(private readonly options: ImapIntakeOptions) {
+    this.where = describeImap(options.config);
+    this.targetsOf = mailboxTargets(options.key, options.config.address);
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.session?.close();
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    const first = this.options.firstBackoffMs ?? FIRST_BACKOFF_MS;
+    const max = this.options.maxBackoffMs ?? MAX_BACKOFF_MS;
+    const { logger, config } = this.options;
+    let delay = first;
+    let trouble: string | null = null;
+    while (!this.abort.signal.aborted) {
+      try {
+        const session = (this.session = await ImapSession.open(config, [
+          config.doneFolder,
+          config.unrecognizedFolder,
+        ]));
+        if (this.abort.signal.aborted) break;
+        this.options.onConnected?.(true);
+        const how = session.idle ? 'IMAP IDLE' : `polling every ${config.pollMs / 1000} s (no IDLE)`;
+        logger.info(
+          { mailbox: this.where, idle: session.idle },
+          `${trouble === null ? 'watching' : 'watching again'} ${this.where} for bounce reports (${how})`,
+        );
+        trouble = null;
+        delay = first;
+        while (session.open && !this.abort.signal.aborted) {
+          await this.pass(session);
+          const wait = session.idle ? Math.min(config.pollMs, IDLE_RENEW_MS) : config.pollMs;
+          await session.waitForChange(wait, this.abort.signal);
+        }
+      } catch (error) {
+        if (this.abort.signal.aborted) break;
+        const problem = error instanceof ImapError ? error.message : `unexpected error: ${String(error)}`;
+        const after = delay < 1000 ? `${delay} ms` : `${Math.round(delay / 1000)} s`;
+        const line = `bounce mailbox ${this.where}: ${problem}; trying again in ${after}, then less often (at least every ${max < 60_000 ? `${max / 1000} s` : `${max / 60_000} minutes`})`;
+        if (problem !== trouble) logger.error({ mailbox: this.where, err: error }, line);
+        else logger.debug({ mailbox: this.where }, line);
+        trouble = problem;
+      } finally {
+        this.options.onConnected?.(false);
+        await this.session?.close();
+        this.session = null;
+      }
+      if (this.abort.signal.aborted) break;
+      await sleep(delay, this.abort.signal);
+      if (trouble !== null) delay = Math.min(delay * 2, max);
+    }
+  }
+
+  /** One look at the mailbox: every message there, oldest first. */
+  private async pass(session: ImapSession): Promise<void> {
+    for (const message of await session.list()) {
+      if (this.abort.signal.aborted || !session.open) return;
+      await this.handle(session, message);
+    }
+  }
+
+  private async handle(session: ImapSession, message: MailboxMessage): Promise<void> {
+    const { config, maxBytes, logger } = this.options;
+    if (message.size > maxBytes) return this.tooLarge(session, message.uid, message.size);
+    const bytes = await session.download(message.uid, maxBytes);
+    if (bytes === null) return; // moved by another reader meanwhile
+    if (bytes.length > maxBytes) return this.tooLarge(session, message.uid, bytes.length);
+    await this.options.parser.room();
+    let received: Received;
+    try {
+      received = await this.options.receiver.receive(bytes, this.targetsOf);
+    } catch (error) {
+      // The listener filled the queue meanwhile: the message stays, the next pass reads it.
+      if (error instanceof ReportParserBusy) return;
+      throw error;
+    }
+    // Another reader is reading it, or read it and is moving it: left to that one.
+    if (received.outcome === 'held' || received.theirs === true) {
+      logger.debug(
+        { mailbox: this.where, uid: message.uid, outcome: received.outcome },
+        `bounce mailbox message ${message.uid} is another reader's to move; left in ${config.mailbox}`,
+      );
+      return;
+    }
+    const outcome = received.outcome === 'duplicate' ? received.previous : received.outcome;
+    const folder = UNRECOGNIZED.has(outcome) ? config.unrecognizedFolder : config.doneFolder;
+    await session.move(message.uid, folder);
+    this.options.onMessage?.(received.outcome);
+    logger.info(
+      {
+        mailbox: this.where,
+        uid: message.uid,
+        outcome: received.outcome,
+        report: received.kind,
+        folder,
+        results: received.results,
+      },
+      `bounce mailbox message ${received.outcome === 'duplicate' ? 'read before' : received.outcome}; moved to ${folder}`,
+    );
+  }
+
+  /**
+   * Larger than HERALD_BOUNCE_MAX_BYTES: moved aside unread (its size came from the FETCH), by the
+   * one reader that claims it.
+   */
+  private async tooLarge(session: ImapSession, uid: number, size: number): Promise<void> {
+    const { config, receiver } = this.options;
+    const folder = config.unrecognizedFolder;
+    if (!(await receiver.setAside(`${config.mailbox}\n${session.uidValidity}\n${uid}`, 'too_large'))) return;
+    await session.move(uid, folder);
+    this.options.onMessage?.('too_large');
+    this.options.logger.warn(
+      { mailbox: this.where, uid, size, maxBytes: this.options.maxBytes },
+      `bounce mailbox message of ${size} bytes is over HERALD_BOUNCE_MAX_BYTES; moved unread to ${folder}`,
+    );
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}
