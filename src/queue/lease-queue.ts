@@ -4,6 +4,7 @@ import { GroupCommit } from '../storage/group-commit.js';
 import { isLockTimeout } from '../storage/lock-timeout.js';
 import {
   releaseClaims,
+  releaseUnseenClaims,
   type ClaimRequest,
   type Queue,
   type QueueRows,
@@ -60,6 +61,11 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   private abandoned = false;
   /** Ends the waits of outcomes between two tries (`giveUp` ends them at once). */
   private readonly retryWaits = new Set<() => void>();
+  /**
+   * Set when a claim failed: it may have committed with its answer lost, leaving rows leased to
+   * this worker that it never saw. Once their lease has run out (this time) they are given back.
+   */
+  private unseenClaimsUntil: number | null = null;
 
   constructor(
     private readonly storage: Storage,
@@ -95,17 +101,19 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   /** Claims due rows for this worker; they are held (and renewed) until finished or released. */
   async claim(filter: ClaimFilter): Promise<QueueRows[Table][]> {
     const now = this.now();
-    const rows = await this.storage.claim(this.queue, {
-      ...filter,
-      now,
-      owner: this.options.owner,
-      leaseUntil: now + this.options.leaseMs,
-    });
-    for (const row of rows) this.held.add(row.id);
+    const leaseUntil = now + this.options.leaseMs;
     this.renewTimer ??= setInterval(
       () => void this.renew(),
       Math.max(100, Math.floor(this.options.leaseMs / 3)),
     );
+    let rows: QueueRows[Table][];
+    try {
+      rows = await this.storage.claim(this.queue, { ...filter, now, owner: this.options.owner, leaseUntil });
+    } catch (err) {
+      this.unseenClaimsUntil = Math.max(this.unseenClaimsUntil ?? 0, leaseUntil);
+      throw err;
+    }
+    for (const row of rows) this.held.add(row.id);
     return rows;
   }
 
@@ -174,15 +182,42 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   }
 
   private async renew(): Promise<void> {
-    if (this.held.size === 0) return;
     try {
-      await this.storage.renew(this.queue, {
-        ids: [...this.held],
-        owner: this.options.owner,
-        leaseUntil: this.now() + this.options.leaseMs,
-      });
+      if (this.held.size > 0)
+        await this.storage.renew(this.queue, {
+          ids: [...this.held],
+          owner: this.options.owner,
+          leaseUntil: this.now() + this.options.leaseMs,
+        });
     } catch (err) {
       this.options.logger.warn({ err, queue: this.queue.table }, 'renewing leases failed');
+      return;
+    }
+    await this.releaseUnseen();
+  }
+
+  /** Gives back the rows a failed claim may have leased to this worker unseen, once their lease ran out. */
+  private async releaseUnseen(): Promise<void> {
+    const until = this.unseenClaimsUntil;
+    const now = this.now();
+    if (until === null || now <= until) return;
+    try {
+      const returned = await releaseUnseenClaims(
+        this.storage.db,
+        this.queue,
+        this.options.owner,
+        [...this.held],
+        now,
+      );
+      // A claim that failed again meanwhile moved the mark on; otherwise every unseen row is back.
+      if (this.unseenClaimsUntil === until) this.unseenClaimsUntil = null;
+      if (returned > 0)
+        this.options.logger.warn(
+          { queue: this.queue.table, returned },
+          'rows a failed claim had leased to this worker returned to the queue',
+        );
+    } catch (err) {
+      this.options.logger.warn({ err, queue: this.queue.table }, 'returning unseen claims failed');
     }
   }
 }

@@ -122,6 +122,39 @@ export async function releaseClaims(
 }
 
 /**
+ * Returns to the queue, due now, the rows leased to `owner` whose lease ran out although it does
+ * not hold them: a claim that committed while its answer was lost (the connection dropped after
+ * the commit) leaves rows leased to a live worker that never saw them, and no other worker may
+ * take a live owner's rows. They were never attempted, so no attempt stays counted. The rows it
+ * does hold (`held`) are left alone even when their lease ran out: their outcome may be waiting
+ * to be stored.
+ */
+export async function releaseUnseenClaims(
+  db: Kysely<Database>,
+  queue: Queue,
+  owner: string,
+  held: readonly number[],
+  now: number,
+): Promise<number> {
+  const result = await leaseDb(db)
+    .updateTable(queue.table)
+    .set((eb) => ({
+      state: queue.ready,
+      lease_owner: null,
+      lease_until: null,
+      attempts: eb('attempts', '-', 1),
+      run_at: now,
+      updated_at: now,
+    }))
+    .where('state', '=', LEASED)
+    .where('lease_owner', '=', owner)
+    .where('lease_until', '<', now)
+    .$if(held.length > 0, (qb) => qb.where('id', 'not in', held))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/**
  * Returns to their queues, due now, the rows whose lease ran out while their owner has no
  * heartbeat (a worker that died before heartbeats existed, or whose row was removed as dead). A
  * live owner keeps its rows past the lease: it may be waiting to record an outcome the store

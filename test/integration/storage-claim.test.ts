@@ -5,6 +5,7 @@ import {
   NOTIFICATION_QUEUE,
   reclaimExpiredLeases,
   releaseClaims,
+  releaseUnseenClaims,
   WEBHOOK_QUEUE,
 } from '../../src/storage/queue.js';
 import type { NotificationRow } from '../../src/storage/schema.js';
@@ -295,6 +296,34 @@ describe(`leases (${backend})`, () => {
     const again = await claim(fx.storage, 'worker-b', 10, NOW + 2);
     expect(again.map((row) => row.id)).toEqual(ids.slice(0, 2));
     expect(again.every((row) => row.attempts === 1)).toBe(true);
+  });
+});
+
+describe(`claims a live worker never saw (${backend})`, () => {
+  it('go back to the queue once expired, uncounted, leaving the rows it holds', async () => {
+    const [unseen, held, fresh] = await addDue(3);
+    // A claim whose answer was lost: committed, so its rows are leased to worker-a, unseen.
+    await claim(fx.storage, 'worker-a', 2);
+    await claim(fx.storage, 'worker-a', 1, NOW + LEASE_MS);
+    const later = NOW + LEASE_MS + 1;
+
+    // Not yet expired: nothing moves. Another owner's call moves nothing either.
+    expect(await releaseUnseenClaims(fx.db, NOTIFICATION_QUEUE, 'worker-a', [held!], NOW + LEASE_MS)).toBe(0);
+    expect(await releaseUnseenClaims(fx.db, NOTIFICATION_QUEUE, 'worker-b', [], later)).toBe(0);
+
+    expect(await releaseUnseenClaims(fx.db, NOTIFICATION_QUEUE, 'worker-a', [held!], later)).toBe(1);
+    expect(await notification(fx.db, unseen!)).toMatchObject({
+      state: 'queued',
+      attempts: 0,
+      lease_owner: null,
+      lease_until: null,
+      run_at: later,
+    });
+    // Held (its outcome may be waiting to be stored) although expired, and not yet expired.
+    expect(await notification(fx.db, held!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
+    expect(await notification(fx.db, fresh!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
+    expect(await releaseUnseenClaims(fx.db, NOTIFICATION_QUEUE, 'worker-a', [], later)).toBe(1);
+    expect((await notification(fx.db, held!)).state).toBe('queued');
   });
 });
 
