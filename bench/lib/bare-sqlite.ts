@@ -6,7 +6,7 @@
  * no rendering, no bookkeeping beyond the row itself: what storing a batch costs at the least.
  */
 import { v7 as uuidv7 } from 'uuid';
-import Database from 'better-sqlite3';
+import { SqliteDatabase as Database } from '../../src/storage/sqlite/driver.js';
 import { renderMigrations, SQLITE_TYPES } from '../../src/storage/migrations.js';
 import type { SendItem } from './herald-api.js';
 

@@ -2,7 +2,7 @@
  * The bench's only direct access to Herald's SQLite file (<HERALD_DATA_DIR>/herald.db):
  * seeding many stored notifications in one statement, and read-only counts by state.
  */
-import Database from 'better-sqlite3';
+import { SqliteDatabase as Database } from '../../src/storage/sqlite/driver.js';
 
 /** SQL for each known column of `notifications`, over the recursive counter `n`. */
 const SEED_COLUMNS: Record<string, string> = {

@@ -14,8 +14,9 @@ import { testEnv } from '../helpers/services.js';
  * B sends small notifications one after another, over real HTTP connections.
  *
  * Were B's sends in one queue with A's bodies (one lane of body-checking threads, one group
- * commit), a send of B that arrived behind them would wait for most of the flood. So B's slowest
- * send during the flood must take a small part of the flood's length: less than a quarter of it.
+ * commit), a send of B that arrived behind them would wait for most of the flood. So B's sends
+ * during the flood (all but the slowest 1 %) must take a small part of the flood's length: less
+ * than a quarter of it.
  * The figures (B alone, B during the flood, the flood) are printed for docs/performance.md; how
  * many milliseconds they are depends on the machine and is not asserted.
  */
@@ -118,12 +119,15 @@ describe(`another project's small sends during a flood of 10 MiB sends (${backen
     expect(Number(stored.n)).toBe(FLOOD * 2);
 
     const worst = Math.max(...during);
+    const p99 = quantile(during, 0.99);
     const figures =
       `B alone: p50 ${quantile(alone, 0.5).toFixed(1)} ms, max ${Math.max(...alone).toFixed(1)} ms; ` +
       `B during the flood (${during.length} sends): p50 ${quantile(during, 0.5).toFixed(1)} ms, ` +
-      `p99 ${quantile(during, 0.99).toFixed(1)} ms, max ${worst.toFixed(1)} ms; ` +
+      `p99 ${p99.toFixed(1)} ms, max ${worst.toFixed(1)} ms; ` +
       `A's ${FLOOD} sends of 10 MiB answered in ${floodMs.toFixed(0)} ms`;
     console.info(`large sends fairness (${backend}): ${figures}`);
-    expect(worst, figures).toBeLessThan(floodMs / 4);
+    // The 99th percentile, not the single slowest: one stall of the whole machine (a shared CI
+    // host) may catch one send, while B's sends queued behind A's bodies would all be slow.
+    expect(p99, figures).toBeLessThan(floodMs / 4);
   }, 300_000);
 });

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import BetterSqlite3 from 'better-sqlite3';
+import { SqliteDatabase as BetterSqlite3 } from '../../src/storage/sqlite/driver.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServices, openServices, type Services } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3Types from 'better-sqlite3';
+import { SqliteDatabase as BetterSqlite3 } from '../../src/storage/sqlite/driver.js';
 import { Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/storage/schema.js';
@@ -17,7 +18,7 @@ import { LockWaitingSqliteDialect } from '../../src/storage/sqlite/lock-wait.js'
 let dir: string;
 let file: string;
 let storage: Storage;
-let other: BetterSqlite3.Database;
+let other: BetterSqlite3Types.Database;
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'herald-lock-'));

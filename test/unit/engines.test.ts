@@ -1,15 +1,28 @@
 import { readFileSync } from 'node:fs';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
+import { SQLITE_DRIVER } from '../../src/storage/sqlite/driver.js';
 
 /**
- * `npm install` on the oldest Node that package.json allows prints no EBADENGINE warning: every
- * locked package's `engines.node` admits that version (cookie 2 wanted Node ≥ 22 and warned).
+ * Every locked package's `engines.node` admits the oldest Node that package.json allows (cookie 2
+ * wanted Node ≥ 22 and warned), but for SQLite's driver, which comes as two releases
+ * (src/storage/sqlite/driver.ts): each Node Herald supports loads one whose engines admit it.
  */
 const manifest = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
 const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as {
   packages: Record<string, { version?: string; engines?: { node?: string } | string[] }>;
 };
+
+/** A package that may refuse the oldest Node, and the one that serves that Node instead. */
+const SERVED_INSTEAD_BY: Record<string, string> = {
+  'node_modules/better-sqlite3': 'node_modules/better-sqlite3-node20',
+};
+
+function admits(name: string, version: string): boolean {
+  const entry = lock.packages[name];
+  const range = entry === undefined || Array.isArray(entry.engines) ? undefined : entry.engines?.node;
+  return entry !== undefined && (range === undefined || semver.satisfies(version, range));
+}
 
 describe('engines', () => {
   const oldest = semver.minVersion(manifest.engines.node)!.version;
@@ -19,10 +32,19 @@ describe('engines', () => {
       .filter(([name]) => name !== '')
       .flatMap(([name, entry]) => {
         const range = Array.isArray(entry.engines) ? undefined : entry.engines?.node;
+        const instead = SERVED_INSTEAD_BY[name];
+        if (instead !== undefined && admits(instead, oldest)) return [];
         return range !== undefined && !semver.satisfies(oldest, range)
           ? [`${name}@${entry.version} (${range})`]
           : [];
       });
     expect(refusing).toEqual([]);
+  });
+
+  it(`loads a SQLite driver whose engines admit this Node (${process.version})`, () => {
+    expect(admits(`node_modules/${SQLITE_DRIVER}`, process.version)).toBe(true);
+    // The release for later Nodes serves every supported Node from 22 on.
+    expect(admits('node_modules/better-sqlite3', '22.0.0')).toBe(true);
+    expect(admits('node_modules/better-sqlite3-node20', oldest)).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { chmodSync, existsSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { SqliteDatabase as Database } from './driver.js';
 
 /**
  * A consistent copy of a live SQLite database through SQLite's online backup API: the server may

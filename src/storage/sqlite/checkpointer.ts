@@ -1,6 +1,6 @@
 import { once } from 'node:events';
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { sqliteDriverPath } from './driver.js';
 
 /**
  * Checkpoints the WAL from a worker thread with a connection of its own.
@@ -69,7 +69,7 @@ export function startCheckpointer(
   file: string,
   options: { intervalMs?: number; onReport?: (report: CheckpointReport) => void } = {},
 ): Checkpointer {
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+  const driver = sqliteDriverPath;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: { file, driver, intervalMs: options.intervalMs ?? 1000 },

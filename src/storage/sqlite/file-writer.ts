@@ -1,7 +1,7 @@
 import { once } from 'node:events';
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { FileChunk } from '../notification-files.js';
+import { sqliteDriverPath } from './driver.js';
 
 /**
  * Writes chunks of files (sends' attachments, up to 10 MiB each, a megabyte or so per call) into
@@ -80,7 +80,7 @@ export function fileWriter(file: string, busyTimeoutMs: number): FileWriter {
     worker = null;
   };
   const start = (): Worker => {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    const driver = sqliteDriverPath;
     const started = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, busyTimeoutMs } });
     // An idle thread must not keep a stopping process alive.
     started.unref();

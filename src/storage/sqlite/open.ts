@@ -1,12 +1,12 @@
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import { isLockTimeout } from '../lock-timeout.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
 import { claimSqlite, renewSqlite } from './claim.js';
+import { SqliteDatabase } from './driver.js';
 import { fileWriter } from './file-writer.js';
 import { LockWaitingSqliteDialect } from './lock-wait.js';
 import { migrateSqlite } from './migrate.js';
@@ -57,7 +57,7 @@ function restrictToOwner(file: string): void {
 export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   restrictToOwner(file);
-  const connection = new BetterSqlite3(file);
+  const connection = new SqliteDatabase(file);
   // Readers never wait for the writer, and a transaction begun with BEGIN IMMEDIATE never waits
   // for a lock after its start (lock-wait.ts relies on it).
   const mode = connection.pragma('journal_mode = WAL', { simple: true }) as string;
