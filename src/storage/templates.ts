@@ -1,5 +1,6 @@
 import type { ExpressionBuilder, Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, TemplateRow, TemplatesTable } from './schema.js';
+import { findRow, listRows } from './rows.js';
 
 /** A project's template by its name, which is case-sensitive on both backends: `=` on TEXT compares bytes. */
 function named(projectId: number, name: string) {
@@ -32,11 +33,11 @@ export async function findTemplate(
   projectId: number,
   name: string,
 ): Promise<TemplateRow | undefined> {
-  return db.selectFrom('templates').selectAll().where(named(projectId, name)).executeTakeFirst();
+  return findRow(db, 'templates', { project_id: projectId, name });
 }
 
 export async function listTemplates(db: Kysely<Database>, projectId: number): Promise<TemplateRow[]> {
-  return db.selectFrom('templates').selectAll().where('project_id', '=', projectId).orderBy('name').execute();
+  return listRows(db, 'templates', { project_id: projectId }, 'name');
 }
 
 export async function deleteTemplate(

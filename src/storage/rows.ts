@@ -1,0 +1,100 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Database } from './schema.js';
+
+type Table = keyof Database;
+
+/** A row of `T` as it is read. */
+export type Row<T extends Table> = Selectable<Database[T]>;
+
+/**
+ * The statements most tables share: one row by its key, the rows of a key in order, an update or a
+ * deletion by key that says whether a row was there, a page of a log newest first. A key names
+ * columns with their values (`Pick`, so none can be left undefined and match every row); it is
+ * compared with `=`, or `IS` for null.
+ */
+type Key<T extends Table, K extends keyof Row<T>> = Pick<Row<T>, K>;
+
+/** The tables with untyped columns, so one statement serves each; results take the caller's table's type. */
+type AnyDatabase = Record<string, Record<string, unknown>>;
+
+function any(db: Kysely<Database>): Kysely<AnyDatabase> {
+  return db as unknown as Kysely<AnyDatabase>;
+}
+
+/** The row with this key, if any. */
+export async function findRow<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+): Promise<Row<T> | undefined> {
+  const row = await any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where((eb) => eb.and(key as AnyDatabase[string]))
+    .executeTakeFirst();
+  return row as Row<T> | undefined;
+}
+
+/** The rows with this key, ordered by the columns given (ascending). */
+export async function listRows<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+  ...order: (keyof Row<T> & string)[]
+): Promise<Row<T>[]> {
+  let query = any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where((eb) => eb.and(key as AnyDatabase[string]));
+  for (const column of order) query = query.orderBy(column);
+  return (await query.execute()) as Row<T>[];
+}
+
+/** Writes `changes` to the rows with this key; false when there were none. */
+export async function updateRows<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+  changes: Updateable<Database[T]>,
+): Promise<boolean> {
+  const result = await any(db)
+    .updateTable(table as string)
+    .set(changes as AnyDatabase[string])
+    .where((eb) => eb.and(key as AnyDatabase[string]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Deletes the rows with this key; false when there were none. */
+export async function deleteRows<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+): Promise<boolean> {
+  const result = await any(db)
+    .deleteFrom(table as string)
+    .where((eb) => eb.and(key as AnyDatabase[string]))
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/**
+ * A page of rows, newest (highest id) first: the filter's columns left undefined match every row,
+ * and `beforeId` is the last id of the page before.
+ */
+export async function newestPage<T extends Table>(
+  db: Kysely<Database>,
+  table: T,
+  filter: Partial<Row<T>>,
+  page: { readonly beforeId?: number; readonly limit: number },
+): Promise<Row<T>[]> {
+  const rows = await any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where((eb) => eb.and(filter as AnyDatabase[string]))
+    .$if(page.beforeId !== undefined, (qb) => qb.where('id', '<', page.beforeId))
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .execute();
+  return rows as Row<T>[];
+}
