@@ -11,7 +11,7 @@ import {
   type SmtpTarget,
 } from '../mail/smtp-target.js';
 import type {
-  FallbackInput,
+  RelayInput,
   RelayView,
   SmtpSettingsInput,
   SmtpSettingsView,
@@ -52,7 +52,7 @@ function withoutPassword(url: string): string {
 }
 
 /** The fallback field: empty removes the fallback; a URL without a password keeps the stored one. */
-function fallbackInput(form: Fields): FallbackInput | null {
+function fallbackInput(form: Fields): RelayInput | null {
   const url = text(form, 'fallback_url');
   if (url === '') return null;
   const target = parseSmtpUrl(url);
