@@ -44,10 +44,7 @@ export function layoutCommands(): Command {
   projectSubcommand(layout, 'list', "list a project's layouts").action(
     servicesAction(async ({ layouts }, out, options: { project: string }) => {
       const list = await layouts.list(options.project);
-      out.print(
-        { layouts: list.map(layoutJson) },
-        list.length === 0 ? 'No layouts.' : list.map((l) => l.name).join('\n'),
-      );
+      out.printList('layouts', list, layoutJson, 'No layouts.', (l) => l.name);
     }),
   );
 

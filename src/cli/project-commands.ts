@@ -83,16 +83,13 @@ export function projectCommands(): Command {
     .action(
       servicesAction(async ({ projects }, out) => {
         const list = await projects.list();
-        out.print(
-          { projects: list.map(projectJson) },
-          list.length === 0
-            ? 'No projects yet: herald project create --name NAME'
-            : list
-                .map(
-                  (p) =>
-                    `${String(p.id).padStart(4)}  ${p.name.padEnd(24)} ${p.keyPrefix}…  quota ${p.quotaLimit ?? 'unlimited'}/${p.quotaPeriod}`,
-                )
-                .join('\n'),
+        out.printList(
+          'projects',
+          list,
+          projectJson,
+          'No projects yet: herald project create --name NAME',
+          (p) =>
+            `${String(p.id).padStart(4)}  ${p.name.padEnd(24)} ${p.keyPrefix}…  quota ${p.quotaLimit ?? 'unlimited'}/${p.quotaPeriod}`,
         );
       }),
     );

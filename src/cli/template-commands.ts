@@ -73,11 +73,12 @@ export function templateCommands(): Command {
   projectSubcommand(template, 'list', "list a project's templates").action(
     servicesAction(async ({ templates }, out, options: { project: string }) => {
       const list = await templates.list(options.project);
-      out.print(
-        { templates: list.map(templateJson) },
-        list.length === 0
-          ? 'No templates.'
-          : list.map((t) => `${t.name.padEnd(28)} v${String(t.version).padEnd(4)} ${t.subject}`).join('\n'),
+      out.printList(
+        'templates',
+        list,
+        templateJson,
+        'No templates.',
+        (t) => `${t.name.padEnd(28)} v${String(t.version).padEnd(4)} ${t.subject}`,
       );
     }),
   );
