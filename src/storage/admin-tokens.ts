@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AdminTokenRow, Database } from './schema.js';
-import { findRow, updateRows } from './rows.js';
+import { findRow, updateRow } from './rows.js';
 
 export async function insertAdminToken(
   db: Kysely<Database>,
@@ -41,9 +41,9 @@ export async function findLiveAdminTokenByHash(
 
 /** Revokes a live token; false when there is none with this id (or it was revoked already). */
 export async function revokeAdminToken(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
-  return updateRows(db, 'admin_tokens', { id, revoked_at: null }, { revoked_at: now });
+  return (await updateRow(db, 'admin_tokens', { id, revoked_at: null }, { revoked_at: now })) !== undefined;
 }
 
 export async function touchAdminToken(db: Kysely<Database>, id: number, now: number): Promise<void> {
-  await updateRows(db, 'admin_tokens', { id }, { last_used_at: now });
+  await updateRow(db, 'admin_tokens', { id }, { last_used_at: now });
 }

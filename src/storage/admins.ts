@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { AdminRow, Database } from './schema.js';
-import { findRow, updateRows } from './rows.js';
+import { findRow, updateRow } from './rows.js';
 
 /** Setup tokens live in `settings`, one row per token, keyed by this prefix and the token's hash. */
 const SETUP_TOKEN_PREFIX = 'setup-token:';
@@ -38,7 +38,9 @@ export async function updateAdminPassword(
   passwordHash: string,
   now: number,
 ): Promise<boolean> {
-  return updateRows(db, 'admins', { id }, { password_hash: passwordHash, updated_at: now });
+  return (
+    (await updateRow(db, 'admins', { id }, { password_hash: passwordHash, updated_at: now })) !== undefined
+  );
 }
 
 /**

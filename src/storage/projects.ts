@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, NewProjectRow, ProjectRow, ProjectUpdate } from './schema.js';
-import { findRow } from './rows.js';
+import { findRow, updateRow } from './rows.js';
 
 export async function insertProject(db: Kysely<Database>, row: NewProjectRow): Promise<ProjectRow> {
   return db.insertInto('projects').values(row).returningAll().executeTakeFirstOrThrow();
@@ -11,7 +11,7 @@ export async function updateProject(
   id: number,
   changes: ProjectUpdate,
 ): Promise<ProjectRow | undefined> {
-  return db.updateTable('projects').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+  return updateRow(db, 'projects', { id }, changes);
 }
 
 export async function findProjectById(db: Kysely<Database>, id: number): Promise<ProjectRow | undefined> {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { relayBack } from '../domain/lifecycle.js';
 import { recovered, type RelayHealth } from '../domain/relay-health.js';
 import type { Database, RelayHealthRow } from './schema.js';
-import { updateRows } from './rows.js';
+import { updateRow } from './rows.js';
 
 /**
  * The relays every worker knows of (domain/relay-health.ts), one row per host and port. A worker
@@ -162,7 +162,7 @@ export async function claimProbe(
 
 /** Gives a probe lease back without a verdict (a stopping worker). */
 export async function releaseProbe(db: Kysely<Database>, relay: string, owner: string): Promise<void> {
-  await updateRows(
+  await updateRow(
     db,
     'relay_health',
     { relay, probe_owner: owner },

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type { ExpressionBuilder, Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { Database } from './schema.js';
 
 type Table = keyof Database;
@@ -7,8 +7,9 @@ type Table = keyof Database;
 export type Row<T extends Table> = Selectable<Database[T]>;
 
 /**
- * The statements most tables share: one row by its key, the rows of a key in order, an update or a
- * deletion by key that says whether a row was there, a page of a log newest first. A key names
+ * The statements most tables share: one row by its key, the rows of a key in order, an update by
+ * key that returns the row, a deletion by key that says whether a row was there, inserts in
+ * statements of bounded size, a page of a log newest first. A key names
  * columns with their values (`Pick`, so none can be left undefined and match every row); it is
  * compared with `=`, or `IS` for null.
  */
@@ -21,6 +22,11 @@ function any(db: Kysely<Database>): Kysely<AnyDatabase> {
   return db as unknown as Kysely<AnyDatabase>;
 }
 
+/** The condition that the row's columns have the values `key` or `filter` gives them. */
+function matching(key: object) {
+  return (eb: ExpressionBuilder<AnyDatabase, string>) => eb.and(key as AnyDatabase[string]);
+}
+
 /** The row with this key, if any. */
 export async function findRow<T extends Table, K extends keyof Row<T>>(
   db: Kysely<Database>,
@@ -30,7 +36,7 @@ export async function findRow<T extends Table, K extends keyof Row<T>>(
   const row = await any(db)
     .selectFrom(table as string)
     .selectAll()
-    .where((eb) => eb.and(key as AnyDatabase[string]))
+    .where(matching(key))
     .executeTakeFirst();
   return row as Row<T> | undefined;
 }
@@ -45,24 +51,25 @@ export async function listRows<T extends Table, K extends keyof Row<T>>(
   let query = any(db)
     .selectFrom(table as string)
     .selectAll()
-    .where((eb) => eb.and(key as AnyDatabase[string]));
+    .where(matching(key));
   for (const column of order) query = query.orderBy(column);
   return (await query.execute()) as Row<T>[];
 }
 
-/** Writes `changes` to the rows with this key; false when there were none. */
-export async function updateRows<T extends Table, K extends keyof Row<T>>(
+/** Writes `changes` to the row with this key and returns it as it is now; undefined when there is none. */
+export async function updateRow<T extends Table, K extends keyof Row<T>>(
   db: Kysely<Database>,
   table: T,
   key: Key<T, K>,
   changes: Updateable<Database[T]>,
-): Promise<boolean> {
-  const result = await any(db)
+): Promise<Row<T> | undefined> {
+  const row = await any(db)
     .updateTable(table as string)
     .set(changes as AnyDatabase[string])
-    .where((eb) => eb.and(key as AnyDatabase[string]))
+    .where(matching(key))
+    .returningAll()
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return row as Row<T> | undefined;
 }
 
 /** Deletes the rows with this key; false when there were none. */
@@ -73,7 +80,7 @@ export async function deleteRows<T extends Table, K extends keyof Row<T>>(
 ): Promise<boolean> {
   const result = await any(db)
     .deleteFrom(table as string)
-    .where((eb) => eb.and(key as AnyDatabase[string]))
+    .where(matching(key))
     .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
@@ -91,7 +98,7 @@ export async function newestPage<T extends Table>(
   const rows = await any(db)
     .selectFrom(table as string)
     .selectAll()
-    .where((eb) => eb.and(filter as AnyDatabase[string]))
+    .where(matching(filter))
     .$if(page.beforeId !== undefined, (qb) => qb.where('id', '<', page.beforeId))
     .orderBy('id', 'desc')
     .limit(page.limit)

@@ -1,6 +1,6 @@
 import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, TemplateLayoutRow, TemplateLayoutsTable } from './schema.js';
-import { deleteRows, findRow, listRows } from './rows.js';
+import { deleteRows, findRow, listRows, updateRow } from './rows.js';
 
 export async function insertLayout(
   db: Kysely<Database>,
@@ -15,13 +15,7 @@ export async function updateLayout(
   name: string,
   changes: Updateable<TemplateLayoutsTable>,
 ): Promise<TemplateLayoutRow | undefined> {
-  return db
-    .updateTable('template_layouts')
-    .set(changes)
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
-    .returningAll()
-    .executeTakeFirst();
+  return updateRow(db, 'template_layouts', { project_id: projectId, name }, changes);
 }
 
 export async function findLayout(

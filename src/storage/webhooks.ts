@@ -6,7 +6,7 @@ import type {
   WebhookDeliveryRow,
   WebhookEndpointRow,
 } from './schema.js';
-import { deleteRows, findRow, listRows, updateRows } from './rows.js';
+import { deleteRows, findRow, listRows, updateRow } from './rows.js';
 
 export async function insertEndpoint(
   db: Kysely<Database>,
@@ -57,7 +57,7 @@ export async function setEndpointEnabled(
   now: number,
 ): Promise<boolean> {
   const changes = { enabled: enabled ? 1 : 0, updated_at: now };
-  return updateRows(db, 'webhook_endpoints', { id, project_id: projectId }, changes);
+  return (await updateRow(db, 'webhook_endpoints', { id, project_id: projectId }, changes)) !== undefined;
 }
 
 /** Deletes an endpoint with its deliveries and their attempts (ON DELETE CASCADE). */
