@@ -7,6 +7,7 @@ import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
   adminSchema,
+  answers,
   SMALL_BODY_LIMIT,
   DeleteProjectQuery,
   KeyRotated,
@@ -80,7 +81,7 @@ export async function adminProjectRoutes(app: FastifyInstance, deps: AdminDeps):
     {
       schema: schema('adminGetProject', 'A project and its quota now', {
         params: ProjectParams,
-        response: { 200: ProjectDetail, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(ProjectDetail, 'Project'),
       }),
     },
     async (request) => {
@@ -143,7 +144,7 @@ export async function adminProjectRoutes(app: FastifyInstance, deps: AdminDeps):
       schema: schema('adminRotateProjectKey', "Replace a project's API key", {
         description: 'The old key is refused once this answers; the new one is in this answer only.',
         params: ProjectParams,
-        response: { 200: KeyRotated, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(KeyRotated, 'Project'),
       }),
     },
     async (request) => {

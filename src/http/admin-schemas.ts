@@ -358,6 +358,9 @@ export const ADMIN_ERRORS = {
 
 export const NOT_FOUND = (what: string) => ({ 404: errorMeaning(`${what} not found.`) });
 
+/** The answers of a route about something that may be missing: `ok`, 404 naming `what`, every admin error. */
+export const answers = <T>(ok: T, what: string) => ({ 200: ok, ...NOT_FOUND(what), ...ADMIN_ERRORS });
+
 /** Every admin route's security: the admin token, never a project's key. */
 export const ADMIN_SECURITY = [{ adminToken: [] }];
 /** Bodies of the small routes: a project's fields, a rollback, an address, a relay. */
