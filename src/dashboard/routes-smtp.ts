@@ -16,11 +16,9 @@ import type {
   SmtpSettingsInput,
   SmtpSettingsView,
 } from '../services/smtp-settings.js';
-import { formPage, fragment, isHtmx, notice, type DashboardDeps } from './context.js';
+import { formPage, fragment, isHtmx, notice, type DashboardDeps, type IdParams } from './context.js';
 import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
-
-type IdParams = { Params: { id: string } };
 
 /** The outcome of "verify" or "send test email": the relay's own words, shown as text. */
 export interface SmtpCheckResult {
