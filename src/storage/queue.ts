@@ -267,4 +267,24 @@ export class FinishStatement<Column extends string> {
     >);
     return (result.numAffectedRows ?? 0n) > 0n;
   }
+
+  /**
+   * Finishes each item's row with the values `valuesOf` gives it, then runs `stored` for each row
+   * `owner` still held, in order. Says, per item, whether it was stored.
+   */
+  async runEach<Item extends { readonly row: { readonly id: number } }>(
+    db: Kysely<Database>,
+    owner: string,
+    items: readonly Item[],
+    valuesOf: (item: Item) => Readonly<Record<Column, unknown>>,
+    stored: (item: Item) => Promise<void>,
+  ): Promise<boolean[]> {
+    const finished: boolean[] = [];
+    for (const item of items) {
+      const held = await this.run(db, item.row.id, owner, valuesOf(item));
+      finished.push(held);
+      if (held) await stored(item);
+    }
+    return finished;
+  }
 }
