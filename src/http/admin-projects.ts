@@ -6,7 +6,7 @@ import type { Project, ProjectInput } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
-  adminSchema,
+  adminGroup,
   answers,
   SMALL_BODY_LIMIT,
   DeleteProjectQuery,
@@ -36,8 +36,7 @@ function projectInput(body: Static<typeof ProjectUpdateBody>): ProjectInput {
   };
 }
 
-const schema = <S extends object>(operationId: string, summary: string, rest: S) =>
-  adminSchema('projects', operationId, summary, rest);
+const schema = adminGroup('projects');
 
 /** Projects: list, create, read, change, delete, and a new API key. */
 export async function adminProjectRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {

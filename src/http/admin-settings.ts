@@ -7,7 +7,7 @@ import { suppressionView } from '../services/suppressions.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
-  adminSchema,
+  adminGroup,
   answers,
   SMALL_BODY_LIMIT,
   NOT_FOUND,
@@ -50,12 +50,9 @@ const MAX_SUPPRESSION_PAGE = 1000;
 export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const project = (request: { adminProject: Project | null }) => (request.adminProject as Project).id;
-  const smtp = <S extends object>(id: string, summary: string, rest: S) =>
-    adminSchema('smtp', id, summary, rest);
-  const suppressions = <S extends object>(id: string, summary: string, rest: S) =>
-    adminSchema('suppressions', id, summary, rest);
-  const webhooks = <S extends object>(id: string, summary: string, rest: S) =>
-    adminSchema('webhooks', id, summary, rest);
+  const smtp = adminGroup('smtp');
+  const suppressions = adminGroup('suppressions');
+  const webhooks = adminGroup('webhooks');
 
   api.get(
     '/projects/:project/smtp',

@@ -6,7 +6,7 @@ import type { Project } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
-  adminSchema,
+  adminGroup,
   answers,
   SMALL_BODY_LIMIT,
   Layout,
@@ -38,10 +38,8 @@ const INVALID_TEMPLATE = errorMeaning(
     'does not parse, or the limit or name that is not met.',
 );
 
-const templates = <S extends object>(id: string, summary: string, rest: S) =>
-  adminSchema('templates', id, summary, rest);
-const layouts = <S extends object>(id: string, summary: string, rest: S) =>
-  adminSchema('layouts', id, summary, rest);
+const templates = adminGroup('templates');
+const layouts = adminGroup('layouts');
 
 /** Templates (with locales and versions) and layouts of a project. */
 export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
