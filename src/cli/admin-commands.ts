@@ -40,11 +40,12 @@ export function adminCommands(): Command {
     .action(
       servicesAction(async (services, out) => {
         const list = await services.admins.list();
-        out.print(
-          { admins: list.map((a) => ({ id: a.id, email: a.email, created_at: iso(a.createdAt) })) },
-          list.length === 0
-            ? 'No admins yet: open the setup link printed by `herald serve`, or run herald admin create.'
-            : list.map((a) => `${String(a.id).padStart(4)}  ${a.email}`).join('\n'),
+        out.printList(
+          'admins',
+          list,
+          (a) => ({ id: a.id, email: a.email, created_at: iso(a.createdAt) }),
+          'No admins yet: open the setup link printed by `herald serve`, or run herald admin create.',
+          (a) => `${String(a.id).padStart(4)}  ${a.email}`,
         );
       }),
     );

@@ -52,6 +52,13 @@ export function projectSubcommand(parent: Command, name: string, description: st
     .requiredOption('--project <project>', 'project name or id');
 }
 
+/** Of the named options, those given on the command line: a change leaves the others as they are. */
+export function given<O extends object, K extends keyof O>(options: O, ...names: K[]): Partial<Pick<O, K>> {
+  return Object.fromEntries(
+    names.filter((name) => options[name] !== undefined).map((name) => [name, options[name]]),
+  ) as Partial<Pick<O, K>>;
+}
+
 /** Where a command prints: one JSON object with `--json`, else text. */
 export function outputOf(command: Command): Output {
   return createOutput(Boolean(command.optsWithGlobals().json));

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { layoutJson } from '../services/json-views.js';
-import { projectSubcommand, servicesAction } from './context.js';
+import { given, projectSubcommand, servicesAction } from './context.js';
 
 interface LayoutOptions {
   project: string;
@@ -33,10 +33,7 @@ export function layoutCommands(): Command {
     .option('--text <text>', 'text frame ("" removes it)')
     .action(
       servicesAction(async ({ layouts }, out, options: LayoutOptions) => {
-        const updated = await layouts.update(options.project, options.name, {
-          ...(options.html !== undefined && { html: options.html }),
-          ...(options.text !== undefined && { text: options.text }),
-        });
+        const updated = await layouts.update(options.project, options.name, given(options, 'html', 'text'));
         out.print(layoutJson(updated), `Updated layout ${updated.name}.`);
       }),
     );
@@ -44,10 +41,7 @@ export function layoutCommands(): Command {
   projectSubcommand(layout, 'list', "list a project's layouts").action(
     servicesAction(async ({ layouts }, out, options: { project: string }) => {
       const list = await layouts.list(options.project);
-      out.print(
-        { layouts: list.map(layoutJson) },
-        list.length === 0 ? 'No layouts.' : list.map((l) => l.name).join('\n'),
-      );
+      out.printList('layouts', list, layoutJson, 'No layouts.', (l) => l.name);
     }),
   );
 

@@ -9,6 +9,14 @@ export { iso } from '../services/json-views.js';
 export interface Output {
   /** Prints `json` with --json, else the text (or the JSON's key: value lines when no text given). */
   print(json: Record<string, unknown>, text?: string): void;
+  /** Prints `{ [key]: each item as JSON }` with --json, else a line per item, or `empty` when there are none. */
+  printList<T>(
+    key: string,
+    items: readonly T[],
+    json: (item: T) => unknown,
+    empty: string,
+    line: (item: T) => string,
+  ): void;
 }
 
 /**
@@ -41,6 +49,9 @@ export function createOutput(asJson: boolean): Output {
         ([key, value]) => `${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`,
       );
       write(lines.join('\n'));
+    },
+    printList(key, items, json, empty, line) {
+      this.print({ [key]: items.map(json) }, items.length === 0 ? empty : items.map(line).join('\n'));
     },
   };
 }

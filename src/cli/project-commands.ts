@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { parseQuotaLimit, parseQuotaPeriod } from '../config.js';
 import type { ProjectInput } from '../services/projects.js';
-import { servicesAction } from './context.js';
+import { given, servicesAction } from './context.js';
 import { projectJson } from '../services/json-views.js';
 
 interface ProjectOptions {
@@ -15,10 +15,7 @@ interface ProjectOptions {
 
 function projectInput(options: ProjectOptions): ProjectInput {
   return {
-    ...(options.name !== undefined && { name: options.name }),
-    ...(options.contactEmail !== undefined && { contactEmail: options.contactEmail }),
-    ...(options.fromEmail !== undefined && { fromEmail: options.fromEmail }),
-    ...(options.fromName !== undefined && { fromName: options.fromName }),
+    ...given(options, 'name', 'contactEmail', 'fromEmail', 'fromName'),
     ...(options.quota !== undefined && { quotaLimit: parseQuotaLimit(options.quota, '--quota') }),
     ...(options.quotaPeriod !== undefined && {
       quotaPeriod: parseQuotaPeriod(options.quotaPeriod, '--quota-period'),
@@ -83,16 +80,13 @@ export function projectCommands(): Command {
     .action(
       servicesAction(async ({ projects }, out) => {
         const list = await projects.list();
-        out.print(
-          { projects: list.map(projectJson) },
-          list.length === 0
-            ? 'No projects yet: herald project create --name NAME'
-            : list
-                .map(
-                  (p) =>
-                    `${String(p.id).padStart(4)}  ${p.name.padEnd(24)} ${p.keyPrefix}…  quota ${p.quotaLimit ?? 'unlimited'}/${p.quotaPeriod}`,
-                )
-                .join('\n'),
+        out.printList(
+          'projects',
+          list,
+          projectJson,
+          'No projects yet: herald project create --name NAME',
+          (p) =>
+            `${String(p.id).padStart(4)}  ${p.name.padEnd(24)} ${p.keyPrefix}…  quota ${p.quotaLimit ?? 'unlimited'}/${p.quotaPeriod}`,
         );
       }),
     );

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { relayStatusJson, smtpJson } from '../services/json-views.js';
 import { urlHost } from '../domain/url-host.js';
-import { projectSubcommand, servicesAction } from './context.js';
+import { given, projectSubcommand, servicesAction } from './context.js';
 
 export function smtpCommands(): Command {
   const smtp = new Command('smtp').description("a project's own SMTP relay");
@@ -30,11 +30,11 @@ export function smtpCommands(): Command {
             fromName?: string;
           },
         ) => {
-          const view = await smtpSettings.setFromUrl(options.project, options.url, {
-            ...(options.fromEmail !== undefined && { fromEmail: options.fromEmail }),
-            ...(options.fromName !== undefined && { fromName: options.fromName }),
-            ...(options.fallbackUrl !== undefined && { fallbackUrl: options.fallbackUrl }),
-          });
+          const view = await smtpSettings.setFromUrl(
+            options.project,
+            options.url,
+            given(options, 'fromEmail', 'fromName', 'fallbackUrl'),
+          );
           const fallback =
             view.fallback === null ? '' : `, fallback ${urlHost(view.fallback.host)}:${view.fallback.port}`;
           out.print(

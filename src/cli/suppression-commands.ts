@@ -9,12 +9,13 @@ export function suppressionCommands(): Command {
 
   projectSubcommand(suppression, 'list', 'the suppressed addresses, newest first').action(
     servicesAction(async ({ suppressions }, out, options: { project: string }) => {
-      const rows = (await suppressions.list(options.project)).map(suppressionView);
-      out.print(
-        { suppressions: rows },
-        rows.length === 0
-          ? 'No suppressed addresses.'
-          : rows.map((r) => `${r.email}\t${r.reason}\t${r.created_at}\t${r.detail ?? ''}`).join('\n'),
+      const rows = await suppressions.list(options.project);
+      out.printList(
+        'suppressions',
+        rows.map(suppressionView),
+        (r) => r,
+        'No suppressed addresses.',
+        (r) => `${r.email}\t${r.reason}\t${r.created_at}\t${r.detail ?? ''}`,
       );
     }),
   );

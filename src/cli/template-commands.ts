@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { iso, templateJson, versionJson } from '../services/json-views.js';
-import { projectSubcommand, servicesAction } from './context.js';
+import { given, projectSubcommand, servicesAction } from './context.js';
 
 interface TemplateOptions {
   project: string;
@@ -36,8 +36,7 @@ export function templateCommands(): Command {
             subject: options.subject,
             text: options.text,
             html: options.html ?? null,
-            ...(options.layout !== undefined && { layout: options.layout }),
-            ...(options.locale !== undefined && { locale: options.locale }),
+            ...given(options, 'layout', 'locale'),
           });
           out.print(
             templateJson(created),
@@ -56,13 +55,11 @@ export function templateCommands(): Command {
     .option('--locale <tag>', 'change this locale variant instead of the default')
     .action(
       servicesAction(async ({ templates }, out, options: TemplateOptions) => {
-        const updated = await templates.update(options.project, options.name, {
-          ...(options.subject !== undefined && { subject: options.subject }),
-          ...(options.text !== undefined && { text: options.text }),
-          ...(options.html !== undefined && { html: options.html }),
-          ...(options.layout !== undefined && { layout: options.layout }),
-          ...(options.locale !== undefined && { locale: options.locale }),
-        });
+        const updated = await templates.update(
+          options.project,
+          options.name,
+          given(options, 'subject', 'text', 'html', 'layout', 'locale'),
+        );
         out.print(
           templateJson(updated),
           `Updated template ${updated.name}${variantOf(options)}, now version ${updated.version}.`,
@@ -73,11 +70,12 @@ export function templateCommands(): Command {
   projectSubcommand(template, 'list', "list a project's templates").action(
     servicesAction(async ({ templates }, out, options: { project: string }) => {
       const list = await templates.list(options.project);
-      out.print(
-        { templates: list.map(templateJson) },
-        list.length === 0
-          ? 'No templates.'
-          : list.map((t) => `${t.name.padEnd(28)} v${String(t.version).padEnd(4)} ${t.subject}`).join('\n'),
+      out.printList(
+        'templates',
+        list,
+        templateJson,
+        'No templates.',
+        (t) => `${t.name.padEnd(28)} v${String(t.version).padEnd(4)} ${t.subject}`,
       );
     }),
   );

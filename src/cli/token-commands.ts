@@ -27,21 +27,20 @@ export function tokenCommands(): Command {
     .action(
       servicesAction(async ({ adminTokens }, out) => {
         const list = await adminTokens.list();
-        out.print(
-          { tokens: list.map(adminTokenJson) },
-          list.length === 0
-            ? 'No admin tokens yet: herald token create --name NAME'
-            : list
-                .map((t) => {
-                  const state =
-                    t.revokedAt !== null
-                      ? `revoked ${new Date(t.revokedAt).toISOString()}`
-                      : t.lastUsedAt === null
-                        ? 'never used'
-                        : `last used ${new Date(t.lastUsedAt).toISOString()}`;
-                  return `${String(t.id).padStart(4)}  ${t.name.padEnd(24)} ${t.prefix}…  ${state}`;
-                })
-                .join('\n'),
+        out.printList(
+          'tokens',
+          list,
+          adminTokenJson,
+          'No admin tokens yet: herald token create --name NAME',
+          (t) => {
+            const state =
+              t.revokedAt !== null
+                ? `revoked ${new Date(t.revokedAt).toISOString()}`
+                : t.lastUsedAt === null
+                  ? 'never used'
+                  : `last used ${new Date(t.lastUsedAt).toISOString()}`;
+            return `${String(t.id).padStart(4)}  ${t.name.padEnd(24)} ${t.prefix}…  ${state}`;
+          },
         );
       }),
     );

@@ -29,16 +29,13 @@ export function webhookCommands(): Command {
   projectSubcommand(webhook, 'list', "the project's endpoints").action(
     servicesAction(async ({ webhooks }, out, options: { project: string }) => {
       const endpoints = await webhooks.list(options.project);
-      out.print(
-        { webhooks: endpoints.map(endpointJson) },
-        endpoints.length === 0
-          ? 'No webhook endpoints.'
-          : endpoints
-              .map(
-                (e) =>
-                  `${e.id}\t${e.enabled ? 'enabled' : 'disabled'}\t${e.url}\t${(e.events ?? ['all events']).join(',')}`,
-              )
-              .join('\n'),
+      out.printList(
+        'webhooks',
+        endpoints,
+        endpointJson,
+        'No webhook endpoints.',
+        (e) =>
+          `${e.id}\t${e.enabled ? 'enabled' : 'disabled'}\t${e.url}\t${(e.events ?? ['all events']).join(',')}`,
       );
     }),
   );

@@ -33,6 +33,16 @@ declare module 'fastify' {
 /** What a view is given, besides the helpers and values every view gets. */
 export type ViewData = Record<string, unknown>;
 
+/** A page of one project (`/projects/:id/…`), and of one of its named things (`…/:name`). */
+export type IdParams = { Params: { id: string } };
+export type NameParams = { Params: { id: string; name: string } };
+
+/**
+ * Forms that carry a template's or a layout's whole bodies, percent-encoded (text up to 256 Ki
+ * characters, HTML up to 512 Ki, sample data up to 64 Ki), far above the API's body limit.
+ */
+export const BODIES_FORM_LIMIT = { bodyLimit: 4 * 1024 * 1024 };
+
 /**
  * Renders a page: the view with the layout and the values every page uses. All values reach the
  * HTML through eta's escaping `<%= %>`; `<%~ %>` inserts only what eta itself rendered (the page

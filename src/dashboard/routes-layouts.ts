@@ -1,12 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { Project } from '../services/projects.js';
-import { formPage, notice, projectOf, type DashboardDeps } from './context.js';
+import {
+  BODIES_FORM_LIMIT,
+  formPage,
+  notice,
+  projectOf,
+  type DashboardDeps,
+  type IdParams,
+  type NameParams,
+} from './context.js';
 import { fieldsOf, refusal, text } from './forms.js';
 
-type NameParams = { Params: { id: string; name: string } };
-type IdParams = { Params: { id: string } };
-
-const FORM_LIMIT = { bodyLimit: 4 * 1024 * 1024 };
 const NOTICES: Record<string, string> = {
   created: 'Layout created.',
   saved: 'Layout saved: templates in it render with the change.',
@@ -57,7 +61,7 @@ export async function layoutRoutes(app: FastifyInstance, deps: DashboardDeps): P
     return show(request, reply, { project, values: EXAMPLE, editing: null });
   });
 
-  app.post<IdParams>('/projects/:id/layouts', FORM_LIMIT, async (request, reply) => {
+  app.post<IdParams>('/projects/:id/layouts', BODIES_FORM_LIMIT, async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const values = valuesOf(request.body);
     try {
@@ -75,7 +79,7 @@ export async function layoutRoutes(app: FastifyInstance, deps: DashboardDeps): P
     return show(request, reply, { project, values, editing: layout.name });
   });
 
-  app.post<NameParams>('/projects/:id/layouts/edit/:name', FORM_LIMIT, async (request, reply) => {
+  app.post<NameParams>('/projects/:id/layouts/edit/:name', BODIES_FORM_LIMIT, async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const values = { ...valuesOf(request.body), name: request.params.name };
     try {

@@ -11,16 +11,14 @@ import {
   type SmtpTarget,
 } from '../mail/smtp-target.js';
 import type {
-  FallbackInput,
+  RelayInput,
   RelayView,
   SmtpSettingsInput,
   SmtpSettingsView,
 } from '../services/smtp-settings.js';
-import { formPage, fragment, isHtmx, notice, type DashboardDeps } from './context.js';
+import { formPage, fragment, isHtmx, notice, type DashboardDeps, type IdParams } from './context.js';
 import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
-
-type IdParams = { Params: { id: string } };
 
 /** The outcome of "verify" or "send test email": the relay's own words, shown as text. */
 export interface SmtpCheckResult {
@@ -52,7 +50,7 @@ function withoutPassword(url: string): string {
 }
 
 /** The fallback field: empty removes the fallback; a URL without a password keeps the stored one. */
-function fallbackInput(form: Fields): FallbackInput | null {
+function fallbackInput(form: Fields): RelayInput | null {
   const url = text(form, 'fallback_url');
   if (url === '') return null;
   const target = parseSmtpUrl(url);

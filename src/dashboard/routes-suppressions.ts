@@ -1,10 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Project } from '../services/projects.js';
 import { SUPPRESSION_PAGE } from '../services/suppressions.js';
-import { formPage, notice, projectOf, type DashboardDeps } from './context.js';
+import { formPage, notice, projectOf, type DashboardDeps, type IdParams } from './context.js';
 import { fieldsOf, refusal, text, whole } from './forms.js';
-
-type IdParams = { Params: { id: string } };
 
 const NOTICES: Record<string, string> = {
   added: 'Address added to the suppression list: mail to it now fails without being sent.',

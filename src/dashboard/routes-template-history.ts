@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TemplateVersionContent } from '../services/templates.js';
-import { notice, page, projectOf, type DashboardDeps } from './context.js';
+import { notice, page, projectOf, type DashboardDeps, type NameParams } from './context.js';
 import { diffLines, type DiffLine } from './diff.js';
 import { fieldsOf, whole } from './forms.js';
-
-type NameParams = { Params: { id: string; name: string } };
 
 /** One part of one variant, compared between two versions; only parts that differ are listed. */
 interface PartDiff {

@@ -2,18 +2,20 @@ import type { FastifyInstance } from 'fastify';
 import { parseMailbox } from '../domain/address.js';
 import type { Project } from '../services/projects.js';
 import { TEMPLATE_LIMITS, type Template } from '../services/templates.js';
-import { formPage, fragment, isHtmx, notice, page, projectOf, type DashboardDeps } from './context.js';
+import {
+  BODIES_FORM_LIMIT,
+  formPage,
+  fragment,
+  isHtmx,
+  notice,
+  page,
+  projectOf,
+  type DashboardDeps,
+  type IdParams,
+  type NameParams,
+} from './context.js';
 import { fieldsOf, idParam, parseSampleData, refusal, sampleDataFor, text, type Fields } from './forms.js';
 import { previewTemplate } from '../services/template-preview.js';
-
-type NameParams = { Params: { id: string; name: string } };
-type IdParams = { Params: { id: string } };
-
-/**
- * Template forms carry whole bodies, percent-encoded (text up to 256 Ki characters, HTML up to
- * 512 Ki, sample data up to 64 Ki), far above the API's body limit.
- */
-const FORM_LIMIT = { bodyLimit: 4 * 1024 * 1024 };
 
 const NOTICES: Record<string, string> = {
   created: 'Template created.',
@@ -150,7 +152,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     return editor(request, reply, { project, mode: 'new', values });
   });
 
-  app.post<IdParams>('/projects/:id/templates', FORM_LIMIT, async (request, reply) => {
+  app.post<IdParams>('/projects/:id/templates', BODIES_FORM_LIMIT, async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const values = valuesOf(fieldsOf(request.body));
     try {
@@ -171,7 +173,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
 
   // Live preview: htmx posts the editor form here as the user types and swaps in the fragment;
   // without JavaScript the Preview button posts here and gets the whole editor back.
-  app.post<IdParams>('/projects/:id/templates/preview', FORM_LIMIT, async (request, reply) => {
+  app.post<IdParams>('/projects/:id/templates/preview', BODIES_FORM_LIMIT, async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const form = fieldsOf(request.body);
     const values = valuesOf(form);
@@ -194,7 +196,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     });
   });
 
-  app.post<NameParams>('/projects/:id/templates/edit/:name', FORM_LIMIT, async (request, reply) => {
+  app.post<NameParams>('/projects/:id/templates/edit/:name', BODIES_FORM_LIMIT, async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const values = { ...valuesOf(fieldsOf(request.body)), name: request.params.name };
     let saved: Template;
@@ -235,7 +237,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
 
   // A test send goes through the real pipeline: accepted like an API request (it uses quota),
   // delivered by the worker with the saved template, and shown in the delivery log.
-  app.post<NameParams>('/projects/:id/templates/test/:name', FORM_LIMIT, async (request, reply) => {
+  app.post<NameParams>('/projects/:id/templates/test/:name', BODIES_FORM_LIMIT, async (request, reply) => {
     const row = await projects.resolve(idParam(request.params.id));
     const project = await projects.get(row.id);
     const template = await templates.get(row.id, request.params.name);

@@ -2,10 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NOTIFICATION_EVENTS } from '../domain/events.js';
 import type { Project } from '../services/projects.js';
 import { MAX_ENDPOINTS_PER_PROJECT, type WebhookEndpoint } from '../services/webhooks.js';
-import { formPage, notice, projectOf, type DashboardDeps } from './context.js';
+import { formPage, notice, projectOf, type DashboardDeps, type IdParams } from './context.js';
 import { fieldsOf, idParam, refusal, text, whole } from './forms.js';
 
-type IdParams = { Params: { id: string } };
 type EndpointParams = { Params: { id: string; endpointId: string } };
 type DeliveryParams = { Params: { id: string; endpointId: string; deliveryId: string } };
 

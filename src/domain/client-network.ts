@@ -1,19 +1,5 @@
 import { isIP } from 'node:net';
-
-/** The eight 16-bit groups of a valid IPv6 address (a trailing dotted quad counts as two). */
-function ipv6Groups(address: string): number[] {
-  let text = address.toLowerCase().replace(/%.*$/, '');
-  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (quad) {
-    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const part = (s: string) => (s === '' ? [] : s.split(':').map((g) => Number.parseInt(g, 16)));
-  const left = part(head);
-  const right = tail === undefined ? [] : part(tail);
-  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
-}
+import { ipv4Of, ipv6Groups } from './ipv6.js';
 
 /**
  * The client a connection or a request comes from, as limits count clients: its IPv4 address
@@ -22,9 +8,8 @@ function ipv6Groups(address: string): number[] {
  */
 export function clientNetwork(ip: string): string {
   if (isIP(ip) !== 6) return ip;
-  const g = ipv6Groups(ip);
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff)
-    return `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
+  const g = ipv6Groups(ip.replace(/%.*$/, ''));
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return ipv4Of(g[6]!, g[7]!);
   return `${g
     .slice(0, 4)
     .map((x) => x.toString(16))

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { ipv4Of, ipv6Groups } from './ipv6.js';
 
 /**
  * Which addresses Herald may connect to on a project's behalf (product.md §8). A project's SMTP
@@ -31,23 +32,6 @@ export interface OutboundPolicy {
 
 export const OPEN_OUTBOUND: OutboundPolicy = Object.freeze({ enforce: false, allow: [] });
 
-/** The eight 16-bit groups of an IPv6 address (a trailing dotted quad counts as two). */
-function ipv6Groups(address: string): number[] {
-  let text = address.toLowerCase();
-  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (quad) {
-    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const part = (s: string) => (s === '' ? [] : s.split(':').map((g) => Number.parseInt(g, 16)));
-  const left = part(head);
-  const right = tail === undefined ? [] : part(tail);
-  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
-}
-
-const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-
 /**
  * The IPv4 address an IPv6 address stands for, where it embeds one that the network may route to:
  * IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), IPv4-translated
@@ -57,11 +41,11 @@ const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8
 function embeddedIpv4(address: string): string | null {
   const g = ipv6Groups(address);
   const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
-  if (zeros(0, 5) && g[5] === 0xffff) return v4(g[6]!, g[7]!);
-  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6]!, g[7]!);
-  if (zeros(0, 6) && (g[6]! !== 0 || g[7]! > 1)) return v4(g[6]!, g[7]!);
-  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6]!, g[7]!);
-  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
+  if (zeros(0, 5) && g[5] === 0xffff) return ipv4Of(g[6]!, g[7]!);
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return ipv4Of(g[6]!, g[7]!);
+  if (zeros(0, 6) && (g[6]! !== 0 || g[7]! > 1)) return ipv4Of(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return ipv4Of(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return ipv4Of(g[1]!, g[2]!);
   return null;
 }
 

@@ -7,7 +7,7 @@ import type { NotificationState } from '../domain/notification-state.js';
 import { parseDateTime } from '../domain/send-request.js';
 import type { Project } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
-import { ADMIN_ERRORS, ADMIN_SECURITY, NOT_FOUND, ProjectParams } from './admin-schemas.js';
+import { ADMIN_SECURITY, answers, ProjectParams } from './admin-schemas.js';
 import { pageNumber } from './admin-settings.js';
 import { StatusResponse } from './schemas.js';
 
@@ -100,7 +100,7 @@ export async function adminNotificationRoutes(app: FastifyInstance, deps: AdminD
         security: ADMIN_SECURITY,
         params: ProjectParams,
         querystring: SearchQuery,
-        response: { 200: SearchPage, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(SearchPage, 'Project'),
       },
     },
     async (request) => {

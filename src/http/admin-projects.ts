@@ -6,7 +6,8 @@ import type { Project, ProjectInput } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
-  adminSchema,
+  adminGroup,
+  answers,
   SMALL_BODY_LIMIT,
   DeleteProjectQuery,
   KeyRotated,
@@ -35,8 +36,7 @@ function projectInput(body: Static<typeof ProjectUpdateBody>): ProjectInput {
   };
 }
 
-const schema = <S extends object>(operationId: string, summary: string, rest: S) =>
-  adminSchema('projects', operationId, summary, rest);
+const schema = adminGroup('projects');
 
 /** Projects: list, create, read, change, delete, and a new API key. */
 export async function adminProjectRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
@@ -80,7 +80,7 @@ export async function adminProjectRoutes(app: FastifyInstance, deps: AdminDeps):
     {
       schema: schema('adminGetProject', 'A project and its quota now', {
         params: ProjectParams,
-        response: { 200: ProjectDetail, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(ProjectDetail, 'Project'),
       }),
     },
     async (request) => {
@@ -143,7 +143,7 @@ export async function adminProjectRoutes(app: FastifyInstance, deps: AdminDeps):
       schema: schema('adminRotateProjectKey', "Replace a project's API key", {
         description: 'The old key is refused once this answers; the new one is in this answer only.',
         params: ProjectParams,
-        response: { 200: KeyRotated, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(KeyRotated, 'Project'),
       }),
     },
     async (request) => {

@@ -358,12 +358,24 @@ export const ADMIN_ERRORS = {
 
 export const NOT_FOUND = (what: string) => ({ 404: errorMeaning(`${what} not found.`) });
 
+/** The answers of a route about something that may be missing: `ok`, 404 naming `what`, every admin error. */
+export const answers = <T>(ok: T, what: string) => ({ 200: ok, ...NOT_FOUND(what), ...ADMIN_ERRORS });
+
 /** Every admin route's security: the admin token, never a project's key. */
 export const ADMIN_SECURITY = [{ adminToken: [] }];
 /** Bodies of the small routes: a project's fields, a rollback, an address, a relay. */
 export const SMALL_BODY_LIMIT = 16 * 1024;
 
-/** An admin route's schema: its operation, its group in the document, the admin token, and `rest`. */
-export function adminSchema<S extends object>(tag: string, operationId: string, summary: string, rest: S) {
-  return { operationId, summary, tags: [`admin: ${tag}`], security: ADMIN_SECURITY, ...rest };
+/**
+ * The schemas of one group of admin routes (`tag`, its heading in the document): each with its
+ * operation, its summary, the admin token, and `rest`.
+ */
+export function adminGroup(tag: string) {
+  return <S extends object>(operationId: string, summary: string, rest: S) => ({
+    operationId,
+    summary,
+    tags: [`admin: ${tag}`],
+    security: ADMIN_SECURITY,
+    ...rest,
+  });
 }

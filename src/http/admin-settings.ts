@@ -7,7 +7,8 @@ import { suppressionView } from '../services/suppressions.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
-  adminSchema,
+  adminGroup,
+  answers,
   SMALL_BODY_LIMIT,
   NOT_FOUND,
   PageQuery,
@@ -49,19 +50,16 @@ const MAX_SUPPRESSION_PAGE = 1000;
 export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const project = (request: { adminProject: Project | null }) => (request.adminProject as Project).id;
-  const smtp = <S extends object>(id: string, summary: string, rest: S) =>
-    adminSchema('smtp', id, summary, rest);
-  const suppressions = <S extends object>(id: string, summary: string, rest: S) =>
-    adminSchema('suppressions', id, summary, rest);
-  const webhooks = <S extends object>(id: string, summary: string, rest: S) =>
-    adminSchema('webhooks', id, summary, rest);
+  const smtp = adminGroup('smtp');
+  const suppressions = adminGroup('suppressions');
+  const webhooks = adminGroup('webhooks');
 
   api.get(
     '/projects/:project/smtp',
     {
       schema: smtp('adminGetSmtp', "A project's SMTP settings and whether its relays are up", {
         params: ProjectParams,
-        response: { 200: SmtpShow, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(SmtpShow, 'Project'),
       }),
     },
     async (request) => {
@@ -81,7 +79,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
           'the next attempt after a transient failure of the primary, and every attempt while it is down.',
         params: ProjectParams,
         body: SmtpPutBody,
-        response: { 200: Smtp, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(Smtp, 'Project'),
       }),
     },
     async (request) => {
@@ -101,7 +99,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: smtp('adminDeleteSmtp', "Remove a project's SMTP relay (Herald's default applies again)", {
         params: ProjectParams,
-        response: { 200: SmtpCleared, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(SmtpCleared, 'Project'),
       }),
     },
     async (request) => ({ cleared: await deps.smtpSettings.clear(project(request)) }),
@@ -113,7 +111,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
       schema: suppressions('adminListSuppressions', "A project's suppressed addresses, newest first", {
         params: ProjectParams,
         querystring: PageQuery,
-        response: { 200: SuppressionList, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(SuppressionList, 'Project'),
       }),
     },
     async (request) => {
@@ -149,7 +147,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: suppressions('adminRemoveSuppression', 'Mail an address again', {
         params: SuppressionParams,
-        response: { 200: SuppressionRemoved, ...NOT_FOUND('Project or address'), ...ADMIN_ERRORS },
+        response: answers(SuppressionRemoved, 'Project or address'),
       }),
     },
     async (request) => ({
@@ -163,7 +161,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: webhooks('adminListWebhooks', "A project's webhook endpoints", {
         params: ProjectParams,
-        response: { 200: WebhookList, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(WebhookList, 'Project'),
       }),
     },
     async (request) => ({ webhooks: (await deps.webhooks.list(project(request))).map(endpointJson) }),
@@ -194,7 +192,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: webhooks('adminDeleteWebhook', 'Remove a webhook endpoint and its delivery history', {
         params: WebhookParams,
-        response: { 200: WebhookDeleted, ...NOT_FOUND('Project or endpoint'), ...ADMIN_ERRORS },
+        response: answers(WebhookDeleted, 'Project or endpoint'),
       }),
     },
     async (request) => {

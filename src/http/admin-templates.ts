@@ -6,7 +6,8 @@ import type { Project } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
   ADMIN_ERRORS,
-  adminSchema,
+  adminGroup,
+  answers,
   SMALL_BODY_LIMIT,
   Layout,
   LayoutList,
@@ -37,10 +38,8 @@ const INVALID_TEMPLATE = errorMeaning(
     'does not parse, or the limit or name that is not met.',
 );
 
-const templates = <S extends object>(id: string, summary: string, rest: S) =>
-  adminSchema('templates', id, summary, rest);
-const layouts = <S extends object>(id: string, summary: string, rest: S) =>
-  adminSchema('layouts', id, summary, rest);
+const templates = adminGroup('templates');
+const layouts = adminGroup('layouts');
 
 /** Templates (with locales and versions) and layouts of a project. */
 export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
@@ -52,7 +51,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: templates('adminListTemplates', "A project's templates", {
         params: ProjectParams,
-        response: { 200: TemplateList, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(TemplateList, 'Project'),
       }),
     },
     async (request) => ({ templates: (await deps.templates.list(project(request))).map(templateJson) }),
@@ -63,7 +62,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: templates('adminGetTemplate', 'A template, with its locale variants and layout', {
         params: TemplateParams,
-        response: { 200: Template, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+        response: answers(Template, 'Project or template'),
       }),
     },
     async (request) => templateJson(await deps.templates.get(project(request), request.params.name)),
@@ -105,7 +104,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: templates('adminDeleteTemplate', 'Delete a template and its versions', {
         params: TemplateParams,
-        response: { 200: TemplateDeleted, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+        response: answers(TemplateDeleted, 'Project or template'),
       }),
     },
     async (request) => {
@@ -119,7 +118,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: templates('adminListTemplateVersions', "A template's versions, newest first", {
         params: TemplateParams,
-        response: { 200: TemplateVersions, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+        response: answers(TemplateVersions, 'Project or template'),
       }),
     },
     async (request) => ({
@@ -134,7 +133,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
       schema: templates('adminRollbackTemplate', "A new version with an earlier version's content", {
         params: TemplateParams,
         body: RollbackBody,
-        response: { 200: Template, ...NOT_FOUND('Project or template'), ...ADMIN_ERRORS },
+        response: answers(Template, 'Project or template'),
       }),
     },
     async (request) =>
@@ -148,7 +147,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: layouts('adminListLayouts', "A project's layouts", {
         params: ProjectParams,
-        response: { 200: LayoutList, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: answers(LayoutList, 'Project'),
       }),
     },
     async (request) => ({ layouts: (await deps.layouts.list(project(request))).map(layoutJson) }),
@@ -159,7 +158,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       schema: layouts('adminGetLayout', 'A layout', {
         params: TemplateParams,
-        response: { 200: Layout, ...NOT_FOUND('Project or layout'), ...ADMIN_ERRORS },
+        response: answers(Layout, 'Project or layout'),
       }),
     },
     async (request) => layoutJson(await deps.layouts.get(project(request), request.params.name)),

@@ -26,13 +26,8 @@ export interface RelayView {
 }
 
 /** SMTP settings as shown to people: the password is write-only and never leaves the service. */
-export interface SmtpSettingsView {
+export interface SmtpSettingsView extends RelayView {
   readonly projectId: number;
-  readonly host: string;
-  readonly port: number;
-  readonly security: SmtpSecurity;
-  readonly username: string | null;
-  readonly hasPassword: boolean;
   readonly fromEmail: string | null;
   readonly fromName: string | null;
   readonly updatedAt: number;
@@ -40,26 +35,21 @@ export interface SmtpSettingsView {
   readonly fallback: RelayView | null;
 }
 
-/** A fallback relay to store; its password kept as the primary's is (see SmtpSettingsInput). */
-export interface FallbackInput {
-  readonly host: string;
-  readonly port: number;
-  readonly security: SmtpSecurity;
-  readonly username?: string | null;
-  readonly password?: string | null;
-}
-
-export interface SmtpSettingsInput {
+/** A relay to store: the primary, or the fallback (whose password is kept as the primary's is). */
+export interface RelayInput {
   readonly host: string;
   readonly port: number;
   readonly security: SmtpSecurity;
   readonly username?: string | null;
   /** undefined keeps the stored password if host, port and username are unchanged; null or '' removes it. */
   readonly password?: string | null;
+}
+
+export interface SmtpSettingsInput extends RelayInput {
   readonly fromEmail?: string | null;
   readonly fromName?: string | null;
   /** undefined keeps the stored fallback relay; null removes it. */
-  readonly fallback?: FallbackInput | null;
+  readonly fallback?: RelayInput | null;
 }
 
 /** A relay's state as the dashboard and the CLI show it (product.md §10). */
@@ -79,27 +69,45 @@ export interface RelayStatus {
   } | null;
 }
 
+/** A relay as a settings row stores it: the primary's columns, or the fallback's. */
+interface StoredRelay {
+  readonly host: string;
+  readonly port: number;
+  readonly security: SmtpSecurity;
+  readonly username: string | null;
+  readonly passwordEnc: string | null;
+}
+
+function primaryOf(row: SmtpSettingsRow): StoredRelay {
+  const { host, port, security, username } = row;
+  return { host, port, security, username, passwordEnc: row.password_enc };
+}
+
+/** The fallback relay a row stores; null without one. */
+function fallbackOf(row: SmtpSettingsRow): StoredRelay | null {
+  if (row.fallback_host === null || row.fallback_port === null) return null;
+  return {
+    host: row.fallback_host,
+    port: row.fallback_port,
+    security: row.fallback_security ?? 'auto',
+    username: row.fallback_username,
+    passwordEnc: row.fallback_password_enc,
+  };
+}
+
+function relayView({ passwordEnc, ...relay }: StoredRelay): RelayView {
+  return { ...relay, hasPassword: passwordEnc !== null };
+}
+
 function toView(row: SmtpSettingsRow): SmtpSettingsView {
+  const fallback = fallbackOf(row);
   return {
     projectId: row.project_id,
-    host: row.host,
-    port: row.port,
-    security: row.security,
-    username: row.username,
-    hasPassword: row.password_enc !== null,
+    ...relayView(primaryOf(row)),
     fromEmail: row.from_email,
     fromName: row.from_name,
     updatedAt: row.updated_at,
-    fallback:
-      row.fallback_host === null || row.fallback_port === null
-        ? null
-        : {
-            host: row.fallback_host,
-            port: row.fallback_port,
-            security: row.fallback_security ?? 'auto',
-            username: row.fallback_username,
-            hasPassword: row.fallback_password_enc !== null,
-          },
+    fallback: fallback === null ? null : relayView(fallback),
   };
 }
 
@@ -196,7 +204,7 @@ export class SmtpSettingsService {
 
   /** The fallback columns to store: kept, removed or replaced (its password as the primary's is). */
   private fallbackColumns(
-    input: FallbackInput | null | undefined,
+    input: RelayInput | null | undefined,
     current: SmtpSettingsRow | undefined,
     primary: { host: string; port: number },
   ): Pick<
@@ -258,28 +266,17 @@ export class SmtpSettingsService {
   async forDelivery(projectId: number): Promise<ProjectSmtp | null> {
     const row = await findSmtpSettings(this.db, projectId);
     if (row === undefined) return null;
+    const fallback = fallbackOf(row);
     return {
-      target: {
-        host: row.host,
-        port: row.port,
-        security: row.security,
-        username: row.username,
-        password: row.password_enc === null ? null : this.secrets.open(row.password_enc),
-      },
-      fallback:
-        row.fallback_host === null || row.fallback_port === null
-          ? null
-          : {
-              host: row.fallback_host,
-              port: row.fallback_port,
-              security: row.fallback_security ?? 'auto',
-              username: row.fallback_username,
-              password:
-                row.fallback_password_enc === null ? null : this.secrets.open(row.fallback_password_enc),
-            },
+      target: this.target(primaryOf(row)),
+      fallback: fallback === null ? null : this.target(fallback),
       fromEmail: row.from_email,
       fromName: row.from_name,
     };
+  }
+
+  private target({ passwordEnc, ...relay }: StoredRelay): SmtpTarget {
+    return { ...relay, password: passwordEnc === null ? null : this.secrets.open(passwordEnc) };
   }
 
   /**
@@ -328,7 +325,7 @@ export class SmtpSettingsService {
 }
 
 /** A fallback relay's URL as `smtp set --fallback-url` takes it: empty (or null) removes it. */
-function parseFallbackUrl(url: string | null): FallbackInput | null {
+function parseFallbackUrl(url: string | null): RelayInput | null {
   if (url === null || url.trim() === '') return null;
   const target = parseSmtpUrl(url.trim());
   return { ...target, password: target.password ?? undefined };

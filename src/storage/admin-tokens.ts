@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AdminTokenRow, Database } from './schema.js';
+import { findRow, updateRow } from './rows.js';
 
 export async function insertAdminToken(
   db: Kysely<Database>,
@@ -27,7 +28,7 @@ export async function countLiveAdminTokens(db: Kysely<Database>): Promise<number
 }
 
 export async function findAdminToken(db: Kysely<Database>, id: number): Promise<AdminTokenRow | undefined> {
-  return db.selectFrom('admin_tokens').selectAll().where('id', '=', id).executeTakeFirst();
+  return findRow(db, 'admin_tokens', { id });
 }
 
 /** The live (not revoked) token with this hash. */
@@ -35,25 +36,14 @@ export async function findLiveAdminTokenByHash(
   db: Kysely<Database>,
   hash: string,
 ): Promise<AdminTokenRow | undefined> {
-  return db
-    .selectFrom('admin_tokens')
-    .selectAll()
-    .where('token_hash', '=', hash)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
+  return findRow(db, 'admin_tokens', { token_hash: hash, revoked_at: null });
 }
 
 /** Revokes a live token; false when there is none with this id (or it was revoked already). */
 export async function revokeAdminToken(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
-  const result = await db
-    .updateTable('admin_tokens')
-    .set({ revoked_at: now })
-    .where('id', '=', id)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return (await updateRow(db, 'admin_tokens', { id, revoked_at: null }, { revoked_at: now })) !== undefined;
 }
 
 export async function touchAdminToken(db: Kysely<Database>, id: number, now: number): Promise<void> {
-  await db.updateTable('admin_tokens').set({ last_used_at: now }).where('id', '=', id).execute();
+  await updateRow(db, 'admin_tokens', { id }, { last_used_at: now });
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { AdminRow, Database } from './schema.js';
+import { findRow, updateRow } from './rows.js';
 
 /** Setup tokens live in `settings`, one row per token, keyed by this prefix and the token's hash. */
 const SETUP_TOKEN_PREFIX = 'setup-token:';
@@ -12,11 +13,11 @@ export async function insertAdmin(
 }
 
 export async function findAdminByEmail(db: Kysely<Database>, email: string): Promise<AdminRow | undefined> {
-  return db.selectFrom('admins').selectAll().where('email', '=', email).executeTakeFirst();
+  return findRow(db, 'admins', { email });
 }
 
 export async function findAdminById(db: Kysely<Database>, id: number): Promise<AdminRow | undefined> {
-  return db.selectFrom('admins').selectAll().where('id', '=', id).executeTakeFirst();
+  return findRow(db, 'admins', { id });
 }
 
 export async function listAdmins(db: Kysely<Database>): Promise<AdminRow[]> {
@@ -37,12 +38,9 @@ export async function updateAdminPassword(
   passwordHash: string,
   now: number,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('admins')
-    .set({ password_hash: passwordHash, updated_at: now })
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return (
+    (await updateRow(db, 'admins', { id }, { password_hash: passwordHash, updated_at: now })) !== undefined
+  );
 }
 
 /**

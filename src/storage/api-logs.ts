@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { insertLogRows, keepNewest, LOG_ROWS_PER_INSERT } from './log-tables.js';
 import type { ApiLogRow, Database, NewApiLogRow } from './schema.js';
+import { newestPage } from './rows.js';
 
 /** Entries per INSERT (see log-tables.ts). */
 export const API_LOG_ROWS_PER_INSERT = LOG_ROWS_PER_INSERT;
@@ -36,9 +37,5 @@ export interface ApiLogFilter {
 }
 
 export async function listApiLogs(db: Kysely<Database>, filter: ApiLogFilter): Promise<ApiLogRow[]> {
-  let query = db.selectFrom('api_logs').selectAll();
-  if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
-  if (filter.statusCode !== undefined) query = query.where('status_code', '=', filter.statusCode);
-  if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
-  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+  return newestPage(db, 'api_logs', { project_id: filter.projectId, status_code: filter.statusCode }, filter);
 }

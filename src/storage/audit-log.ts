@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { insertLogRows, keepNewest } from './log-tables.js';
 import type { AuditLogRow, Database, NewAuditLogRow } from './schema.js';
+import { newestPage } from './rows.js';
 
 export async function insertAuditLog(db: Kysely<Database>, rows: readonly NewAuditLogRow[]): Promise<void> {
   await insertLogRows(db, 'audit_log', rows);
@@ -20,9 +21,5 @@ export interface AuditLogFilter {
 }
 
 export async function listAuditLog(db: Kysely<Database>, filter: AuditLogFilter): Promise<AuditLogRow[]> {
-  let query = db.selectFrom('audit_log').selectAll();
-  if (filter.tokenId !== undefined) query = query.where('token_id', '=', filter.tokenId);
-  if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
-  if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
-  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+  return newestPage(db, 'audit_log', { token_id: filter.tokenId, project_id: filter.projectId }, filter);
 }

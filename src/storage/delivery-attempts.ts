@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { Precompiled } from './precompiled.js';
 import type { Database, DeliveryAttemptRow } from './schema.js';
+import { listRows } from './rows.js';
 
 /** One attempt as recorded: every column, so the statement has one shape. */
 export type NewAttempt = Omit<DeliveryAttemptRow, 'id'>;
@@ -40,11 +41,5 @@ export async function listAttempts(
   db: Kysely<Database>,
   notificationId: number,
 ): Promise<DeliveryAttemptRow[]> {
-  return db
-    .selectFrom('delivery_attempts')
-    .selectAll()
-    .where('notification_id', '=', notificationId)
-    .orderBy('attempt')
-    .orderBy('id')
-    .execute();
+  return listRows(db, 'delivery_attempts', { notification_id: notificationId }, 'attempt', 'id');
 }

@@ -1,5 +1,6 @@
 import type { Insertable, Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { insertInChunks } from './rows.js';
 
 /**
  * What the append-only logs (the API log, the audit log) share: batched inserts in statements of
@@ -20,12 +21,7 @@ export async function insertLogRows<T extends LogTable>(
   table: T,
   rows: readonly Insertable<Database[T]>[],
 ): Promise<void> {
-  for (let start = 0; start < rows.length; start += LOG_ROWS_PER_INSERT) {
-    await db
-      .insertInto(table as LogTable)
-      .values(rows.slice(start, start + LOG_ROWS_PER_INSERT) as Insertable<Database[LogTable]>[])
-      .execute();
-  }
+  await insertInChunks(db, table, rows, LOG_ROWS_PER_INSERT);
 }
 
 /**

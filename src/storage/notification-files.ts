@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { insertInChunks } from './rows.js';
 
 /**
  * A send's files. Their bytes are written first (`Storage.writeFileChunks`, driven by the
@@ -58,16 +59,9 @@ export interface FileLink {
   readonly content_id: number;
 }
 
-/** Rows per INSERT: well under both backends' parameter limits (3 each). */
-const CHUNK = 500;
-
 /** Links written files to accepted notifications, in the accept's transaction. */
 export async function linkFiles(db: Kysely<Database>, links: readonly FileLink[]): Promise<void> {
-  for (let start = 0; start < links.length; start += CHUNK)
-    await db
-      .insertInto('notification_files')
-      .values(links.slice(start, start + CHUNK))
-      .execute();
+  await insertInChunks(db, 'notification_files', links);
 }
 
 /**

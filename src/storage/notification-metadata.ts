@@ -1,6 +1,7 @@
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { MetadataFilter } from '../domain/metadata.js';
 import type { Database } from './schema.js';
+import { insertInChunks } from './rows.js';
 
 /** One key of one notification's metadata, as the search index keeps it. */
 export interface MetadataEntry {
@@ -10,16 +11,9 @@ export interface MetadataEntry {
   readonly value: string;
 }
 
-/** Rows per INSERT: well under both backends' parameter limits (4 each). */
-const CHUNK = 500;
-
 /** Writes the index rows of accepted notifications' metadata, in the accept's transaction. */
 export async function insertMetadata(db: Kysely<Database>, entries: readonly MetadataEntry[]): Promise<void> {
-  for (let start = 0; start < entries.length; start += CHUNK)
-    await db
-      .insertInto('notification_metadata')
-      .values(entries.slice(start, start + CHUNK))
-      .execute();
+  await insertInChunks(db, 'notification_metadata', entries);
 }
 
 /**

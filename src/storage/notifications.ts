@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { MetadataFilter } from '../domain/metadata.js';
 import { hasMetadata } from './notification-metadata.js';
 import type { Database, NewNotificationRow, NotificationRow, NotificationState } from './schema.js';
+import { findRow } from './rows.js';
 
 /**
  * Inserts many rows in one statement and returns their ids by request_id (RETURNING promises no
@@ -132,7 +133,7 @@ export async function findNotificationById(
   db: Kysely<Database>,
   id: number,
 ): Promise<NotificationRow | undefined> {
-  return db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
+  return findRow(db, 'notifications', { id });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, NewProjectRow, ProjectRow, ProjectUpdate } from './schema.js';
+import { findRow, updateRow } from './rows.js';
 
 export async function insertProject(db: Kysely<Database>, row: NewProjectRow): Promise<ProjectRow> {
   return db.insertInto('projects').values(row).returningAll().executeTakeFirstOrThrow();
@@ -10,22 +11,22 @@ export async function updateProject(
   id: number,
   changes: ProjectUpdate,
 ): Promise<ProjectRow | undefined> {
-  return db.updateTable('projects').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+  return updateRow(db, 'projects', { id }, changes);
 }
 
 export async function findProjectById(db: Kysely<Database>, id: number): Promise<ProjectRow | undefined> {
-  return db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
+  return findRow(db, 'projects', { id });
 }
 
 export async function findProjectByName(db: Kysely<Database>, name: string): Promise<ProjectRow | undefined> {
-  return db.selectFrom('projects').selectAll().where('name', '=', name).executeTakeFirst();
+  return findRow(db, 'projects', { name });
 }
 
 export async function findProjectByKeyHash(
   db: Kysely<Database>,
   hash: string,
 ): Promise<ProjectRow | undefined> {
-  return db.selectFrom('projects').selectAll().where('api_key_hash', '=', hash).executeTakeFirst();
+  return findRow(db, 'projects', { api_key_hash: hash });
 }
 
 export async function listProjects(db: Kysely<Database>): Promise<ProjectRow[]> {

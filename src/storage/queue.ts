@@ -1,4 +1,10 @@
-import type { Kysely, SelectQueryBuilder } from 'kysely';
+import {
+  sql,
+  type Kysely,
+  type SelectQueryBuilder,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from 'kysely';
 import { Precompiled } from './precompiled.js';
 import type { Database, NotificationRow, WebhookDeliveryRow } from './schema.js';
 
@@ -89,9 +95,31 @@ export function dueIds(
     .limit(claim.limit);
 }
 
+/** What a claim writes to each row it takes: the lease, and one more attempt. */
+export function claimedValues(table: QueueTable, claim: ClaimRequest) {
+  return {
+    state: LEASED,
+    lease_owner: claim.owner,
+    lease_until: claim.leaseUntil,
+    attempts: sql<number>`${sql.ref(`${table}.attempts`)} + 1`,
+    updated_at: claim.now,
+  };
+}
+
 /** Claimed rows in the order they fell due. */
 export function byDueTime<Row extends { run_at: number; id: number }>(rows: Row[]): Row[] {
   return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+}
+
+/** A claimed row put back as if the claim had not happened: ready, unleased, its attempt uncounted. */
+function unclaimed(queue: Queue, now: number) {
+  return {
+    state: queue.ready,
+    lease_owner: null,
+    lease_until: null,
+    attempts: sql<number>`${sql.ref('attempts')} - 1`,
+    updated_at: now,
+  };
 }
 
 /**
@@ -108,13 +136,7 @@ export async function releaseClaims(
   if (ids.length === 0) return;
   await leaseDb(db)
     .updateTable(queue.table)
-    .set((eb) => ({
-      state: queue.ready,
-      lease_owner: null,
-      lease_until: null,
-      attempts: eb('attempts', '-', 1),
-      updated_at: now,
-    }))
+    .set(unclaimed(queue, now))
     .where('id', 'in', ids)
     .where('state', '=', LEASED)
     .where('lease_owner', '=', owner)
@@ -138,14 +160,7 @@ export async function releaseUnseenClaims(
 ): Promise<number> {
   const result = await leaseDb(db)
     .updateTable(queue.table)
-    .set((eb) => ({
-      state: queue.ready,
-      lease_owner: null,
-      lease_until: null,
-      attempts: eb('attempts', '-', 1),
-      run_at: now,
-      updated_at: now,
-    }))
+    .set({ ...unclaimed(queue, now), run_at: now })
     .where('state', '=', LEASED)
     .where('lease_owner', '=', owner)
     .where('lease_until', '<', now)
@@ -162,18 +177,11 @@ export async function releaseUnseenClaims(
  * counted stays counted: the message may or may not have reached the relay.
  */
 export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): Promise<number> {
-  let returned = 0;
-  for (const queue of QUEUES) {
-    const result = await leaseDb(db)
-      .updateTable(queue.table)
-      .set({ state: queue.ready, lease_owner: null, lease_until: null, run_at: now, updated_at: now })
-      .where('state', '=', LEASED)
+  return returnLeases(db, now, (qb) =>
+    qb
       .where('lease_until', '<', now)
-      .where('lease_owner', 'not in', db.selectFrom('workers').select('owner'))
-      .executeTakeFirst();
-    returned += Number(result.numUpdatedRows);
-  }
-  return returned;
+      .where('lease_owner', 'not in', db.selectFrom('workers').select('owner')),
+  );
 }
 
 /** Returns every leased row of these owners to its queue, due now (the owners are dead). */
@@ -183,13 +191,28 @@ export async function reclaimOwners(
   now: number,
 ): Promise<number> {
   if (owners.length === 0) return 0;
+  return returnLeases(tx, now, (qb) => qb.where('lease_owner', 'in', owners));
+}
+
+/**
+ * Returns the leased rows `which` picks, in every queue, due now, the attempt counted staying
+ * counted. Returns how many.
+ */
+async function returnLeases(
+  db: Kysely<Database>,
+  now: number,
+  which: (
+    qb: UpdateQueryBuilder<LeaseDatabase, QueueTable, QueueTable, UpdateResult>,
+  ) => UpdateQueryBuilder<LeaseDatabase, QueueTable, QueueTable, UpdateResult>,
+): Promise<number> {
   let returned = 0;
   for (const queue of QUEUES) {
-    const result = await leaseDb(tx)
-      .updateTable(queue.table)
+    const table: QueueTable = queue.table;
+    const result = await leaseDb(db)
+      .updateTable(table)
       .set({ state: queue.ready, lease_owner: null, lease_until: null, run_at: now, updated_at: now })
       .where('state', '=', LEASED)
-      .where('lease_owner', 'in', owners)
+      .$call(which)
       .executeTakeFirst();
     returned += Number(result.numUpdatedRows);
   }
@@ -243,5 +266,25 @@ export class FinishStatement<Column extends string> {
       unknown
     >);
     return (result.numAffectedRows ?? 0n) > 0n;
+  }
+
+  /**
+   * Finishes each item's row with the values `valuesOf` gives it, then runs `stored` for each row
+   * `owner` still held, in order. Says, per item, whether it was stored.
+   */
+  async runEach<Item extends { readonly row: { readonly id: number } }>(
+    db: Kysely<Database>,
+    owner: string,
+    items: readonly Item[],
+    valuesOf: (item: Item) => Readonly<Record<Column, unknown>>,
+    stored: (item: Item) => Promise<void>,
+  ): Promise<boolean[]> {
+    const finished: boolean[] = [];
+    for (const item of items) {
+      const held = await this.run(db, item.row.id, owner, valuesOf(item));
+      finished.push(held);
+      if (held) await stored(item);
+    }
+    return finished;
   }
 }

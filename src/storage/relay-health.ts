@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { relayBack } from '../domain/lifecycle.js';
 import { recovered, type RelayHealth } from '../domain/relay-health.js';
 import type { Database, RelayHealthRow } from './schema.js';
+import { updateRow } from './rows.js';
 
 /**
  * The relays every worker knows of (domain/relay-health.ts), one row per host and port. A worker
@@ -161,12 +162,12 @@ export async function claimProbe(
 
 /** Gives a probe lease back without a verdict (a stopping worker). */
 export async function releaseProbe(db: Kysely<Database>, relay: string, owner: string): Promise<void> {
-  await db
-    .updateTable('relay_health')
-    .set({ probe_owner: null, probe_until: null })
-    .where('relay', '=', relay)
-    .where('probe_owner', '=', owner)
-    .execute();
+  await updateRow(
+    db,
+    'relay_health',
+    { relay, probe_owner: owner },
+    { probe_owner: null, probe_until: null },
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, SmtpSettingsRow, SmtpSettingsTable } from './schema.js';
+import { deleteRows, findRow } from './rows.js';
 
 export async function upsertSmtpSettings(
   db: Kysely<Database>,
@@ -18,12 +19,11 @@ export async function findSmtpSettings(
   db: Kysely<Database>,
   projectId: number,
 ): Promise<SmtpSettingsRow | undefined> {
-  return db.selectFrom('smtp_settings').selectAll().where('project_id', '=', projectId).executeTakeFirst();
+  return findRow(db, 'smtp_settings', { project_id: projectId });
 }
 
 export async function deleteSmtpSettings(db: Kysely<Database>, projectId: number): Promise<boolean> {
-  const result = await db.deleteFrom('smtp_settings').where('project_id', '=', projectId).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deleteRows(db, 'smtp_settings', { project_id: projectId });
 }
 
 /** How many projects have SMTP settings of their own (said at start-up, next to the default transport). */

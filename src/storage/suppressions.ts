@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, SuppressionReason, SuppressionRow } from './schema.js';
+import { deleteRows, findRow } from './rows.js';
 
 /** An entry to add; `email` is lowercased by the caller (domain/suppression.ts suppressionKey). */
 export interface NewSuppression {
@@ -39,12 +40,7 @@ export async function removeSuppression(
   projectId: number,
   email: string,
 ): Promise<boolean> {
-  const result = await db
-    .deleteFrom('suppressions')
-    .where('project_id', '=', projectId)
-    .where('email', '=', email)
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deleteRows(db, 'suppressions', { project_id: projectId, email });
 }
 
 export async function findSuppression(
@@ -52,12 +48,7 @@ export async function findSuppression(
   projectId: number,
   email: string,
 ): Promise<SuppressionRow | undefined> {
-  return db
-    .selectFrom('suppressions')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('email', '=', email)
-    .executeTakeFirst();
+  return findRow(db, 'suppressions', { project_id: projectId, email });
 }
 
 /** A project's list, newest first. */

@@ -1,5 +1,6 @@
 import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, TemplateLayoutRow, TemplateLayoutsTable } from './schema.js';
+import { deleteRows, findRow, listRows, updateRow } from './rows.js';
 
 export async function insertLayout(
   db: Kysely<Database>,
@@ -14,13 +15,7 @@ export async function updateLayout(
   name: string,
   changes: Updateable<TemplateLayoutsTable>,
 ): Promise<TemplateLayoutRow | undefined> {
-  return db
-    .updateTable('template_layouts')
-    .set(changes)
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
-    .returningAll()
-    .executeTakeFirst();
+  return updateRow(db, 'template_layouts', { project_id: projectId, name }, changes);
 }
 
 export async function findLayout(
@@ -28,28 +23,18 @@ export async function findLayout(
   projectId: number,
   name: string,
 ): Promise<TemplateLayoutRow | undefined> {
-  return db
-    .selectFrom('template_layouts')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
-    .executeTakeFirst();
+  return findRow(db, 'template_layouts', { project_id: projectId, name });
 }
 
 export async function findLayoutById(
   db: Kysely<Database>,
   id: number,
 ): Promise<TemplateLayoutRow | undefined> {
-  return db.selectFrom('template_layouts').selectAll().where('id', '=', id).executeTakeFirst();
+  return findRow(db, 'template_layouts', { id });
 }
 
 export async function listLayouts(db: Kysely<Database>, projectId: number): Promise<TemplateLayoutRow[]> {
-  return db
-    .selectFrom('template_layouts')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .orderBy('name')
-    .execute();
+  return listRows(db, 'template_layouts', { project_id: projectId }, 'name');
 }
 
 /** How many templates are at a version that uses the layout. */
@@ -66,5 +51,5 @@ export async function countLayoutUsers(db: Kysely<Database>, layoutId: number): 
 }
 
 export async function deleteLayout(db: Kysely<Database>, layoutId: number): Promise<void> {
-  await db.deleteFrom('template_layouts').where('id', '=', layoutId).execute();
+  await deleteRows(db, 'template_layouts', { id: layoutId });
 }

@@ -10,6 +10,8 @@ import type {
   TemplateVersionRow,
   TemplateVersionsTable,
 } from './schema.js';
+import { findRow } from './rows.js';
+import { findTemplate } from './templates.js';
 
 /** One version of a template, whole: its row and every variant (the default first). */
 export interface StoredVersion {
@@ -45,12 +47,7 @@ export async function findVersion(
   templateId: number,
   version: number,
 ): Promise<StoredVersion | undefined> {
-  const row = await db
-    .selectFrom('template_versions')
-    .selectAll()
-    .where('template_id', '=', templateId)
-    .where('version', '=', version)
-    .executeTakeFirst();
+  const row = await findRow(db, 'template_versions', { template_id: templateId, version });
   if (row === undefined) return undefined;
   const variants = await db
     .selectFrom('template_variants')
@@ -97,12 +94,7 @@ export async function findCurrentTemplate(
   projectId: number,
   name: string,
 ): Promise<CurrentTemplate | undefined> {
-  const template = await db
-    .selectFrom('templates')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('name', '=', name)
-    .executeTakeFirst();
+  const template = await findTemplate(db, projectId, name);
   if (template === undefined) return undefined;
   const stored = await findVersion(db, template.id, template.version);
   if (stored === undefined) return undefined;

@@ -1,10 +1,6 @@
-import type { ExpressionBuilder, Insertable, Kysely, Updateable } from 'kysely';
+import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, TemplateRow, TemplatesTable } from './schema.js';
-
-/** A project's template by its name, which is case-sensitive on both backends: `=` on TEXT compares bytes. */
-function named(projectId: number, name: string) {
-  return (eb: ExpressionBuilder<Database, 'templates'>) => eb.and({ project_id: projectId, name });
-}
+import { deleteRows, findRow, listRows, updateRow } from './rows.js';
 
 export async function insertTemplate(
   db: Kysely<Database>,
@@ -19,24 +15,20 @@ export async function updateTemplate(
   name: string,
   changes: Updateable<TemplatesTable>,
 ): Promise<TemplateRow | undefined> {
-  return db
-    .updateTable('templates')
-    .set(changes)
-    .where(named(projectId, name))
-    .returningAll()
-    .executeTakeFirst();
+  return updateRow(db, 'templates', { project_id: projectId, name }, changes);
 }
 
+/** A project's template by its name, which is case-sensitive on both backends: `=` on TEXT compares bytes. */
 export async function findTemplate(
   db: Kysely<Database>,
   projectId: number,
   name: string,
 ): Promise<TemplateRow | undefined> {
-  return db.selectFrom('templates').selectAll().where(named(projectId, name)).executeTakeFirst();
+  return findRow(db, 'templates', { project_id: projectId, name });
 }
 
 export async function listTemplates(db: Kysely<Database>, projectId: number): Promise<TemplateRow[]> {
-  return db.selectFrom('templates').selectAll().where('project_id', '=', projectId).orderBy('name').execute();
+  return listRows(db, 'templates', { project_id: projectId }, 'name');
 }
 
 export async function deleteTemplate(
@@ -44,6 +36,5 @@ export async function deleteTemplate(
   projectId: number,
   name: string,
 ): Promise<boolean> {
-  const result = await db.deleteFrom('templates').where(named(projectId, name)).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deleteRows(db, 'templates', { project_id: projectId, name });
 }

@@ -6,6 +6,7 @@ import type {
   WebhookDeliveryRow,
   WebhookEndpointRow,
 } from './schema.js';
+import { deleteRows, findRow, listRows, updateRow } from './rows.js';
 
 export async function insertEndpoint(
   db: Kysely<Database>,
@@ -27,12 +28,7 @@ export async function insertEndpoint(
 }
 
 export async function listEndpoints(db: Kysely<Database>, projectId: number): Promise<WebhookEndpointRow[]> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .orderBy('id')
-    .execute();
+  return listRows(db, 'webhook_endpoints', { project_id: projectId }, 'id');
 }
 
 /** One endpoint, only if it belongs to the project: ids from a URL or the CLI never cross tenants. */
@@ -41,12 +37,7 @@ export async function findEndpoint(
   projectId: number,
   id: number,
 ): Promise<WebhookEndpointRow | undefined> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('id', '=', id)
-    .where('project_id', '=', projectId)
-    .executeTakeFirst();
+  return findRow(db, 'webhook_endpoints', { id, project_id: projectId });
 }
 
 /** Endpoints by id for the webhook consumer (any project: it serves them all). */
@@ -65,23 +56,13 @@ export async function setEndpointEnabled(
   enabled: boolean,
   now: number,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_endpoints')
-    .set({ enabled: enabled ? 1 : 0, updated_at: now })
-    .where('id', '=', id)
-    .where('project_id', '=', projectId)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const changes = { enabled: enabled ? 1 : 0, updated_at: now };
+  return (await updateRow(db, 'webhook_endpoints', { id, project_id: projectId }, changes)) !== undefined;
 }
 
 /** Deletes an endpoint with its deliveries and their attempts (ON DELETE CASCADE). */
 export async function deleteEndpoint(db: Kysely<Database>, projectId: number, id: number): Promise<boolean> {
-  const result = await db
-    .deleteFrom('webhook_endpoints')
-    .where('id', '=', id)
-    .where('project_id', '=', projectId)
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deleteRows(db, 'webhook_endpoints', { id, project_id: projectId });
 }
 
 /**

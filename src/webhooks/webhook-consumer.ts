@@ -223,31 +223,30 @@ export function recordCalls(
   owner: string,
   now: () => number = Date.now,
 ): RecordOutcomes<WebhookDeliveryRow, Called> {
-  return async (tx, items) => {
-    const stored: boolean[] = [];
-    for (const { row, outcome } of items) {
-      const { result, next, startedAt } = outcome;
-      const finished = await FINISH.run(tx, row.id, owner, {
+  return (tx, items) =>
+    FINISH.runEach(
+      tx,
+      owner,
+      items,
+      ({ outcome: { result, next } }) => ({
         state: next.state,
         run_at: next.runAt,
         last_status_code: result.statusCode,
         last_error: result.error,
         updated_at: now(),
-      });
-      stored.push(finished);
-      if (!finished) continue;
-      await insertWebhookAttempt(tx, {
-        delivery_id: row.id,
-        attempt: row.attempts,
-        started_at: startedAt,
-        latency_ms: result.latencyMs,
-        status_code: result.statusCode,
-        excerpt: result.excerpt,
-        error: result.error,
-      });
-    }
-    return stored;
-  };
+      }),
+      async ({ row, outcome: { result, startedAt } }) => {
+        await insertWebhookAttempt(tx, {
+          delivery_id: row.id,
+          attempt: row.attempts,
+          started_at: startedAt,
+          latency_ms: result.latencyMs,
+          status_code: result.statusCode,
+          excerpt: result.excerpt,
+          error: result.error,
+        });
+      },
+    );
 }
 
 function outcomeOf(result: PostResult): WebhookAttemptOutcome['outcome'] {

@@ -11,16 +11,16 @@ import {
   type RelayRole,
 } from '../domain/relay-health.js';
 import { windowPolicy } from '../domain/relay-window.js';
-import { suppressedMessage, suppressionKey, type SuppressionReason } from '../domain/suppression.js';
+import { suppressedMessage, type SuppressionReason } from '../domain/suppression.js';
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
 import type { NotificationRow } from '../storage/schema.js';
-import { suppressedAmong } from '../storage/suppressions.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import type { Attempted } from './outcomes.js';
 import { RelayHealthBook } from './relay-health.js';
 import { RelayLanes } from './relay-lanes.js';
+import { suppressionsOf } from './suppressed.js';
 
 /** The delivery settings the mail lanes use (documented in config.ts). */
 export type MailOptions = Pick<
@@ -132,7 +132,7 @@ export class MailConsumer implements Consumer {
     const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: leaveOut });
     this.leftOut = new Set(leaveOut);
     if (rows.length > 0) {
-      const suppressed = await this.suppressionsOf(rows);
+      const suppressed = await this.readSuppressions(rows);
       const batch = this.loader.batch();
       for (const row of rows) this.backlog.push({ row, batch, suppressed: suppressed.get(row.id) ?? null });
     }
@@ -170,24 +170,13 @@ export class MailConsumer implements Consumer {
   }
 
   /** Why each claimed row's recipient is suppressed, by row id. If the look-up fails the claim is given back. */
-  private async suppressionsOf(rows: readonly NotificationRow[]): Promise<Map<number, SuppressionReason>> {
-    const keys = rows.map((row) => suppressionKey(row.recipient));
-    let found: Map<string, SuppressionReason>;
+  private async readSuppressions(rows: readonly NotificationRow[]): Promise<Map<number, SuppressionReason>> {
     try {
-      found = await suppressedAmong(
-        this.queue.db,
-        rows.flatMap((row, i) => (keys[i] === null ? [] : [{ projectId: row.project_id, email: keys[i]! }])),
-      );
+      return await suppressionsOf(this.queue.db, rows);
     } catch (error) {
       await this.queue.release(rows).catch(() => {});
       throw error;
     }
-    const reasons = new Map<number, SuppressionReason>();
-    rows.forEach((row, i) => {
-      const reason = keys[i] === null ? undefined : found.get(`${row.project_id}\n${keys[i]}`);
-      if (reason !== undefined) reasons.set(row.id, reason);
-    });
-    return reasons;
   }
 
   /**

@@ -44,31 +44,32 @@ const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, Attempted> {
   return async (tx: Kysely<Database>, items) => {
     const applied: Applied[] = [];
-    const stored: boolean[] = [];
-    for (const { row, outcome } of items) {
-      const { transition, startedAt, finishedAt } = outcome;
+    const stored = await FINISH.runEach(
+      tx,
+      owner,
+      items,
       // attemptFinished writes every one of COLUMNS.
-      const columns = transition.changes as Record<(typeof COLUMNS)[number], unknown>;
-      const finished = await FINISH.run(tx, row.id, owner, columns);
-      stored.push(finished);
-      if (!finished) continue;
-      await insertAttempt(tx, {
-        notification_id: row.id,
-        attempt: row.attempts,
-        started_at: startedAt,
-        finished_at: finishedAt,
-        outcome: transition.outcome,
-        smtp_code: transition.attempt.smtpCode,
-        response: transition.attempt.response,
-        transport: transition.attempt.transport,
-        relay: transition.attempt.relay,
-      });
-      applied.push({
-        row: { ...row, ...transition.changes, lease_owner: null, lease_until: null },
-        transition,
-        at: finishedAt,
-      });
-    }
+      ({ outcome }) => outcome.transition.changes as Record<(typeof COLUMNS)[number], unknown>,
+      async ({ row, outcome }) => {
+        const { transition, startedAt, finishedAt } = outcome;
+        await insertAttempt(tx, {
+          notification_id: row.id,
+          attempt: row.attempts,
+          started_at: startedAt,
+          finished_at: finishedAt,
+          outcome: transition.outcome,
+          smtp_code: transition.attempt.smtpCode,
+          response: transition.attempt.response,
+          transport: transition.attempt.transport,
+          relay: transition.attempt.relay,
+        });
+        applied.push({
+          row: { ...row, ...transition.changes, lease_owner: null, lease_until: null },
+          transition,
+          at: finishedAt,
+        });
+      },
+    );
     await recordEffects(tx, applied);
     return stored;
   };

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import {
   byDueTime,
+  claimedValues,
   dueIds,
   leaseDb,
   LEASED,
@@ -38,13 +39,7 @@ export async function claimPostgres<Table extends QueueTable>(
     )
     .updateTable(table)
     .from('due')
-    .set((eb) => ({
-      state: LEASED,
-      lease_owner: claim.owner,
-      lease_until: claim.leaseUntil,
-      attempts: eb(`${table}.attempts`, '+', 1),
-      updated_at: claim.now,
-    }))
+    .set(claimedValues(table, claim))
     .whereRef(`${table}.id`, '=', 'due.id')
     .returningAll(table)
     .execute();

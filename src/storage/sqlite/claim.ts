@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import {
   byDueTime,
+  claimedValues,
   dueIds,
   leaseDb,
   LEASED,
@@ -26,13 +27,7 @@ export async function claimSqlite<Table extends QueueTable>(
   const leases = leaseDb(db);
   const rows = await leases
     .updateTable(table)
-    .set((eb) => ({
-      state: LEASED,
-      lease_owner: claim.owner,
-      lease_until: claim.leaseUntil,
-      attempts: eb('attempts', '+', 1),
-      updated_at: claim.now,
-    }))
+    .set(claimedValues(table, claim))
     .where('id', 'in', dueIds(leases, queue, claim))
     .returningAll()
     .execute();

@@ -1,0 +1,125 @@
+import type { ExpressionBuilder, Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type { Database } from './schema.js';
+
+type Table = keyof Database;
+
+/** A row of `T` as it is read. */
+export type Row<T extends Table> = Selectable<Database[T]>;
+
+/**
+ * The statements most tables share: one row by its key, the rows of a key in order, an update by
+ * key that returns the row, a deletion by key that says whether a row was there, inserts in
+ * statements of bounded size, a page of a log newest first. A key names
+ * columns with their values (`Pick`, so none can be left undefined and match every row); it is
+ * compared with `=`, or `IS` for null.
+ */
+type Key<T extends Table, K extends keyof Row<T>> = Pick<Row<T>, K>;
+
+/** The tables with untyped columns, so one statement serves each; results take the caller's table's type. */
+type AnyDatabase = Record<string, Record<string, unknown>>;
+
+function any(db: Kysely<Database>): Kysely<AnyDatabase> {
+  return db as unknown as Kysely<AnyDatabase>;
+}
+
+/** The condition that the row's columns have the values `key` or `filter` gives them. */
+function matching(key: object) {
+  return (eb: ExpressionBuilder<AnyDatabase, string>) => eb.and(key as AnyDatabase[string]);
+}
+
+/** The row with this key, if any. */
+export async function findRow<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+): Promise<Row<T> | undefined> {
+  const row = await any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where(matching(key))
+    .executeTakeFirst();
+  return row as Row<T> | undefined;
+}
+
+/** The rows with this key, ordered by the columns given (ascending). */
+export async function listRows<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+  ...order: (keyof Row<T> & string)[]
+): Promise<Row<T>[]> {
+  let query = any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where(matching(key));
+  for (const column of order) query = query.orderBy(column);
+  return (await query.execute()) as Row<T>[];
+}
+
+/** Writes `changes` to the row with this key and returns it as it is now; undefined when there is none. */
+export async function updateRow<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+  changes: Updateable<Database[T]>,
+): Promise<Row<T> | undefined> {
+  const row = await any(db)
+    .updateTable(table as string)
+    .set(changes as AnyDatabase[string])
+    .where(matching(key))
+    .returningAll()
+    .executeTakeFirst();
+  return row as Row<T> | undefined;
+}
+
+/** Deletes the rows with this key; false when there were none. */
+export async function deleteRows<T extends Table, K extends keyof Row<T>>(
+  db: Kysely<Database>,
+  table: T,
+  key: Key<T, K>,
+): Promise<boolean> {
+  const result = await any(db)
+    .deleteFrom(table as string)
+    .where(matching(key))
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/**
+ * A page of rows, newest (highest id) first: the filter's columns left undefined match every row,
+ * and `beforeId` is the last id of the page before.
+ */
+export async function newestPage<T extends Table>(
+  db: Kysely<Database>,
+  table: T,
+  filter: Partial<Row<T>>,
+  page: { readonly beforeId?: number; readonly limit: number },
+): Promise<Row<T>[]> {
+  const rows = await any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where(matching(filter))
+    .$if(page.beforeId !== undefined, (qb) => qb.where('id', '<', page.beforeId))
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .execute();
+  return rows as Row<T>[];
+}
+
+/**
+ * Inserts rows in statements of at most `perStatement` rows, in order: a single statement for a
+ * large batch could pass the backends' limits on bound parameters (SQLite 32,766, PostgreSQL
+ * 65,535). The default, 500 rows, stays under both for rows of up to 65 columns.
+ */
+export async function insertInChunks<T extends Table>(
+  db: Kysely<Database>,
+  table: T,
+  rows: readonly Insertable<Database[T]>[],
+  perStatement = 500,
+): Promise<void> {
+  for (let start = 0; start < rows.length; start += perStatement)
+    await any(db)
+      .insertInto(table as string)
+      .values(rows.slice(start, start + perStatement) as AnyDatabase[string][])
+      .execute();
+}
