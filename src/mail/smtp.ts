@@ -5,6 +5,7 @@ import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
 import { greetedBefore, RelayPool } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
+import { oneLine } from '../domain/one-line.js';
 
 /**
  * Sends pre-built messages over SMTP: a pool of open connections per relay and login
@@ -73,7 +74,7 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
   const code =
     typeof err.responseCode === 'number' ? err.responseCode : greeting !== null ? Number(greeting[1]) : null;
   if (code !== null && code >= 400) {
-    const response = (err.response ?? err.message ?? '').replace(/\s+/g, ' ').trim();
+    const response = oneLine(err.response ?? err.message ?? '');
     const text = response.startsWith(String(code)) ? response : `${code} ${response}`;
     return {
       kind: code >= 500 ? 'permanent' : 'transient',
@@ -82,7 +83,7 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
       command: err.command ?? null,
     };
   }
-  const message = (err.message ?? String(error)).replace(/\s+/g, ' ').trim();
+  const message = oneLine(err.message ?? String(error));
   // Envelope and message errors without a reply code are Herald's own input problems.
   const permanent = err.code === 'EENVELOPE' || err.code === 'EMESSAGE';
   const label = bounded(err.code ? `${message} (${err.code})` : message);

@@ -369,6 +369,21 @@ describe('hard bounces', () => {
     expect(events[1]!.data.bounce).toEqual(bounce);
   });
 
+  it('a diagnostic with NUL and control characters is stored as one clean line, on either backend', async () => {
+    const message = await sendThroughRelay(uniqueRecipient('nul'));
+    const raw = fixture('dsn-no-original', message)
+      .toString('latin1')
+      .replaceAll('Mailbox disabled', 'Mailbox\u0000\u0000\u0000 disabled\u0001');
+    const outcome = await report(message.returnPath, Buffer.from(raw, 'latin1'));
+    expect(outcome).toMatchObject({ ok: true, responseCode: 250 });
+    const body = await status(message.requestId);
+    expect(body).toMatchObject({
+      status: 'failed',
+      error_message: 'Bounced: 552 5.2.1 Mailbox disabled for this recipient',
+      bounce: { category: 'suspended', diagnostic: '552 5.2.1 Mailbox disabled for this recipient' },
+    });
+  });
+
   it('an Exim plain-text bounce: failed and suppressed', async () => {
     const message = await sendThroughRelay(uniqueRecipient('exim'));
     // Sent back by a relay that changed the case of the address: the token is read regardless.

@@ -203,6 +203,15 @@ describe('classifyReply', () => {
     expect(verdict.diagnostic.length).toBeLessThanOrEqual(500);
   });
 
+  it('drops NUL and other control characters, which PostgreSQL text cannot hold', () => {
+    const verdict = classifyReply({
+      code: 550,
+      text: '550 5.1.1 no\u0000\u0000 such\u0007user\u0085',
+      command: null,
+    });
+    expect(verdict.diagnostic).toBe('550 5.1.1 no such user');
+  });
+
   it('is hard exactly for the hard categories, and then only for a 5xx', () => {
     for (const [code, text, command] of replies) {
       const verdict = classifyReply({ code, text, command });

@@ -92,6 +92,10 @@ describe('SMTP failure classification', () => {
       command: 'RCPT TO',
     });
     expect(classifySmtpError({ responseCode: 550, response: '550 5.1.1 sender' }).command).toBeNull();
+    // A reply is stored as one line, without the control characters PostgreSQL's text refuses.
+    expect(
+      classifySmtpError({ responseCode: 550, response: '550 no\u0000 such\r\n\u0001user' }).message,
+    ).toBe('SMTP 550 no such user');
     expect(classifySmtpError({ responseCode: 421, response: '421 4.7.0 Try later' }).kind).toBe('transient');
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ESOCKET' });
     expect(classifySmtpError(refused)).toMatchObject({ kind: 'transient', smtpCode: null });

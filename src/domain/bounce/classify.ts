@@ -9,6 +9,7 @@ import {
 } from './phrases.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
 import { categoryOfStatus, categoryOfSubject, enhancedStatusIn, isEnhancedStatus } from './status-codes.js';
+import { oneLine } from '../one-line.js';
 
 /**
  * One failure, whether a relay refused during the SMTP transaction or a report came back: the
@@ -171,7 +172,7 @@ export function classifyFailure(facts: FailureFacts): FailureVerdict {
     type: isHard(category, status, permanent) ? 'hard' : 'soft',
     category,
     status,
-    diagnostic: given.replace(/\s+/g, ' ').trim().slice(0, MAX_DIAGNOSTIC).trim(),
+    diagnostic: oneLine(given).slice(0, MAX_DIAGNOSTIC).trim(),
     replyCode,
     permanent,
   };

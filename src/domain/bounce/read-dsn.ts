@@ -13,6 +13,7 @@ import {
   type FieldBlock,
 } from './fields.js';
 import type { SmtpCommand } from './smtp-command.js';
+import { oneLine } from '../one-line.js';
 
 /**
  * RFC 3464 delivery status notifications: the `message/delivery-status` part (and its UTF-8 form,
@@ -155,6 +156,6 @@ export function parseDeliveryStatus(text: string): { readonly recipients: readon
 
 export function clip(text: string | null): string | null {
   if (text === null) return null;
-  const clipped = text.replace(/\s+/g, ' ').trim().slice(0, MAX_DIAGNOSTIC).trim();
+  const clipped = oneLine(text).slice(0, MAX_DIAGNOSTIC).trim();
   return clipped === '' ? null : clipped;
 }
