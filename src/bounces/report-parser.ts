@@ -1,5 +1,4 @@
-import type { Worker } from 'node:worker_threads';
-import { startWorkerThread } from '../worker-thread.js';
+import { dropThread, startPoolThread, transferable, type PoolThread, type Waiter } from '../worker-thread.js';
 import type { ReadReport } from './report.js';
 
 /**
@@ -28,15 +27,11 @@ export class ReportParserBusy extends Error {
   override name = 'ReportParserBusy';
 }
 
-interface Job {
+interface Job extends Waiter<ReadReport> {
   readonly bytes: Uint8Array;
-  readonly resolve: (result: ReadReport) => void;
-  readonly reject: (error: Error) => void;
 }
 
-interface Thread {
-  readonly worker: Worker;
-  job: Job | null;
+interface Thread extends PoolThread<Job> {
   timer: NodeJS.Timeout | null;
 }
 
@@ -75,11 +70,8 @@ export class ReportParser {
       this.onRefused?.();
       return Promise.reject(new ReportParserBusy('too many reports are waiting to be read'));
     }
-    // The bytes move to the thread without a copy when the buffer is theirs alone.
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    const transferable = own ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
     return new Promise((resolve, reject) => {
-      this.waiting.push({ bytes: transferable, resolve, reject });
+      this.waiting.push({ bytes: transferable(bytes), resolve, reject });
       this.dispatch();
     });
   }
@@ -127,14 +119,7 @@ export class ReportParser {
     const idle = this.threads.find((thread) => thread.job === null);
     if (idle !== undefined) return idle;
     if (this.closed || this.threads.length >= this.options.threads) return null;
-    const thread: Thread = {
-      worker: startWorkerThread(import.meta.url, 'report-worker'),
-      job: null,
-      timer: null,
-    };
-    // An idle thread must not keep a stopping process alive.
-    thread.worker.unref();
-    thread.worker.on('message', (message: { result?: ReadReport; error?: string }) => {
+    const answered = (message: { result?: ReadReport; error?: string }) => {
       const job = thread.job;
       if (thread.timer !== null) clearTimeout(thread.timer);
       thread.job = null;
@@ -142,16 +127,17 @@ export class ReportParser {
       this.parsed++;
       job?.resolve(message.result ?? UNREADABLE);
       this.dispatch();
-    });
+    };
     const fail = (error: Error) => {
-      this.forget(thread);
       if (thread.timer !== null) clearTimeout(thread.timer);
-      thread.job?.reject(error);
-      thread.job = null;
+      dropThread(this.threads, thread, error);
       if (!this.closed) this.dispatch();
     };
-    thread.worker.on('error', fail);
-    thread.worker.on('exit', (code) => fail(new Error(`the report reading thread exited (${code})`)));
+    const thread: Thread = {
+      worker: startPoolThread(import.meta.url, 'report-worker', 'report reading', answered, fail),
+      job: null,
+      timer: null,
+    };
     this.threads.push(thread);
     return thread;
   }

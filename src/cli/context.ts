@@ -52,6 +52,16 @@ export function projectSubcommand(parent: Command, name: string, description: st
     .requiredOption('--project <project>', 'project name or id');
 }
 
+/** A subcommand about one named thing of a project: `--project`, then `--name` (`nameHelp`). */
+export function namedSubcommand(
+  parent: Command,
+  name: string,
+  description: string,
+  nameHelp: string,
+): Command {
+  return projectSubcommand(parent, name, description).requiredOption('--name <name>', nameHelp);
+}
+
 /** Of the named options, those given on the command line: a change leaves the others as they are. */
 export function given<O extends object, K extends keyof O>(options: O, ...names: K[]): Partial<Pick<O, K>> {
   return Object.fromEntries(

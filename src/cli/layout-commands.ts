@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { layoutJson } from '../services/json-views.js';
-import { given, projectSubcommand, servicesAction } from './context.js';
+import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
 
 interface LayoutOptions {
   project: string;
@@ -12,8 +12,12 @@ interface LayoutOptions {
 export function layoutCommands(): Command {
   const layout = new Command('layout').description("manage a project's layouts (frames templates go into)");
 
-  projectSubcommand(layout, 'create', 'create a layout: {{{content}}} in its HTML, {{content}} in its text')
-    .requiredOption('--name <name>', 'layout name')
+  namedSubcommand(
+    layout,
+    'create',
+    'create a layout: {{{content}}} in its HTML, {{content}} in its text',
+    'layout name',
+  )
     .option('--html <html>', 'HTML frame, with {{{content}}} where the template HTML goes')
     .option('--text <text>', 'text frame, with {{content}} where the template text goes')
     .action(
@@ -27,8 +31,7 @@ export function layoutCommands(): Command {
       }),
     );
 
-  projectSubcommand(layout, 'update', 'change a layout (templates in it render with the change)')
-    .requiredOption('--name <name>', 'layout name')
+  namedSubcommand(layout, 'update', 'change a layout (templates in it render with the change)', 'layout name')
     .option('--html <html>', 'HTML frame ("" removes it)')
     .option('--text <text>', 'text frame ("" removes it)')
     .action(
@@ -45,14 +48,12 @@ export function layoutCommands(): Command {
     }),
   );
 
-  projectSubcommand(layout, 'delete', 'delete a layout no template uses')
-    .requiredOption('--name <name>', 'layout name')
-    .action(
-      servicesAction(async ({ layouts }, out, options: { project: string; name: string }) => {
-        await layouts.delete(options.project, options.name);
-        out.print({ deleted: true, name: options.name }, `Deleted layout ${options.name}.`);
-      }),
-    );
+  namedSubcommand(layout, 'delete', 'delete a layout no template uses', 'layout name').action(
+    servicesAction(async ({ layouts }, out, options: { project: string; name: string }) => {
+      await layouts.delete(options.project, options.name);
+      out.print({ deleted: true, name: options.name }, `Deleted layout ${options.name}.`);
+    }),
+  );
 
   return layout;
 }

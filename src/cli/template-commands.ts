@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { iso, templateJson, versionJson } from '../services/json-views.js';
-import { given, projectSubcommand, servicesAction } from './context.js';
+import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
 
 interface TemplateOptions {
   project: string;
@@ -17,8 +17,12 @@ const variantOf = (options: { locale?: string }) => (options.locale ? ` (${optio
 export function templateCommands(): Command {
   const template = new Command('template').description("manage a project's templates");
 
-  projectSubcommand(template, 'create', 'create a template, or with --locale add a locale variant to one')
-    .requiredOption('--name <name>', 'template name (callers send it exactly, case-sensitive)')
+  namedSubcommand(
+    template,
+    'create',
+    'create a template, or with --locale add a locale variant to one',
+    'template name (callers send it exactly, case-sensitive)',
+  )
     .requiredOption('--subject <subject>', 'subject line')
     .requiredOption('--text <body>', 'text body')
     .option('--html <html>', 'HTML body (values are HTML-escaped; {{{name}}} inserts raw)')
@@ -46,8 +50,7 @@ export function templateCommands(): Command {
       ),
     );
 
-  projectSubcommand(template, 'update', 'change a template (a new version)')
-    .requiredOption('--name <name>', 'template name')
+  namedSubcommand(template, 'update', 'change a template (a new version)', 'template name')
     .option('--subject <subject>', 'subject line')
     .option('--text <body>', 'text body')
     .option('--html <html>', 'HTML body ("" removes it)')
@@ -80,8 +83,12 @@ export function templateCommands(): Command {
     }),
   );
 
-  projectSubcommand(template, 'delete', 'delete a template, or with --locale one locale variant')
-    .requiredOption('--name <name>', 'template name')
+  namedSubcommand(
+    template,
+    'delete',
+    'delete a template, or with --locale one locale variant',
+    'template name',
+  )
     .option('--locale <tag>', 'delete only this locale variant (a new version without it)')
     .action(
       servicesAction(
@@ -100,25 +107,27 @@ export function templateCommands(): Command {
       ),
     );
 
-  projectSubcommand(template, 'versions', "list a template's versions, newest first")
-    .requiredOption('--name <name>', 'template name')
-    .action(
-      servicesAction(async ({ templates }, out, options: { project: string; name: string }) => {
-        const versions = await templates.versions(options.project, options.name);
-        out.print(
-          { versions: versions.map(versionJson) },
-          versions
-            .map(
-              (v) =>
-                `v${String(v.version).padEnd(4)} ${iso(v.createdAt)}  layout: ${v.layout ?? '-'}  locales: ${v.locales.join(', ') || '-'}${v.note ? `  (${v.note})` : ''}`,
-            )
-            .join('\n'),
-        );
-      }),
-    );
+  namedSubcommand(template, 'versions', "list a template's versions, newest first", 'template name').action(
+    servicesAction(async ({ templates }, out, options: { project: string; name: string }) => {
+      const versions = await templates.versions(options.project, options.name);
+      out.print(
+        { versions: versions.map(versionJson) },
+        versions
+          .map(
+            (v) =>
+              `v${String(v.version).padEnd(4)} ${iso(v.createdAt)}  layout: ${v.layout ?? '-'}  locales: ${v.locales.join(', ') || '-'}${v.note ? `  (${v.note})` : ''}`,
+          )
+          .join('\n'),
+      );
+    }),
+  );
 
-  projectSubcommand(template, 'rollback', "make a new version with an earlier version's content")
-    .requiredOption('--name <name>', 'template name')
+  namedSubcommand(
+    template,
+    'rollback',
+    "make a new version with an earlier version's content",
+    'template name',
+  )
     .requiredOption('--version <n>', 'the version whose content to restore')
     .action(
       servicesAction(

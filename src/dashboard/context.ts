@@ -1,11 +1,11 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../compose.js';
 import type { AdminService, Session } from '../services/admins.js';
 import type { Project } from '../services/projects.js';
 import type { UsageService } from '../services/usage.js';
 import type { Assets } from './assets.js';
 import { helpers } from './format.js';
-import { idParam } from './forms.js';
+import { fieldsOf, idParam, refusal, type Fields } from './forms.js';
 import { VERSION } from '../version.js';
 
 /** What every dashboard route module receives: the shared services plus the dashboard's own. */
@@ -108,6 +108,34 @@ export function formPage<S>(
 ) {
   return async (request: FastifyRequest, reply: FastifyReply, state: S, status = 200) =>
     page(request, reply, deps, view, await build(state, request, reply), status);
+}
+
+/**
+ * The post of a form that changes a project's settings, at `path` (`/projects/:id…`): saved, back to
+ * the same page with `?notice=saved`; refused, the form `show`s again with what was sent and why
+ * (400). A project that is not there is a 404 page.
+ */
+export function settingsForm(
+  app: FastifyInstance,
+  path: string,
+  save: (id: number, form: Fields) => Promise<unknown>,
+  show: (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    state: { id: number; values: Fields; error: string },
+    status: number,
+  ) => Promise<unknown>,
+): void {
+  app.post<IdParams>(path, async (request, reply) => {
+    const id = idParam(request.params.id);
+    const form = fieldsOf(request.body);
+    try {
+      await save(id, form);
+    } catch (error) {
+      return show(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
+    }
+    return reply.redirect(`${path.replace(':id', String(id))}?notice=saved`, 303);
+  });
 }
 
 /** The notice a redirect asked its page to show (`?notice=saved`), from that page's own notices. */

@@ -4,7 +4,7 @@ import { chooseTransport } from '../domain/delivery-plan.js';
 import { errors } from '../domain/errors.js';
 import type { Project, ProjectInput } from '../services/projects.js';
 import type { SmtpSettingsView } from '../services/smtp-settings.js';
-import { formPage, notice, page, type DashboardDeps } from './context.js';
+import { formPage, notice, page, settingsForm, type DashboardDeps } from './context.js';
 import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
 
 /** Which relay a project's messages go to, for the banners on the project and SMTP pages. */
@@ -126,16 +126,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
     overview(request, reply, { id: idParam(request.params.id) }),
   );
 
-  app.post<{ Params: { id: string } }>('/projects/:id', async (request, reply) => {
-    const id = idParam(request.params.id);
-    const form = fieldsOf(request.body);
-    try {
-      await projects.update(id, projectInput(form));
-    } catch (error) {
-      return overview(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
-    }
-    return reply.redirect(`/projects/${id}?notice=saved`, 303);
-  });
+  settingsForm(app, '/projects/:id', (id, form) => projects.update(id, projectInput(form)), overview);
 
   app.post<{ Params: { id: string } }>('/projects/:id/rotate-key', async (request, reply) => {
     const id = idParam(request.params.id);

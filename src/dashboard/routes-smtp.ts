@@ -16,8 +16,16 @@ import type {
   SmtpSettingsInput,
   SmtpSettingsView,
 } from '../services/smtp-settings.js';
-import { formPage, fragment, isHtmx, notice, type DashboardDeps, type IdParams } from './context.js';
-import { fieldsOf, idParam, optional, refusal, text, type Fields } from './forms.js';
+import {
+  formPage,
+  fragment,
+  isHtmx,
+  notice,
+  settingsForm,
+  type DashboardDeps,
+  type IdParams,
+} from './context.js';
+import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
 import { transportState } from './routes-projects.js';
 
 /** The outcome of "verify" or "send test email": the relay's own words, shown as text. */
@@ -142,17 +150,8 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     smtpPage(request, reply, { id: idParam(request.params.id) }),
   );
 
-  app.post<IdParams>('/projects/:id/smtp', async (request, reply) => {
-    const id = idParam(request.params.id);
-    const form = fieldsOf(request.body);
-    try {
-      // The form's own errors (a fallback URL that does not parse) are shown like the service's.
-      await smtpSettings.set(id, settingsInput(form));
-    } catch (error) {
-      return smtpPage(request, reply, { id, values: form, error: refusal(error, 'PROJECT_NOT_FOUND') }, 400);
-    }
-    return reply.redirect(`/projects/${id}/smtp?notice=saved`, 303);
-  });
+  // The form's own errors (a fallback URL that does not parse) are shown like the service's.
+  settingsForm(app, '/projects/:id/smtp', (id, form) => smtpSettings.set(id, settingsInput(form)), smtpPage);
 
   app.post<IdParams>('/projects/:id/smtp/clear', async (request, reply) => {
     const id = idParam(request.params.id);

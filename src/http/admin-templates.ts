@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TSchema } from 'typebox';
 import { ErrorCode, HeraldError } from '../domain/errors.js';
 import { layoutJson, templateJson, versionJson } from '../services/json-views.js';
 import type { Project } from '../services/projects.js';
@@ -41,32 +42,69 @@ const INVALID_TEMPLATE = errorMeaning(
 const templates = adminGroup('templates');
 const layouts = adminGroup('layouts');
 
+/** A kind of thing a project names: its word in paths and lists, its schemas, what getting one answers. */
+interface NamedKind {
+  readonly plural: string;
+  readonly list: TSchema;
+  readonly item: TSchema;
+  readonly getSummary: string;
+}
+
+const TEMPLATES: NamedKind = {
+  plural: 'templates',
+  list: TemplateList,
+  item: Template,
+  getSummary: 'A template, with its locale variants and layout',
+};
+const LAYOUTS: NamedKind = { plural: 'layouts', list: LayoutList, item: Layout, getSummary: 'A layout' };
+
+const projectId = (request: { adminProject: Project | null }) => (request.adminProject as Project).id;
+
+/**
+ * `GET /projects/:project/<plural>`, a project's things of one kind as `{ <plural>: […] }`, and
+ * `GET …/<plural>/:name`, one of them: operations `adminList<Plural>` and `adminGet<Thing>`, in the
+ * kind's group, a 404 naming the project or the thing.
+ */
+function listAndGet<T>(
+  app: FastifyInstance,
+  kind: NamedKind,
+  service: {
+    list(projectId: number): Promise<readonly T[]>;
+    get(projectId: number, name: string): Promise<T>;
+  },
+  json: (item: T) => unknown,
+): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const group = adminGroup(kind.plural);
+  const thing = kind.plural.slice(0, -1);
+  const Thing = thing[0]!.toUpperCase() + thing.slice(1);
+  api.get(
+    `/projects/:project/${kind.plural}`,
+    {
+      schema: group(`adminList${Thing}s`, `A project's ${kind.plural}`, {
+        params: ProjectParams,
+        response: answers(kind.list, 'Project'),
+      }),
+    },
+    async (request) => ({ [kind.plural]: (await service.list(projectId(request))).map(json) }),
+  );
+  api.get(
+    `/projects/:project/${kind.plural}/:name`,
+    {
+      schema: group(`adminGet${Thing}`, kind.getSummary, {
+        params: TemplateParams,
+        response: answers(kind.item, `Project or ${thing}`),
+      }),
+    },
+    async (request) => json(await service.get(projectId(request), request.params.name)),
+  );
+}
+
 /** Templates (with locales and versions) and layouts of a project. */
 export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
-  const project = (request: { adminProject: Project | null }) => (request.adminProject as Project).id;
 
-  api.get(
-    '/projects/:project/templates',
-    {
-      schema: templates('adminListTemplates', "A project's templates", {
-        params: ProjectParams,
-        response: answers(TemplateList, 'Project'),
-      }),
-    },
-    async (request) => ({ templates: (await deps.templates.list(project(request))).map(templateJson) }),
-  );
-
-  api.get(
-    '/projects/:project/templates/:name',
-    {
-      schema: templates('adminGetTemplate', 'A template, with its locale variants and layout', {
-        params: TemplateParams,
-        response: answers(Template, 'Project or template'),
-      }),
-    },
-    async (request) => templateJson(await deps.templates.get(project(request), request.params.name)),
-  );
+  listAndGet(app, TEMPLATES, deps.templates, templateJson);
 
   api.put(
     '/projects/:project/templates/:name',
@@ -91,7 +129,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     },
     async (request, reply) => {
       const { template, outcome } = await deps.templates.put(
-        project(request),
+        projectId(request),
         request.params.name,
         request.body,
       );
@@ -108,7 +146,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
       }),
     },
     async (request) => {
-      await deps.templates.delete(project(request), request.params.name);
+      await deps.templates.delete(projectId(request), request.params.name);
       return { deleted: true as const, name: request.params.name };
     },
   );
@@ -122,7 +160,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
       }),
     },
     async (request) => ({
-      versions: (await deps.templates.versions(project(request), request.params.name)).map(versionJson),
+      versions: (await deps.templates.versions(projectId(request), request.params.name)).map(versionJson),
     }),
   );
 
@@ -138,31 +176,11 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     },
     async (request) =>
       templateJson(
-        await deps.templates.rollback(project(request), request.params.name, request.body.version),
+        await deps.templates.rollback(projectId(request), request.params.name, request.body.version),
       ),
   );
 
-  api.get(
-    '/projects/:project/layouts',
-    {
-      schema: layouts('adminListLayouts', "A project's layouts", {
-        params: ProjectParams,
-        response: answers(LayoutList, 'Project'),
-      }),
-    },
-    async (request) => ({ layouts: (await deps.layouts.list(project(request))).map(layoutJson) }),
-  );
-
-  api.get(
-    '/projects/:project/layouts/:name',
-    {
-      schema: layouts('adminGetLayout', 'A layout', {
-        params: TemplateParams,
-        response: answers(Layout, 'Project or layout'),
-      }),
-    },
-    async (request) => layoutJson(await deps.layouts.get(project(request), request.params.name)),
-  );
+  listAndGet(app, LAYOUTS, deps.layouts, layoutJson);
 
   api.put(
     '/projects/:project/layouts/:name',
@@ -182,7 +200,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
       }),
     },
     async (request, reply) => {
-      const id = project(request);
+      const id = projectId(request);
       const { name } = request.params;
       const input = { html: request.body.html ?? null, text: request.body.text ?? null };
       try {
@@ -208,7 +226,7 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
       }),
     },
     async (request) => {
-      await deps.layouts.delete(project(request), request.params.name);
+      await deps.layouts.delete(projectId(request), request.params.name);
       return { deleted: true as const, name: request.params.name };
     },
   );

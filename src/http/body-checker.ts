@@ -1,5 +1,4 @@
-import type { Worker } from 'node:worker_threads';
-import { startWorkerThread } from '../worker-thread.js';
+import { dropThread, startPoolThread, transferable, type PoolThread, type Waiter } from '../worker-thread.js';
 import { checkBody, type BodyRequest, type BodyResult } from './check-body.js';
 
 /**
@@ -46,16 +45,9 @@ export class BodyCheckerBusy extends Error {
   override name = 'BodyCheckerBusy';
 }
 
-interface Pending {
+interface Pending extends Waiter<BodyResult> {
   readonly job: BodyRequest;
   readonly bytes: Uint8Array;
-  readonly resolve: (result: BodyResult) => void;
-  readonly reject: (error: Error) => void;
-}
-
-interface Thread {
-  readonly worker: Worker;
-  busy: Pending | null;
 }
 
 /** Routes each body: checked inline when small, else to the lane of its size. */
@@ -90,7 +82,7 @@ export class BodyChecker {
 
 /** Threads that take waiting bodies round-robin by key. */
 class Lane {
-  private readonly threads: Thread[] = [];
+  private readonly threads: PoolThread<Pending>[] = [];
   /** Waiting bodies per key (a project), keys in the order they are served. */
   private readonly waiting = new Map<string, Pending[]>();
   private queued = 0;
@@ -107,11 +99,8 @@ class Lane {
     const mine = this.waiting.get(key) ?? [];
     if (this.closed || this.queued >= this.options.maxQueued || mine.length >= this.options.maxQueuedPerKey)
       return Promise.reject(new BodyCheckerBusy('too many large request bodies are waiting to be checked'));
-    // The bytes move to the thread without a copy when the buffer is theirs alone.
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    const transferable = own ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
     return new Promise((resolve, reject) => {
-      mine.push({ job, bytes: transferable, resolve, reject });
+      mine.push({ job, bytes: transferable(bytes), resolve, reject });
       this.waiting.delete(key);
       this.waiting.set(key, mine);
       this.queued++;
@@ -139,7 +128,7 @@ class Lane {
       // The key goes to the back of the turn, with what it still has waiting.
       this.waiting.delete(key);
       if (list.length > 0) this.waiting.set(key, list);
-      thread.busy = pending;
+      thread.job = pending;
       const id = this.nextId++;
       thread.worker.postMessage({ id, job: { ...pending.job, bytes: pending.bytes } }, [
         pending.bytes.buffer as ArrayBuffer,
@@ -147,29 +136,25 @@ class Lane {
     }
   }
 
-  private idleThread(): Thread | null {
-    const idle = this.threads.find((thread) => thread.busy === null);
+  private idleThread(): PoolThread<Pending> | null {
+    const idle = this.threads.find((thread) => thread.job === null);
     if (idle !== undefined) return idle;
     if (this.threads.length >= this.options.threads) return null;
-    const thread: Thread = { worker: startWorkerThread(import.meta.url, 'body-worker'), busy: null };
-    // An idle thread must not keep a stopping process alive.
-    thread.worker.unref();
-    thread.worker.on('message', (message: { result?: BodyResult; error?: string }) => {
-      const pending = thread.busy;
-      thread.busy = null;
+    const answered = (message: { result?: BodyResult; error?: string }) => {
+      const pending = thread.job;
+      thread.job = null;
       if (message.result !== undefined) pending?.resolve(message.result);
       else pending?.reject(new Error(`checking a request body failed: ${message.error}`));
       this.dispatch();
-    });
+    };
     const fail = (error: Error) => {
-      const index = this.threads.indexOf(thread);
-      if (index !== -1) this.threads.splice(index, 1);
-      thread.busy?.reject(error);
-      thread.busy = null;
+      dropThread(this.threads, thread, error);
       if (!this.closed) this.dispatch();
     };
-    thread.worker.on('error', fail);
-    thread.worker.on('exit', (code) => fail(new Error(`the body checking thread exited (${code})`)));
+    const thread: PoolThread<Pending> = {
+      worker: startPoolThread(import.meta.url, 'body-worker', 'body checking', answered, fail),
+      job: null,
+    };
     this.threads.push(thread);
     return thread;
   }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { relayBack } from '../domain/lifecycle.js';
 import { recovered, type RelayHealth } from '../domain/relay-health.js';
 import type { Database, RelayHealthRow } from './schema.js';
-import { updateRow } from './rows.js';
+import { rowsIn, updateRow } from './rows.js';
 
 /**
  * The relays every worker knows of (domain/relay-health.ts), one row per host and port. A worker
@@ -49,8 +49,7 @@ export async function findRelayHealth(
   db: Kysely<Database>,
   relays: readonly string[],
 ): Promise<RelayHealthRow[]> {
-  if (relays.length === 0) return [];
-  return db.selectFrom('relay_health').selectAll().where('relay', 'in', relays).execute();
+  return rowsIn(db, 'relay_health', 'relay', relays);
 }
 
 /** What a change did: the relay before and after it, and how much waiting mail it made due. */

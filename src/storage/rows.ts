@@ -1,4 +1,12 @@
-import type { ExpressionBuilder, Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type {
+  Expression,
+  ExpressionBuilder,
+  Insertable,
+  Kysely,
+  Selectable,
+  SqlBool,
+  Updateable,
+} from 'kysely';
 import type { Database } from './schema.js';
 
 type Table = keyof Database;
@@ -22,9 +30,27 @@ function any(db: Kysely<Database>): Kysely<AnyDatabase> {
   return db as unknown as Kysely<AnyDatabase>;
 }
 
+/** A condition on a row's columns. */
+type Condition = (eb: ExpressionBuilder<AnyDatabase, string>) => Expression<SqlBool>;
+
 /** The condition that the row's columns have the values `key` or `filter` gives them. */
-function matching(key: object) {
-  return (eb: ExpressionBuilder<AnyDatabase, string>) => eb.and(key as AnyDatabase[string]);
+function matching(key: object): Condition {
+  return (eb) => eb.and(key as AnyDatabase[string]);
+}
+
+/** The rows that meet `where`, ordered by the columns given (ascending). */
+async function selectRows<T extends Table>(
+  db: Kysely<Database>,
+  table: T,
+  where: Condition,
+  order: readonly string[],
+): Promise<Row<T>[]> {
+  let query = any(db)
+    .selectFrom(table as string)
+    .selectAll()
+    .where(where);
+  for (const column of order) query = query.orderBy(column);
+  return (await query.execute()) as Row<T>[];
 }
 
 /** The row with this key, if any. */
@@ -41,6 +67,21 @@ export async function findRow<T extends Table, K extends keyof Row<T>>(
   return row as Row<T> | undefined;
 }
 
+/**
+ * The rows whose `column` holds one of `values`, ordered by the columns given (ascending); none
+ * for no values, without a query (`IN ()` is not SQL).
+ */
+export async function rowsIn<T extends Table>(
+  db: Kysely<Database>,
+  table: T,
+  column: keyof Row<T> & string,
+  values: readonly unknown[],
+  ...order: (keyof Row<T> & string)[]
+): Promise<Row<T>[]> {
+  if (values.length === 0) return [];
+  return selectRows(db, table, (eb) => eb(column as string, 'in', values), order);
+}
+
 /** The rows with this key, ordered by the columns given (ascending). */
 export async function listRows<T extends Table, K extends keyof Row<T>>(
   db: Kysely<Database>,
@@ -48,12 +89,7 @@ export async function listRows<T extends Table, K extends keyof Row<T>>(
   key: Key<T, K>,
   ...order: (keyof Row<T> & string)[]
 ): Promise<Row<T>[]> {
-  let query = any(db)
-    .selectFrom(table as string)
-    .selectAll()
-    .where(matching(key));
-  for (const column of order) query = query.orderBy(column);
-  return (await query.execute()) as Row<T>[];
+  return selectRows(db, table, matching(key), order);
 }
 
 /** Writes `changes` to the row with this key and returns it as it is now; undefined when there is none. */

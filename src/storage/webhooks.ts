@@ -6,7 +6,7 @@ import type {
   WebhookDeliveryRow,
   WebhookEndpointRow,
 } from './schema.js';
-import { deleteRows, findRow, listRows, updateRow } from './rows.js';
+import { deleteRows, findRow, listRows, rowsIn, updateRow } from './rows.js';
 
 export async function insertEndpoint(
   db: Kysely<Database>,
@@ -45,8 +45,7 @@ export async function endpointsById(
   db: Kysely<Database>,
   ids: readonly number[],
 ): Promise<WebhookEndpointRow[]> {
-  if (ids.length === 0) return [];
-  return db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', ids).execute();
+  return rowsIn(db, 'webhook_endpoints', 'id', ids);
 }
 
 export async function setEndpointEnabled(
@@ -180,14 +179,7 @@ export async function listWebhookAttempts(
   db: Kysely<Database>,
   deliveryIds: readonly number[],
 ): Promise<WebhookAttemptRow[]> {
-  if (deliveryIds.length === 0) return [];
-  return db
-    .selectFrom('webhook_attempts')
-    .selectAll()
-    .where('delivery_id', 'in', deliveryIds)
-    .orderBy('delivery_id')
-    .orderBy('attempt')
-    .execute();
+  return rowsIn(db, 'webhook_attempts', 'delivery_id', deliveryIds, 'delivery_id', 'attempt');
 }
 
 /**
