@@ -12,11 +12,12 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { waitUntil } from './wait.js';
+import { freePort } from './dead-relays.js';
 
 /**
  * A real IMAP server for the bounce mailbox tests: Debian's Dovecot (`dovecot-imapd`), started by
@@ -42,14 +43,6 @@ const MAIL_UID = 65534;
 const MAIL_GID = 65534;
 const NO_IDLE =
   'IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE SORT THREAD=REFERENCES MULTIAPPEND UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED I18NLEVEL=1 CONDSTORE QRESYNC ESEARCH SEARCHRES WITHIN LIST-STATUS BINARY MOVE LITERAL+';
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 export class Dovecot {
   /** Why Dovecot cannot be started here (not installed, not root), or null when it can. */

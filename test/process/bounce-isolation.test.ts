@@ -1,5 +1,3 @@
-import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServices, openServices, type Services } from '../../src/compose.js';
@@ -11,6 +9,7 @@ import { httpRequest, ProcessGroup } from '../helpers/processes.js';
 import { testEnv } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
+import { freePort } from '../helpers/dead-relays.js';
 
 /**
  * Hostile bounce reports against another project's mail, on a real `herald serve` (role all: the
@@ -28,14 +27,6 @@ let database: TestDatabase;
 let services: Services;
 let sink: SmtpSink;
 const group = new ProcessGroup();
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   database = await freshDatabase();

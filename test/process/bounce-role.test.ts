@@ -5,6 +5,7 @@ import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { HeraldProcess, runHerald } from '../helpers/processes.js';
 import { testEnv } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
+import { freePort } from '../helpers/dead-relays.js';
 
 /**
  * `herald serve --role bounces` (product.md §5, docs/webhooks.md "The listener"): with a bounce
@@ -24,14 +25,6 @@ let database: TestDatabase;
 let blocker: Server;
 let takenPort: number;
 const running: HeraldProcess[] = [];
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A line-oriented SMTP client over a raw socket: reads whole (multi-line) replies. */
 class SmtpTalk {
