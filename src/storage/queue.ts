@@ -52,6 +52,9 @@ interface LeaseColumns {
 /** The queue tables seen through the columns they share, so one query serves each of them. */
 export type LeaseDatabase = Record<QueueTable, LeaseColumns>;
 
+/** A query for ids of queue rows. */
+export type IdQuery = SelectQueryBuilder<LeaseDatabase, QueueTable, { id: number }>;
+
 export function leaseDb(db: Kysely<Database>): Kysely<LeaseDatabase> {
   return db as unknown as Kysely<LeaseDatabase>;
 }
@@ -75,13 +78,9 @@ export interface RenewRequest {
 
 /**
  * The ids a claim takes: due ready rows, oldest due first, within the request's filters. Each
- * backend wraps it in its own claiming statement (sqlite/claim.ts, postgres/claim.ts).
+ * backend wraps it in its own claiming statement (`ClaimStatement`).
  */
-export function dueIds(
-  db: Kysely<LeaseDatabase>,
-  queue: Queue,
-  claim: ClaimRequest,
-): SelectQueryBuilder<LeaseDatabase, QueueTable, { id: number }> {
+export function dueIds(db: Kysely<LeaseDatabase>, queue: Queue, claim: ClaimRequest): IdQuery {
   return db
     .selectFrom(queue.table)
     .select('id')
@@ -109,6 +108,66 @@ export function claimedValues(table: QueueTable, claim: ClaimRequest) {
 /** Claimed rows in the order they fell due. */
 export function byDueTime<Row extends { run_at: number; id: number }>(rows: Row[]): Row[] {
   return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+}
+
+/** A claim's parts, for the statement a backend claims with. */
+export interface ClaimParts {
+  readonly leases: Kysely<LeaseDatabase>;
+  /** Every queue is taken as any of them: they share the columns a claim touches. */
+  readonly table: QueueTable;
+  /** The ids to take (`dueIds`). */
+  readonly due: IdQuery;
+  /** What to write to each row taken (`claimedValues`). */
+  readonly values: ReturnType<typeof claimedValues>;
+}
+
+/**
+ * A backend's claiming statement (sqlite/claim.ts, postgres/claim.ts): it marks the `due` rows
+ * with `values` and returns them whole.
+ */
+export type ClaimStatement = (parts: ClaimParts) => { execute(): Promise<unknown[]> };
+
+/** Claims with a backend's statement: the rows taken, oldest due first. */
+export async function claimWith<Table extends QueueTable>(
+  db: Kysely<Database>,
+  statement: ClaimStatement,
+  queue: Queue<Table>,
+  claim: ClaimRequest,
+): Promise<QueueRows[Table][]> {
+  const leases = leaseDb(db);
+  const table: QueueTable = queue.table;
+  const rows = await statement({
+    leases,
+    table,
+    due: dueIds(leases, queue, claim),
+    values: claimedValues(table, claim),
+  }).execute();
+  return byDueTime(rows as QueueRows[Table][]);
+}
+
+/**
+ * Extends the leases a worker holds: the rows of `renew.ids` still leased to it. `lock` is how a
+ * backend selects them (PostgreSQL skips rows another transaction has locked).
+ */
+export async function renewWith(
+  db: Kysely<Database>,
+  queue: Queue,
+  renew: RenewRequest,
+  lock: (held: IdQuery) => IdQuery = (held) => held,
+): Promise<void> {
+  if (renew.ids.length === 0) return;
+  const leases = leaseDb(db);
+  const held = leases
+    .selectFrom(queue.table)
+    .select('id')
+    .where('id', 'in', renew.ids)
+    .where('state', '=', LEASED)
+    .where('lease_owner', '=', renew.owner);
+  await leases
+    .updateTable(queue.table)
+    .set({ lease_until: renew.leaseUntil })
+    .where('id', 'in', lock(held))
+    .execute();
 }
 
 /** A claimed row put back as if the claim had not happened: ready, unleased, its attempt uncounted. */

@@ -3,7 +3,8 @@ import pg from 'pg';
 import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
-import { claimPostgres, renewPostgres } from './claim.js';
+import { claimWith, renewWith } from '../queue.js';
+import { claimPostgres, lockForRenewal } from './claim.js';
 import { insertFileChunks } from '../notification-files.js';
 import { insertAcceptedPostgres } from './insert-accepted.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
@@ -54,8 +55,8 @@ export function openPostgres(options: PostgresOptions): Storage {
   return {
     kind: 'postgres',
     db,
-    claim: (queue, claim) => claimPostgres(db, queue, claim),
-    renew: (queue, renew) => renewPostgres(db, queue, renew),
+    claim: (queue, claim) => claimWith(db, claimPostgres, queue, claim),
+    renew: (queue, renew) => renewWith(db, queue, renew, lockForRenewal),
     insertAccepted: (rows, usage, metadata) => insertAcceptedPostgres(db, rows, usage, metadata),
     writeFileChunks: (chunks, now) => insertFileChunks(db, chunks, now),
     // The server commits several transactions in parallel and groups their log flushes itself,

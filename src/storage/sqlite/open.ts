@@ -5,7 +5,8 @@ import { isLockTimeout } from '../lock-timeout.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
 import { startCheckpointer, type CheckpointReport } from './checkpointer.js';
-import { claimSqlite, renewSqlite } from './claim.js';
+import { claimSqlite } from './claim.js';
+import { claimWith, renewWith } from '../queue.js';
 import { SqliteDatabase } from './driver.js';
 import { fileWriter } from './file-writer.js';
 import { LockWaitingSqliteDialect } from './lock-wait.js';
@@ -104,8 +105,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     // The connection is held while the thread writes: transactions that queue meanwhile (another
     // project's small sends) run before the next chunks, never behind a whole file.
     writeFileChunks: (chunks, now) => db.connection().execute(() => files.write(chunks, now)),
-    claim: (queue, claim) => claimSqlite(db, queue, claim),
-    renew: (queue, renew) => renewSqlite(db, queue, renew),
+    claim: (queue, claim) => claimWith(db, claimSqlite, queue, claim),
+    renew: (queue, renew) => renewWith(db, queue, renew),
     externalChanges: dataVersion,
     otherCommits: dataVersion,
     // Every lookup reads data_version first: a commit is seen by the next lookup anywhere.
