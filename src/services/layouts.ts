@@ -2,14 +2,7 @@ import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
 import { hasContentPlaceholder } from '../domain/template/handlebars.js';
 import type { Database, TemplateLayoutRow } from '../storage/schema.js';
-import {
-  countLayoutUsers,
-  deleteLayout,
-  findLayout,
-  insertLayout,
-  listLayouts,
-  updateLayout,
-} from '../storage/template-layouts.js';
+import { countLayoutUsers, deleteLayout, layoutRows } from '../storage/template-layouts.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
 import { checkName, checkSizes, compileChecked, invalidTemplate } from './template-checks.js';
@@ -76,7 +69,7 @@ export class LayoutService {
     checkLayout(html, text);
     const now = this.now();
     try {
-      const row = await insertLayout(this.db, {
+      const row = await layoutRows.insert(this.db, {
         project_id: project.id,
         name: checkName(input.name, 'Layout'),
         html_body: html,
@@ -94,12 +87,12 @@ export class LayoutService {
   /** Changes a layout; every template in it renders with the change from then on. */
   async update(projectRef: string | number, name: string, input: LayoutInput): Promise<Layout> {
     const project = await this.projects.resolve(projectRef);
-    const before = await findLayout(this.db, project.id, name);
+    const before = await layoutRows.find(this.db, project.id, name);
     if (before === undefined) throw errors.layoutNotFound(name);
     const html = input.html === undefined ? before.html_body : (blankToNull(input.html) ?? null);
     const text = input.text === undefined ? before.text_body : (blankToNull(input.text) ?? null);
     checkLayout(html, text);
-    const row = await updateLayout(this.db, project.id, name, {
+    const row = await layoutRows.update(this.db, project.id, name, {
       html_body: html,
       text_body: text,
       updated_at: this.now(),
@@ -110,20 +103,20 @@ export class LayoutService {
 
   async get(projectRef: string | number, name: string): Promise<Layout> {
     const project = await this.projects.resolve(projectRef);
-    const row = await findLayout(this.db, project.id, name);
+    const row = await layoutRows.find(this.db, project.id, name);
     if (row === undefined) throw errors.layoutNotFound(name);
     return toLayout(row);
   }
 
   async list(projectRef: string | number): Promise<Layout[]> {
     const project = await this.projects.resolve(projectRef);
-    return (await listLayouts(this.db, project.id)).map(toLayout);
+    return (await layoutRows.list(this.db, project.id)).map(toLayout);
   }
 
   /** Refused while a template's current version uses it, naming how many do. */
   async delete(projectRef: string | number, name: string): Promise<void> {
     const project = await this.projects.resolve(projectRef);
-    const row = await findLayout(this.db, project.id, name);
+    const row = await layoutRows.find(this.db, project.id, name);
     if (row === undefined) throw errors.layoutNotFound(name);
     const users = await countLayoutUsers(this.db, row.id);
     if (users > 0)

@@ -3,7 +3,7 @@ import { errors } from '../domain/errors.js';
 import type { LayoutSource, TemplateEngine } from '../domain/message.js';
 import type { LocalizedTemplate } from '../domain/template/localized.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
-import { findLayout, findLayoutById } from '../storage/template-layouts.js';
+import { layoutRows } from '../storage/template-layouts.js';
 import {
   findCurrentTemplate,
   localizedTemplate,
@@ -12,7 +12,7 @@ import {
   listVersions,
   type CurrentTemplate,
 } from '../storage/template-versions.js';
-import { deleteTemplate, insertTemplate, listTemplates, updateTemplate } from '../storage/templates.js';
+import { templateRows } from '../storage/templates.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
 import { checkName, checkSizes, checkVariant, type VariantContent } from './template-checks.js';
@@ -161,7 +161,7 @@ export class TemplateService {
     const now = this.now();
     try {
       await this.db.transaction().execute(async (tx) => {
-        const row = await insertTemplate(tx, {
+        const row = await templateRows.insert(tx, {
           project_id: projectId,
           name: checkName(name),
           subject: main.subject,
@@ -198,7 +198,7 @@ export class TemplateService {
       input.html !== undefined ||
       input.layout !== undefined;
     if (!changesContent) {
-      const row = await updateTemplate(this.db, project.id, name, {
+      const row = await templateRows.update(this.db, project.id, name, {
         ...(input.sampleData !== undefined && { sample_data: input.sampleData }),
         updated_at: this.now(),
       });
@@ -311,7 +311,7 @@ export class TemplateService {
 
   private async layoutFor(projectId: number, name: string | null) {
     if (name === null || name === '') return null;
-    const layout = await findLayout(this.db, projectId, name);
+    const layout = await layoutRows.find(this.db, projectId, name);
     if (layout === undefined) throw errors.invalidInput(`Layout not found: ${name}`);
     return layout;
   }
@@ -325,14 +325,14 @@ export class TemplateService {
 
   async list(projectRef: string | number): Promise<Template[]> {
     const project = await this.projects.resolve(projectRef);
-    const rows = await listTemplates(this.db, project.id);
+    const rows = await templateRows.list(this.db, project.id);
     const all = await Promise.all(rows.map((row) => findCurrentTemplate(this.db, project.id, row.name)));
     return all.filter((t): t is CurrentTemplate => t !== undefined).map(toTemplate);
   }
 
   async delete(projectRef: string | number, name: string): Promise<void> {
     const project = await this.projects.resolve(projectRef);
-    if (!(await deleteTemplate(this.db, project.id, name))) throw errors.templateNotFound();
+    if (!(await templateRows.delete(this.db, project.id, name))) throw errors.templateNotFound();
   }
 
   /** A template's versions, newest first. */
@@ -355,7 +355,9 @@ export class TemplateService {
     if (stored === undefined)
       throw errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${n}`);
     const layout =
-      stored.version.layout_id === null ? undefined : await findLayoutById(this.db, stored.version.layout_id);
+      stored.version.layout_id === null
+        ? undefined
+        : await layoutRows.findById(this.db, stored.version.layout_id);
     return {
       version: stored.version.version,
       createdAt: stored.version.created_at,
@@ -383,6 +385,6 @@ export class TemplateService {
 
   /** The names of a project's templates. */
   async names(projectId: number): Promise<string[]> {
-    return (await listTemplates(this.db, projectId)).map((template: TemplateRow) => template.name);
+    return (await templateRows.list(this.db, projectId)).map((template: TemplateRow) => template.name);
   }
 }

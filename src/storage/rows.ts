@@ -159,3 +159,33 @@ export async function insertInChunks<T extends Table>(
       .values(rows.slice(start, start + perStatement) as AnyDatabase[string][])
       .execute();
 }
+
+/** The tables whose rows a project names: templates and layouts. */
+type NamedTable = { [T in Table]: Row<T> extends { project_id: number; name: string } ? T : never }[Table];
+
+/**
+ * The statements of a table whose rows a project names, each by project and name (names are
+ * case-sensitive on both backends: `=` on TEXT compares bytes): insert, find (or by id), list by
+ * name, update, delete.
+ */
+export function namedRows<T extends NamedTable>(table: T) {
+  const named = (projectId: number, name: string) =>
+    ({ project_id: projectId, name }) as Key<T, keyof Row<T>>;
+  return {
+    insert: async (db: Kysely<Database>, row: Insertable<Database[T]>): Promise<Row<T>> =>
+      (await any(db)
+        .insertInto(table as string)
+        .values(row as AnyDatabase[string])
+        .returningAll()
+        .executeTakeFirstOrThrow()) as Row<T>,
+    find: (db: Kysely<Database>, projectId: number, name: string) =>
+      findRow(db, table, named(projectId, name)),
+    findById: (db: Kysely<Database>, id: number) => findRow(db, table, { id } as Key<T, keyof Row<T>>),
+    list: (db: Kysely<Database>, projectId: number) =>
+      listRows(db, table, { project_id: projectId } as Key<T, keyof Row<T>>, 'name' as keyof Row<T> & string),
+    update: (db: Kysely<Database>, projectId: number, name: string, changes: Updateable<Database[T]>) =>
+      updateRow(db, table, named(projectId, name), changes),
+    delete: (db: Kysely<Database>, projectId: number, name: string) =>
+      deleteRows(db, table, named(projectId, name)),
+  };
+}

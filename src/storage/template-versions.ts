@@ -11,7 +11,7 @@ import type {
   TemplateVersionsTable,
 } from './schema.js';
 import { findRow } from './rows.js';
-import { findTemplate } from './templates.js';
+import { templateRows } from './templates.js';
 
 /** One version of a template, whole: its row and every variant (the default first). */
 export interface StoredVersion {
@@ -94,7 +94,7 @@ export async function findCurrentTemplate(
   projectId: number,
   name: string,
 ): Promise<CurrentTemplate | undefined> {
-  const template = await findTemplate(db, projectId, name);
+  const template = await templateRows.find(db, projectId, name);
   if (template === undefined) return undefined;
   const stored = await findVersion(db, template.id, template.version);
   if (stored === undefined) return undefined;
