@@ -14,30 +14,19 @@ export type ApiLogOptions = BufferedLogOptions;
  * entries of requests without a valid key are kept apart and dropped first, so a flood of them
  * never pushes out the entries of real callers.
  */
-export class ApiLogService extends BufferedLog<NewApiLogRow> {
-  constructor(
-    private readonly db: Kysely<Database>,
-    logger: Logger,
-    options: Partial<ApiLogOptions> = {},
-  ) {
-    super(
-      {
-        name: 'API log',
-        insert: (rows) => insertApiLogs(db, rows),
-        kindOf: (row) => (row.project_id === null ? 'unauthenticated' : 'authenticated'),
-      },
-      logger,
-      options,
-    );
-  }
-
-  list(filter: ApiLogFilter): Promise<ApiLogRow[]> {
-    return listApiLogs(this.db, filter);
-  }
-
-  prune(before: number, keep: number): Promise<number> {
-    // Requests without a valid key get a budget of their own, a tenth of the authenticated one:
-    // anybody can send them, so they must never push out the entries of real callers.
-    return pruneApiLogs(this.db, before, keep, Math.max(1, Math.floor(keep / 10)));
+export class ApiLogService extends BufferedLog<NewApiLogRow, ApiLogFilter, ApiLogRow> {
+  constructor(db: Kysely<Database>, logger: Logger, options: Partial<ApiLogOptions> = {}) {
+    const sink = {
+      name: 'API log',
+      insert: (rows: readonly NewApiLogRow[]) => insertApiLogs(db, rows),
+      kindOf: (row: NewApiLogRow): ApiLogKind =>
+        row.project_id === null ? 'unauthenticated' : 'authenticated',
+      list: (filter: ApiLogFilter) => listApiLogs(db, filter),
+      // Requests without a valid key get a budget of their own, a tenth of the authenticated one:
+      // anybody can send them, so they must never push out the entries of real callers.
+      prune: (before: number, keep: number) =>
+        pruneApiLogs(db, before, keep, Math.max(1, Math.floor(keep / 10))),
+    };
+    super(sink, logger, options);
   }
 }

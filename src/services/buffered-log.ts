@@ -26,11 +26,17 @@ export const BUFFERED_LOG_DEFAULTS: BufferedLogOptions = {
   maxRetryMs: 30_000,
 };
 
-/** What a log writes and how it tells its entries apart; `name` heads its warnings. */
-export interface LogSink<Row> {
+/**
+ * What a log writes and how it tells its entries apart, how it reads them back and prunes them;
+ * `name` heads its warnings.
+ */
+export interface LogSink<Row, Filter, Listed> {
   readonly name: string;
   insert(rows: readonly Row[]): Promise<void>;
   kindOf(row: Row): LogEntryKind;
+  list(filter: Filter): Promise<Listed[]>;
+  /** Removes entries older than `before` and all but the newest `keep`; how many were removed. */
+  prune(before: number, keep: number): Promise<number>;
 }
 
 /** A first-in first-out queue with O(1) removal at the front. */
@@ -84,7 +90,7 @@ interface Entry<Row> {
  * the rest, each counted (`onDrop`). A failed write is tried again on a timer with back-off, never
  * at once: retrying in the same turn of the event loop would starve every request of this process.
  */
-export class BufferedLog<Row> {
+export class BufferedLog<Row, Filter = never, Listed = never> {
   private readonly authenticated = new Fifo<Entry<Row>>();
   private readonly unauthenticated = new Fifo<Entry<Row>>();
   private seq = 0;
@@ -97,7 +103,7 @@ export class BufferedLog<Row> {
   private readonly options: BufferedLogOptions;
 
   constructor(
-    private readonly sink: LogSink<Row>,
+    private readonly sink: LogSink<Row, Filter, Listed>,
     private readonly logger: Logger,
     options: Partial<BufferedLogOptions> = {},
   ) {
@@ -125,6 +131,14 @@ export class BufferedLog<Row> {
    * Writes what is buffered now and resolves once that is done or has failed (graceful stop,
    * tests). A pending retry is not waited for: it is tried now.
    */
+  list(filter: Filter): Promise<Listed[]> {
+    return this.sink.list(filter);
+  }
+
+  prune(before: number, keep: number): Promise<number> {
+    return this.sink.prune(before, keep);
+  }
+
   async flush(): Promise<void> {
     while (this.writing !== null) await this.writing;
     if (this.waiting === 0) return;
