@@ -360,6 +360,12 @@ export const NOT_FOUND = (what: string) => ({ 404: errorMeaning(`${what} not fou
 
 /** The answers of a route about something that may be missing: `ok`, 404 naming `what`, every admin error. */
 export const answers = <T>(ok: T, what: string) => ({ 200: ok, ...NOT_FOUND(what), ...ADMIN_ERRORS });
+/** The same for a route that creates what it answers with: `201`. */
+export const createdAnswers = <T>(created: T, what: string) => ({
+  201: created,
+  ...NOT_FOUND(what),
+  ...ADMIN_ERRORS,
+});
 
 /** Every admin route's security: the admin token, never a project's key. */
 export const ADMIN_SECURITY = [{ adminToken: [] }];

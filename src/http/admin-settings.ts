@@ -6,11 +6,10 @@ import type { Project } from '../services/projects.js';
 import { suppressionView } from '../services/suppressions.js';
 import type { AdminDeps } from './admin-deps.js';
 import {
-  ADMIN_ERRORS,
   adminGroup,
   answers,
+  createdAnswers,
   SMALL_BODY_LIMIT,
-  NOT_FOUND,
   PageQuery,
   ProjectParams,
   Smtp,
@@ -133,7 +132,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
         description: 'An address already on the list keeps its entry.',
         params: ProjectParams,
         body: SuppressionAddBody,
-        response: { 201: Suppression, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: createdAnswers(Suppression, 'Project'),
       }),
     },
     async (request, reply) =>
@@ -175,7 +174,7 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
         description: 'Its whsec_ signing secret is in this answer only.',
         params: ProjectParams,
         body: WebhookCreateBody,
-        response: { 201: WebhookCreated, ...NOT_FOUND('Project'), ...ADMIN_ERRORS },
+        response: createdAnswers(WebhookCreated, 'Project'),
       }),
     },
     async (request, reply) => {
