@@ -45,7 +45,7 @@ async function keepOnlyLogs(dir: string): Promise<void> {
 async function heraldCli(settings: Settings): Promise<{ cli?: HeraldCli; missing?: string }> {
   progress.start(settings.build ? 'building Herald (npm run build)' : 'checking Herald');
   try {
-    return { cli: await prepareHerald(repoRoot, { build: settings.build }) };
+    return { cli: await prepareHerald(resolve(settings.heraldRoot ?? repoRoot), { build: settings.build }) };
   } catch (error) {
     if (error instanceof HeraldUnavailable) return { missing: error.message };
     throw error;

@@ -10,6 +10,8 @@ export interface Settings {
   build: boolean;
   postgres: boolean;
   keep: boolean;
+  /** The checkout whose Herald is measured: this one, or another (`--herald DIR`). */
+  heraldRoot?: string;
   /** wrk and the batch client: warm-up (not recorded) and measured seconds of every run. */
   warmupS: number;
   durationS: number;
@@ -44,6 +46,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --duration S         seconds of each measured wrk or batch run (default 30, quick 5)
   --sessions N         smtp-source parallel sessions (default 8)
   --keep               keep the temporary data directories and logs
+  --herald DIR         measure the Herald built in another checkout (DIR) with this suite, for a
+                       before and after measured the same way
   -h, --help           this text
 
 Environment: HERALD_BENCH_PG_URL=postgres://user@127.0.0.1:5432/db picks the PostgreSQL server
@@ -60,6 +64,7 @@ export function parseSettings(argv: string[]): Settings | 'help' {
       duration: { type: 'string' },
       sessions: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      herald: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -84,6 +89,7 @@ export function parseSettings(argv: string[]): Settings | 'help' {
     build: !values['no-build'],
     postgres: !values['no-pg'],
     keep: values.keep,
+    heraldRoot: values.herald,
     warmupS: quick ? 1 : 5,
     durationS: positive(values.duration, quick ? 5 : 30, 'duration'),
     threads: 2,
