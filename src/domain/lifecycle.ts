@@ -106,7 +106,29 @@ function moved(row: Notification, from: UsageState, to: UsageState): UsageMove[]
 }
 
 /** The row's record of a bounce (the status body's `bounce`). */
-function bounceColumns(verdict: BounceVerdict) {
+type BounceColumns = Pick<
+  Notification,
+  'bounce_type' | 'bounce_category' | 'bounce_status' | 'bounce_diagnostic'
+>;
+
+const NO_BOUNCE: BounceColumns = {
+  bounce_type: null,
+  bounce_category: null,
+  bounce_status: null,
+  bounce_diagnostic: null,
+};
+
+/** The record of a bounce the row has now. */
+function bounceOf(row: Notification): BounceColumns {
+  return {
+    bounce_type: row.bounce_type,
+    bounce_category: row.bounce_category,
+    bounce_status: row.bounce_status,
+    bounce_diagnostic: row.bounce_diagnostic,
+  };
+}
+
+function bounceColumns(verdict: BounceVerdict): BounceColumns {
   return {
     bounce_type: verdict.type,
     bounce_category: verdict.category,
@@ -218,40 +240,24 @@ export function attemptFinished(
   route: AttemptRoute | null = null,
   random: () => number = Math.random,
 ): AttemptTransition {
-  const common = {
-    subject: result.rendered ? result.rendered.subject : row.subject,
-    text_body: result.rendered ? result.rendered.text : row.text_body,
-    html_body: result.rendered ? result.rendered.html : row.html_body,
-    // Which variant and version rendered it: what the status body says was sent.
-    template_locale: result.rendered ? (result.rendered.templateLocale ?? null) : row.template_locale,
-    template_version: result.rendered ? (result.rendered.templateVersion ?? null) : row.template_version,
-    transport: result.transport,
-    message_id: result.messageId,
-    updated_at: now,
-    relay: route?.role ?? null,
-  };
   const requires = { state: 'sending' as NotificationState };
   if (result.ok) {
     return {
       outcome: 'sent',
-      changes: {
-        ...common,
+      changes: attemptChanges(row, result, now, route, {
         state: 'sent',
-        run_at: row.run_at,
-        sent_at: now,
-        error_message: null,
+        runAt: row.run_at,
+        sentAt: now,
+        errorMessage: null,
         // A refusal of an earlier attempt is history once the relay took the message.
-        bounce_type: null,
-        bounce_category: null,
-        bounce_status: null,
-        bounce_diagnostic: null,
-        waits_for_relay: null,
-      },
+        bounce: NO_BOUNCE,
+        waitsForRelay: null,
+      }),
       requires,
       usage: moved(row, 'queued', 'sent'),
       event: { type: EVENT_OF.sent, extra: {} },
       suppression: null,
-      attempt: { smtpCode: result.smtpCode, response: result.response, ...attemptVia(result, route) },
+      attempt: attemptRecord(result.smtpCode, result.response, result, route),
     };
   }
   const { failure } = result;
@@ -266,28 +272,20 @@ export function attemptFinished(
   const atOnce = route?.role === 'primary' && route.fallbackReady;
   return {
     outcome,
-    changes: {
-      ...common,
+    changes: attemptChanges(row, result, now, route, {
       state: outcome === 'retry' ? 'queued' : 'failed',
-      run_at:
+      runAt:
         outcome !== 'retry'
           ? row.run_at
           : atOnce
             ? now
             : now + backoffDelay(row.attempts, policy.backoff, random),
-      sent_at: row.sent_at,
-      error_message: failure.message,
-      ...(refusal === null
-        ? {
-            bounce_type: row.bounce_type,
-            bounce_category: row.bounce_category,
-            bounce_status: row.bounce_status,
-            bounce_diagnostic: row.bounce_diagnostic,
-          }
-        : bounceColumns(refusal)),
+      sentAt: row.sent_at,
+      errorMessage: failure.message,
+      bounce: refusal === null ? bounceOf(row) : bounceColumns(refusal),
       // Mail that waits for its relay is due at once when the relay is back (relayBack).
-      waits_for_relay: outcome === 'retry' && route?.unreachable === true ? route.relay : null,
-    },
+      waitsForRelay: outcome === 'retry' && route?.unreachable === true ? route.relay : null,
+    }),
     requires,
     usage: outcome === 'retry' ? [] : moved(row, 'queued', 'failed'),
     event: { type: EVENT_OF[outcome], extra: {} },
@@ -295,14 +293,64 @@ export function attemptFinished(
       outcome === 'failed' && refusal !== null && refusalSuppresses(failure, refusal)
         ? suppression(row, 'hard_bounce', `${refusal.category}: ${failure.message}`)
         : null,
-    attempt: { smtpCode: failure.smtpCode, response: failure.message, ...attemptVia(result, route) },
+    attempt: attemptRecord(failure.smtpCode, failure.message, result, route),
   };
 }
 
-const attemptVia = (result: AttemptResult, route: AttemptRoute | null) => ({
-  transport: result.transport,
-  relay: route?.role ?? null,
-});
+/** What an outcome sets besides what every attempt writes. */
+interface OutcomeColumns {
+  readonly state: NotificationState;
+  readonly runAt: number;
+  readonly sentAt: number | null;
+  readonly errorMessage: string | null;
+  readonly bounce: BounceColumns;
+  readonly waitsForRelay: string | null;
+}
+
+/**
+ * Every column an attempt writes, as one object literal. (Spreading a dozen shared columns into
+ * each outcome's literal made V8 build each object property by property: 13 µs an attempt.)
+ */
+function attemptChanges(
+  row: Notification,
+  result: AttemptResult,
+  now: number,
+  route: AttemptRoute | null,
+  outcome: OutcomeColumns,
+) {
+  const { rendered } = result;
+  return {
+    subject: rendered ? rendered.subject : row.subject,
+    text_body: rendered ? rendered.text : row.text_body,
+    html_body: rendered ? rendered.html : row.html_body,
+    // Which variant and version rendered it: what the status body says was sent.
+    template_locale: rendered ? (rendered.templateLocale ?? null) : row.template_locale,
+    template_version: rendered ? (rendered.templateVersion ?? null) : row.template_version,
+    transport: result.transport,
+    message_id: result.messageId,
+    updated_at: now,
+    relay: route?.role ?? null,
+    state: outcome.state,
+    run_at: outcome.runAt,
+    sent_at: outcome.sentAt,
+    error_message: outcome.errorMessage,
+    bounce_type: outcome.bounce.bounce_type,
+    bounce_category: outcome.bounce.bounce_category,
+    bounce_status: outcome.bounce.bounce_status,
+    bounce_diagnostic: outcome.bounce.bounce_diagnostic,
+    waits_for_relay: outcome.waitsForRelay,
+  };
+}
+
+/** The attempt as the delivery log keeps it. */
+function attemptRecord(
+  smtpCode: number | null,
+  response: string,
+  result: AttemptResult,
+  route: AttemptRoute | null,
+): AttemptTransition['attempt'] {
+  return { smtpCode, response, transport: result.transport, relay: route?.role ?? null };
+}
 
 /**
  * Queued mail waiting for a relay that is back is due now, all of it at once (storage/relay-health.ts);
