@@ -93,7 +93,12 @@ export class MailConsumer implements Consumer {
     private readonly now: () => number = Date.now,
   ) {
     this.lanes = lanePolicy(options);
-    this.relays = new RelayLanes(this.lanes, windowPolicy(options), logger);
+    this.relays = new RelayLanes(
+      this.lanes,
+      windowPolicy(options),
+      logger,
+      (parked: Routed) => parked.job.row.project_id,
+    );
     this.policy = { maxAttempts: options.maxAttempts, backoff: deliveryBackoff(options.retryBaseMs) };
     this.health = new RelayHealthBook(
       queue.db,
@@ -116,8 +121,10 @@ export class MailConsumer implements Consumer {
   }
 
   roomReturned(): boolean {
-    const leaveOut = new Set(this.saturatedProjects());
-    return [...this.leftOut].some((project) => !leaveOut.has(project));
+    if (this.leftOut.size === 0) return false;
+    const leaveOut = this.relays.saturatedProjects();
+    for (const project of this.leftOut) if (!leaveOut.has(project)) return true;
+    return false;
   }
 
   /** The window each relay this worker has sent to has now (metrics, tests). */
@@ -128,9 +135,12 @@ export class MailConsumer implements Consumer {
   /** Claims due mail, reads whose recipients are suppressed (one query), and starts what fits. */
   async fill(): Promise<Fill> {
     await this.health.start();
-    const leaveOut = this.saturatedProjects();
-    const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: leaveOut });
-    this.leftOut = new Set(leaveOut);
+    // Projects with mail parked behind a relay that has a whole window of mail parked already:
+    // their relay has work for when it has room; the backlog is left to other relays' mail, and
+    // nothing more of theirs is leased away from other workers.
+    const leaveOut = this.relays.saturatedProjects();
+    const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: [...leaveOut] });
+    this.leftOut = leaveOut;
     if (rows.length > 0) {
       const suppressed = await this.readSuppressions(rows);
       const batch = this.loader.batch();
@@ -140,7 +150,7 @@ export class MailConsumer implements Consumer {
     return {
       claimed: rows.length,
       full: rows.length >= this.options.batchSize,
-      filtered: leaveOut.length > 0,
+      filtered: leaveOut.size > 0,
     };
   }
 
@@ -177,15 +187,6 @@ export class MailConsumer implements Consumer {
       await this.queue.release(rows).catch(() => {});
       throw error;
     }
-  }
-
-  /**
-   * Projects not to claim for now: those with mail parked behind a relay that has a whole window
-   * of mail parked already. Their relay has work for when it has room; the backlog is left to
-   * other relays' mail, and nothing more of theirs is leased away from other workers.
-   */
-  private saturatedProjects(): number[] {
-    return [...new Set(this.relays.saturated().map((parked) => parked.job.row.project_id))];
   }
 
   private pump(): void {

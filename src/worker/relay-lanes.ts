@@ -20,12 +20,16 @@ import {
 export class RelayLanes<Parked> {
   private readonly busy = new Map<string, number>();
   private readonly parked = new Map<string, Parked[]>();
+  /** Per relay, how many of its parked entries each project has. */
+  private readonly parkedProjects = new Map<string, Map<number, number>>();
   private readonly windows = new Map<string, RelayWindow>();
 
   constructor(
     private readonly lanes: LanePolicy,
     private readonly policy: WindowPolicy,
     private readonly logger: Logger,
+    /** The project whose mail a parked entry is. */
+    private readonly projectOf: (entry: Parked) => number,
   ) {}
 
   /** Whether one more transaction to the relay may start, with `active` lanes in use (its own included). */
@@ -55,20 +59,36 @@ export class RelayLanes<Parked> {
     if (waiting === undefined) this.parked.set(relay, (waiting = []));
     if (first) waiting.unshift(entry);
     else waiting.push(entry);
+    let projects = this.parkedProjects.get(relay);
+    if (projects === undefined) this.parkedProjects.set(relay, (projects = new Map()));
+    const project = this.projectOf(entry);
+    projects.set(project, (projects.get(project) ?? 0) + 1);
   }
 
   unpark(relay: string): Parked | undefined {
     const waiting = this.parked.get(relay);
     const next = waiting?.shift();
-    if (waiting?.length === 0) this.parked.delete(relay);
+    if (next !== undefined) {
+      const projects = this.parkedProjects.get(relay)!;
+      const project = this.projectOf(next);
+      const left = projects.get(project)! - 1;
+      if (left === 0) projects.delete(project);
+      else projects.set(project, left);
+    }
+    if (waiting?.length === 0) this.forget(relay);
     return next;
   }
 
   /** Everything parked behind one relay, taken out (the relay went down). */
   unparkRelay(relay: string): Parked[] {
     const waiting = this.parked.get(relay) ?? [];
-    this.parked.delete(relay);
+    this.forget(relay);
     return waiting;
+  }
+
+  private forget(relay: string): void {
+    this.parked.delete(relay);
+    this.parkedProjects.delete(relay);
   }
 
   /** A relay that was down is back: its window starts small again (relay-window.ts `reopenWindow`). */
@@ -95,14 +115,21 @@ export class RelayLanes<Parked> {
   unparkAll(): Parked[] {
     const all = [...this.parked.values()].flat();
     this.parked.clear();
+    this.parkedProjects.clear();
     return all;
   }
 
-  /** Relays with a whole window's worth of mail parked: mail already waits for their room. */
-  saturated(): Parked[] {
-    return [...this.parked].flatMap(([relay, waiting]) =>
-      waiting.length < this.limit(relay) ? [] : waiting,
-    );
+  /**
+   * The projects with mail parked behind a relay that has a whole window's worth parked: mail of
+   * theirs already waits for its room. Asked on every turn of the worker's loop, so it counts
+   * projects per relay rather than looking at every parked entry.
+   */
+  saturatedProjects(): Set<number> {
+    const projects = new Set<number>();
+    for (const [relay, waiting] of this.parked)
+      if (waiting.length >= this.limit(relay))
+        for (const project of this.parkedProjects.get(relay)!.keys()) projects.add(project);
+    return projects;
   }
 
   /** Every relay's window now (metrics, tests). */
