@@ -188,7 +188,7 @@ export class WebhookService {
           projectId: project.id,
           notificationId: null,
           type: TEST_EVENT,
-          data: { endpoint_id: endpoint.id, message: 'This is a test event from Herald.' },
+          data: () => ({ endpoint_id: endpoint.id, message: 'This is a test event from Herald.' }),
           at: this.now(),
           endpointId: endpoint.id,
         },

@@ -8,7 +8,10 @@ import { recordEvents } from './webhook-events.js';
 
 /** A transition that applied, with the row as it became and the time it was decided. */
 export interface Applied {
-  readonly row: NotificationRow;
+  readonly projectId: number;
+  readonly notificationId: number;
+  /** The row as it became: asked for only where an event reports it. */
+  readonly row: () => NotificationRow;
   readonly transition: Transition;
   readonly at: number;
 }
@@ -37,8 +40,11 @@ export async function applyTransition(
     after = await update.returningAll().executeTakeFirst();
     if (after === undefined) return undefined;
   }
-  await recordEffects(tx, [{ row: after, transition, at: now }]);
-  return after;
+  const applied = after;
+  await recordEffects(tx, [
+    { projectId: applied.project_id, notificationId: applied.id, row: () => applied, transition, at: now },
+  ]);
+  return applied;
 }
 
 /**
@@ -53,15 +59,15 @@ export async function recordEffects(tx: Kysely<Database>, applied: readonly Appl
   );
   await recordEvents(
     tx,
-    applied.flatMap(({ row, at, transition: { event } }) =>
+    applied.flatMap(({ projectId, notificationId, row, at, transition: { event } }) =>
       event === null
         ? []
         : [
             {
-              projectId: row.project_id,
-              notificationId: row.id,
+              projectId,
+              notificationId,
               type: event.type,
-              data: { ...notificationView(row), ...event.extra },
+              data: () => ({ ...notificationView(row()), ...event.extra }),
               at,
             },
           ],

@@ -8,8 +8,11 @@ export interface OutboxEvent {
   readonly projectId: number;
   readonly notificationId: number | null;
   readonly type: EventType;
-  /** The body's `data` without `project` (added here from the project's name). */
-  readonly data: Readonly<Record<string, unknown>>;
+  /**
+   * The body's `data` without `project` (added here from the project's name), built only for an
+   * event some endpoint wants: most state changes of most projects are reported to none.
+   */
+  readonly data: () => Readonly<Record<string, unknown>>;
   readonly at: number;
   /** Only this endpoint, whatever its filter (a test event); otherwise every enabled endpoint that wants it. */
   readonly endpointId?: number;
@@ -76,7 +79,7 @@ export async function recordEvents(tx: Kysely<Database>, events: readonly Outbox
           payload: JSON.stringify({
             type: event.type,
             timestamp: new Date(event.at).toISOString(),
-            data: { ...event.data, project: names.get(event.projectId) ?? null },
+            data: { ...event.data(), project: names.get(event.projectId) ?? null },
           }),
           created_at: event.at,
         })),

@@ -64,7 +64,9 @@ export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, A
           relay: transition.attempt.relay,
         });
         applied.push({
-          row: { ...row, ...transition.changes, lease_owner: null, lease_until: null },
+          projectId: row.project_id,
+          notificationId: row.id,
+          row: () => ({ ...row, ...transition.changes, lease_owner: null, lease_until: null }),
           transition,
           at: finishedAt,
         });
