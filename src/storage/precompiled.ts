@@ -29,12 +29,20 @@ export class Precompiled<Names extends string> {
     private readonly build: (db: Kysely<Database>, slot: (name: Names) => never) => Compilable,
   ) {}
 
-  async run<Row = unknown>(
+  run<Row = unknown>(
     db: Kysely<Database>,
     values: Readonly<Record<Names, unknown>>,
   ): Promise<QueryResult<Row>> {
+    return this.runWith(db, (name) => values[name]);
+  }
+
+  /** Runs with each slot's value from `valueOf` (values from several places, without merging them first). */
+  async runWith<Row = unknown>(
+    db: Kysely<Database>,
+    valueOf: (name: Names) => unknown,
+  ): Promise<QueryResult<Row>> {
     const compiled = this.compile(db);
-    const parameters = compiled.parameters.map((p) => ('slot' in p ? values[p.slot as Names] : p.value));
+    const parameters = compiled.parameters.map((p) => ('slot' in p ? valueOf(p.slot as Names) : p.value));
     return db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, parameters));
   }
 

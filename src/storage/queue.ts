@@ -320,10 +320,9 @@ export class FinishStatement<Column extends string> {
     owner: string,
     values: Readonly<Record<Column, unknown>>,
   ): Promise<boolean> {
-    const result = await this.statement.run(db, { ...values, id, owner } as Record<
-      Column | 'id' | 'owner',
-      unknown
-    >);
+    const result = await this.statement.runWith(db, (name) =>
+      name === 'id' ? id : name === 'owner' ? owner : values[name],
+    );
     return (result.numAffectedRows ?? 0n) > 0n;
   }
 

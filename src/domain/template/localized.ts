@@ -22,8 +22,8 @@ export class LocalizedTemplate {
   /** Throws TemplateRenderError: past the render's bound, or (never for a saved version) a syntax error. */
   render(values: Readonly<Record<string, unknown>>, requested: string | null): RenderedMessage {
     const locale = chooseLocale(this.locales, requested);
-    const rendered = this.message(locale ?? '').render(values);
-    return { ...rendered, templateLocale: locale, templateVersion: this.version };
+    const { subject, text, html } = this.message(locale ?? '').render(values);
+    return { subject, text, html, templateLocale: locale, templateVersion: this.version };
   }
 
   /** The placeholders of that variant that render blank with these values (see CompiledMessage). */
