@@ -45,7 +45,12 @@ async function keepOnlyLogs(dir: string): Promise<void> {
 async function heraldCli(settings: Settings): Promise<{ cli?: HeraldCli; missing?: string }> {
   progress.start(settings.build ? 'building Herald (npm run build)' : 'checking Herald');
   try {
-    return { cli: await prepareHerald(resolve(settings.heraldRoot ?? repoRoot), { build: settings.build }) };
+    return {
+      cli: await prepareHerald(resolve(settings.heraldRoot ?? repoRoot), {
+        build: settings.build,
+        cpuProfileDir: settings.cpuProfileDir && resolve(settings.cpuProfileDir),
+      }),
+    };
   } catch (error) {
     if (error instanceof HeraldUnavailable) return { missing: error.message };
     throw error;

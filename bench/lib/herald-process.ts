@@ -14,12 +14,17 @@ export interface HeraldCli {
   repoRoot: string;
   /** argv prefix: [node, bin/herald.js] */
   argv: [string, ...string[]];
+  /** Node's options for `herald serve` (a CPU profile per process with --cpu-prof DIR). */
+  serveNodeArgs: string[];
 }
 
 export class HeraldUnavailable extends Error {}
 
 /** Builds Herald (`npm run build`) and checks that `herald --help` runs. */
-export async function prepareHerald(repoRoot: string, options: { build: boolean }): Promise<HeraldCli> {
+export async function prepareHerald(
+  repoRoot: string,
+  options: { build: boolean; cpuProfileDir?: string },
+): Promise<HeraldCli> {
   if (!existsSync(join(repoRoot, 'bin/herald.js'))) {
     throw new HeraldUnavailable('bin/herald.js does not exist yet (the service is not written)');
   }
@@ -30,7 +35,11 @@ export async function prepareHerald(repoRoot: string, options: { build: boolean 
       throw new HeraldUnavailable((error as Error).message);
     }
   }
-  const cli: HeraldCli = { repoRoot, argv: [process.execPath, join(repoRoot, 'bin/herald.js')] };
+  const cli: HeraldCli = {
+    repoRoot,
+    argv: [process.execPath, join(repoRoot, 'bin/herald.js')],
+    serveNodeArgs: options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : [],
+  };
   try {
     await runCommand(cli.argv[0], [...cli.argv.slice(1), '--help'], { cwd: repoRoot, timeoutMs: 30_000 });
   } catch (error) {
@@ -157,7 +166,7 @@ export async function startHerald(
   const child = spawnTracked(
     `herald serve --role ${role}`,
     cli.argv[0],
-    [...cli.argv.slice(1), 'serve', '--role', role],
+    [...cli.serveNodeArgs, ...cli.argv.slice(1), 'serve', '--role', role],
     {
       cwd: cli.repoRoot,
       env: heraldEnv(config),

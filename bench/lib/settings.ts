@@ -12,6 +12,8 @@ export interface Settings {
   keep: boolean;
   /** The checkout whose Herald is measured: this one, or another (`--herald DIR`). */
   heraldRoot?: string;
+  /** Where each `herald serve` process writes its V8 CPU profile (`--cpu-prof DIR`). */
+  cpuProfileDir?: string;
   /** wrk and the batch client: warm-up (not recorded) and measured seconds of every run. */
   warmupS: number;
   durationS: number;
@@ -48,6 +50,7 @@ export const USAGE = `Usage: npm run bench -- [options]
   --keep               keep the temporary data directories and logs
   --herald DIR         measure the Herald built in another checkout (DIR) with this suite, for a
                        before and after measured the same way
+  --cpu-prof DIR       write a V8 CPU profile of each herald serve process to DIR (slows it a little)
   -h, --help           this text
 
 Environment: HERALD_BENCH_PG_URL=postgres://user@127.0.0.1:5432/db picks the PostgreSQL server
@@ -65,6 +68,7 @@ export function parseSettings(argv: string[]): Settings | 'help' {
       sessions: { type: 'string' },
       keep: { type: 'boolean', default: false },
       herald: { type: 'string' },
+      'cpu-prof': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -90,6 +94,7 @@ export function parseSettings(argv: string[]): Settings | 'help' {
     postgres: !values['no-pg'],
     keep: values.keep,
     heraldRoot: values.herald,
+    cpuProfileDir: values['cpu-prof'],
     warmupS: quick ? 1 : 5,
     durationS: positive(values.duration, quick ? 5 : 30, 'duration'),
     threads: 2,
