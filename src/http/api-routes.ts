@@ -5,7 +5,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { HeraldError, Messages, errors } from '../domain/errors.js';
 import type { QuotaState } from '../domain/quota.js';
-import type { SendRequest } from '../domain/send-request.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH, type AcceptOutcome, type AcceptService } from '../services/accept.js';
 import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
@@ -226,8 +225,6 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       return null;
     }
   };
-  const sendsOf = (result: Extract<BodyResult, { kind: 'ok' }>): SendRequest[] =>
-    result.sends.map((send) => ({ ...send, data: {} }));
   const idempotency = (request: FastifyRequest, fingerprint: string | null) => {
     const key = idempotencyKey(request);
     return key === undefined ? undefined : { key, body: undefined, fingerprint: fingerprint ?? undefined };
@@ -281,7 +278,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         if (checked.kind !== 'ok') throw new Error('a single send has no item problems');
         const outcome = await deps.accept.accept({
           project,
-          sends: sendsOf(checked)[0]!,
+          sends: checked.sends[0]!,
           idempotency: idempotency(request, checked.fingerprint),
         });
         return replyToAccept(reply, 1, outcome, (body) => body.request_id);
@@ -308,7 +305,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           request.apiLog.error = error;
           return reply.code(400).send({ error, errors: [...batch.problems] });
         }
-        const sends = sendsOf(batch);
+        const sends = batch.sends;
         const outcome = await deps.accept.accept({
           project,
           sends,

@@ -71,7 +71,7 @@ export class BodyChecker {
    */
   check(job: BodyRequest, bytes: Buffer, key: string): Promise<BodyResult> {
     if (bytes.length <= this.options.inlineMaxBytes)
-      return Promise.resolve(checkBody({ ...job, text: bytes.toString('utf8') }));
+      return Promise.resolve(checkBody(job, bytes.toString('utf8')));
     return (bytes.length > this.options.largeFrom ? this.large : this.small).check(job, bytes, key);
   }
 

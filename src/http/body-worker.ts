@@ -5,8 +5,7 @@ import { checkBody, transferables, type BodyRequest } from './check-body.js';
 parentPort?.on('message', ({ id, job }: { id: number; job: BodyRequest & { bytes: Uint8Array } }) => {
   const text = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength).toString('utf8');
   try {
-    const { bytes: _bytes, ...request } = job;
-    const result = checkBody({ ...request, text });
+    const result = checkBody(job, text);
     // The files' decoded bytes move to the event loop's thread; nothing else is large.
     parentPort?.postMessage({ id, result }, transferables(result));
   } catch (error) {

@@ -32,14 +32,12 @@ export type BodyRequest =
       readonly maxBytesBesideFiles: number;
     };
 
-/** A request with its body as text. */
-export type BodyJob = BodyRequest & { readonly text: string };
-
 /**
- * A checked send as it crosses back: its data already JSON, its files' bytes each in an
- * ArrayBuffer of their own (moved from a worker thread, not copied: see `transferables`).
+ * A checked send as it crosses back: its data already JSON (`data` is left empty, so the values
+ * cross once, as text), its files' bytes each in an ArrayBuffer of their own (moved from a worker
+ * thread, not copied: see `transferables`).
  */
-export type CheckedSend = Omit<SendRequest, 'data' | 'dataJson'> & { readonly dataJson: string };
+export type CheckedSend = SendRequest & { readonly dataJson: string };
 
 export type BodyResult =
   | { readonly kind: 'invalid_json' }
@@ -103,14 +101,25 @@ function ownBuffer(bytes: Uint8Array): Uint8Array {
   return own && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes);
 }
 
-/** A send as it crosses back from a worker thread: every field kept, its data as JSON text. */
+/**
+ * A send as it crosses back from a worker thread: every field kept, its data as JSON text. One
+ * literal with every field named: a rest-and-spread copy of the send cost more than its checks.
+ */
 function checked(send: SendRequest): CheckedSend {
-  const { data, dataJson: _, attachments, ...fields } = send;
-  return {
-    ...fields,
-    attachments: attachments?.map((file) => ({ ...file, content: ownBuffer(file.content) })) ?? null,
-    dataJson: JSON.stringify(data),
+  // Every field named, optional ones too, so a field added to SendRequest cannot be left behind.
+  const fields: { [Field in keyof CheckedSend]-?: CheckedSend[Field] } = {
+    template: send.template,
+    to: send.to,
+    type: send.type,
+    sendAt: send.sendAt,
+    locale: send.locale ?? null,
+    replyTo: send.replyTo ?? null,
+    metadata: send.metadata ?? null,
+    attachments: send.attachments?.map((file) => ({ ...file, content: ownBuffer(file.content) })) ?? null,
+    data: {},
+    dataJson: JSON.stringify(send.data),
   };
+  return fields;
 }
 
 /** The buffers of a result that move to the receiving thread instead of being copied. */
@@ -138,11 +147,12 @@ function bytesBesideFiles(body: unknown): number {
   });
 }
 
-export function checkBody(job: BodyJob): BodyResult {
+/** Checks a request's body (`text`) as `job` says. */
+export function checkBody(job: BodyRequest, text: string): BodyResult {
   // A single send past its limit must carry files, or it is too large before it is even parsed.
-  const large = job.kind === 'send' && Buffer.byteLength(job.text) > job.maxBytesBesideFiles;
-  if (large && !job.text.includes('"attachments"')) return { kind: 'too_large' };
-  const parsed = parseJson(job.text);
+  const large = job.kind === 'send' && Buffer.byteLength(text) > job.maxBytesBesideFiles;
+  if (large && !text.includes('"attachments"')) return { kind: 'too_large' };
+  const parsed = parseJson(text);
   if (parsed === null) return { kind: 'invalid_json' };
   if (job.kind === 'json') return { kind: 'ok', items: 0, sends: [], fingerprint: null };
   const body = parsed.value;
