@@ -6,7 +6,15 @@ import { Messages } from './errors.js';
 import type { NotificationEvent } from './events.js';
 import type { Notification, NotificationView } from './notification.js';
 import type { NotificationState } from './notification-state.js';
-import type { AttemptRoute, RelayRole } from './relay-health.js';
+import type { AttemptRoute } from './relay-health.js';
+import {
+  attemptChanges,
+  attemptRecord,
+  bounceColumns,
+  bounceOf,
+  NO_BOUNCE,
+  type AttemptRecord,
+} from './lifecycle-columns.js';
 import { suppressionKey, type SuppressionReason } from './suppression.js';
 
 /**
@@ -105,38 +113,6 @@ function moved(row: Notification, from: UsageState, to: UsageState): UsageMove[]
   ];
 }
 
-/** The row's record of a bounce (the status body's `bounce`). */
-type BounceColumns = Pick<
-  Notification,
-  'bounce_type' | 'bounce_category' | 'bounce_status' | 'bounce_diagnostic'
->;
-
-const NO_BOUNCE: BounceColumns = {
-  bounce_type: null,
-  bounce_category: null,
-  bounce_status: null,
-  bounce_diagnostic: null,
-};
-
-/** The record of a bounce the row has now. */
-function bounceOf(row: Notification): BounceColumns {
-  return {
-    bounce_type: row.bounce_type,
-    bounce_category: row.bounce_category,
-    bounce_status: row.bounce_status,
-    bounce_diagnostic: row.bounce_diagnostic,
-  };
-}
-
-function bounceColumns(verdict: BounceVerdict): BounceColumns {
-  return {
-    bounce_type: verdict.type,
-    bounce_category: verdict.category,
-    bounce_status: verdict.status,
-    bounce_diagnostic: verdict.diagnostic.slice(0, MAX_DIAGNOSTIC),
-  };
-}
-
 function suppression(row: Notification, reason: SuppressionReason, detail: string): SuppressionEntry | null {
   const email = suppressionKey(row.recipient);
   if (email === null) return null;
@@ -211,12 +187,7 @@ export interface AttemptPolicy {
 export interface AttemptTransition extends Transition {
   readonly outcome: AttemptOutcome;
   /** The attempt as the delivery log keeps it, with the relay's reply. */
-  readonly attempt: {
-    readonly smtpCode: number | null;
-    readonly response: string;
-    readonly transport: string | null;
-    readonly relay: RelayRole | null;
-  };
+  readonly attempt: AttemptRecord;
 }
 
 const EVENT_OF: Record<AttemptOutcome, NotificationEvent> = {
@@ -297,61 +268,6 @@ export function attemptFinished(
         : null,
     attempt: attemptRecord(failure.smtpCode, failure.message, result, route),
   };
-}
-
-/** What an outcome sets besides what every attempt writes. */
-interface OutcomeColumns {
-  readonly state: NotificationState;
-  readonly runAt: number;
-  readonly sentAt: number | null;
-  readonly errorMessage: string | null;
-  readonly bounce: BounceColumns;
-  readonly waitsForRelay: string | null;
-}
-
-/**
- * Every column an attempt writes, as one object literal. (Spreading a dozen shared columns into
- * each outcome's literal made V8 build each object property by property: 13 µs an attempt.)
- */
-function attemptChanges(
-  row: Notification,
-  result: AttemptResult,
-  now: number,
-  route: AttemptRoute | null,
-  outcome: OutcomeColumns,
-) {
-  const { rendered } = result;
-  return {
-    subject: rendered ? rendered.subject : row.subject,
-    text_body: rendered ? rendered.text : row.text_body,
-    html_body: rendered ? rendered.html : row.html_body,
-    // Which variant and version rendered it: what the status body says was sent.
-    template_locale: rendered ? (rendered.templateLocale ?? null) : row.template_locale,
-    template_version: rendered ? (rendered.templateVersion ?? null) : row.template_version,
-    transport: result.transport,
-    message_id: result.messageId,
-    updated_at: now,
-    relay: route?.role ?? null,
-    state: outcome.state,
-    run_at: outcome.runAt,
-    sent_at: outcome.sentAt,
-    error_message: outcome.errorMessage,
-    bounce_type: outcome.bounce.bounce_type,
-    bounce_category: outcome.bounce.bounce_category,
-    bounce_status: outcome.bounce.bounce_status,
-    bounce_diagnostic: outcome.bounce.bounce_diagnostic,
-    waits_for_relay: outcome.waitsForRelay,
-  };
-}
-
-/** The attempt as the delivery log keeps it. */
-function attemptRecord(
-  smtpCode: number | null,
-  response: string,
-  result: AttemptResult,
-  route: AttemptRoute | null,
-): AttemptTransition['attempt'] {
-  return { smtpCode, response, transport: result.transport, relay: route?.role ?? null };
 }
 
 /**
