@@ -127,18 +127,20 @@ export class BufferedLog<Row, Filter = never, Listed = never> {
     else this.timer ??= setTimeout(() => this.startWriting(), this.options.flushMs);
   }
 
-  /**
-   * Writes what is buffered now and resolves once that is done or has failed (graceful stop,
-   * tests). A pending retry is not waited for: it is tried now.
-   */
+  /** The stored entries that match `filter` (entries still buffered are not among them). */
   list(filter: Filter): Promise<Listed[]> {
     return this.sink.list(filter);
   }
 
+  /** Removes stored entries older than `before`, and all but the newest `keep`; how many went. */
   prune(before: number, keep: number): Promise<number> {
     return this.sink.prune(before, keep);
   }
 
+  /**
+   * Writes what is buffered now and resolves once that is done or has failed (graceful stop,
+   * tests). A pending retry is not waited for: it is tried now.
+   */
   async flush(): Promise<void> {
     while (this.writing !== null) await this.writing;
     if (this.waiting === 0) return;
