@@ -242,13 +242,17 @@ function listenToParent(
     if (message.queue === 'mail') worker?.wake();
     else worker?.wakeWebhooks();
   });
-  process.once('disconnect', () => {
+  const parentGone = () => {
     logger.warn('the api process is gone; stopping delivery');
     stop().then(
       () => process.exit(0),
       () => process.exit(1),
     );
-  });
+  };
+  // The parent may have gone while this process started (stopped or killed during its start).
+  if (!process.connected) return parentGone();
+  process.once('disconnect', parentGone);
   const ready: ReadyMessage = { type: 'ready', bouncePort };
-  process.send(ready);
+  // A channel that closes meanwhile is the disconnect above, not an error to crash on.
+  process.send(ready, undefined, undefined, () => {});
 }

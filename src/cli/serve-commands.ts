@@ -45,8 +45,15 @@ export function serveCommand(): Command {
         const logger = createLogger(config.logLevel ?? 'info', undefined, {
           pretty: process.stdout.isTTY === true,
         });
-        const { startServer, plugins } = await loadServer();
         const child = options.asWorkerOfAll === true;
+        // A signal during the start (the API may answer before role all's delivery is up) is
+        // kept, and the stop follows as soon as everything that started can be stopped in order.
+        let early: string | undefined;
+        let onSignal: (signal: string) => void = (signal) => {
+          early ??= signal;
+        };
+        for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => onSignal(signal));
+        const { startServer, plugins } = await loadServer();
         const starting = startServer(config, child ? 'worker' : options.role, logger, plugins, {
           childOfAll: child,
           workerProcess:
@@ -80,20 +87,21 @@ export function serveCommand(): Command {
           const once = (reason: string) => {
             if (!stopping) stop(reason);
           };
-          process.on('SIGINT', () => {});
-          process.on('SIGTERM', () => once('SIGTERM'));
+          onSignal = (signal) => {
+            if (signal === 'SIGTERM') once(signal);
+          };
           process.on('message', (message: StopMessage) => {
             if (message?.type === 'stop') once('parent');
           });
+          if (early === 'SIGTERM') once(early);
           return;
         }
-        const shutdown = (signal: string) => {
+        onSignal = (signal: string) => {
           if (!stopping) return stop(signal);
           logger.warn({ signal }, 'second signal: exiting now');
           process.exit(1);
         };
-        process.on('SIGTERM', () => shutdown('SIGTERM'));
-        process.on('SIGINT', () => shutdown('SIGINT'));
+        if (early !== undefined) onSignal(early);
       })
   );
 }
