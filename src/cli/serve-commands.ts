@@ -48,9 +48,18 @@ export function serveCommand(): Command {
         const child = options.asWorkerOfAll === true;
         // A signal during the start (the API may answer before role all's delivery is up) is
         // kept, and the stop follows as soon as everything that started can be stopped in order.
+        // A second one (a start that hangs) exits at once. Role all's child leaves Ctrl-C's SIGINT
+        // to its parent, as it does once running.
         let early: string | undefined;
         let onSignal: (signal: string) => void = (signal) => {
-          early ??= signal;
+          if (child && signal === 'SIGINT') return;
+          if (early === undefined) {
+            early = signal;
+            logger.info({ signal }, 'stopping once started');
+            return;
+          }
+          logger.warn({ signal }, 'second signal while starting: exiting now');
+          process.exit(1);
         };
         for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => onSignal(signal));
         const { startServer, plugins } = await loadServer();
@@ -93,7 +102,7 @@ export function serveCommand(): Command {
           process.on('message', (message: StopMessage) => {
             if (message?.type === 'stop') once('parent');
           });
-          if (early === 'SIGTERM') once(early);
+          if (early !== undefined) once(early);
           return;
         }
         onSignal = (signal: string) => {
