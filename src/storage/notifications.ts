@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { MetadataFilter } from '../domain/metadata.js';
+import { insertRows } from './bulk-insert.js';
 import { hasMetadata } from './notification-metadata.js';
 import type { Database, NewNotificationRow, NotificationRow, NotificationState } from './schema.js';
 import { findRow } from './rows.js';
 
 /**
- * Inserts many rows in one statement and returns their ids by request_id (RETURNING promises no
- * order, so rows are matched by their unique request id).
+ * Inserts many rows, in statements of at most INSERT_CHUNK rows, and returns their ids by
+ * request_id (RETURNING promises no order, so rows are matched by their unique request id).
  */
 export async function insertNotifications(
   db: Kysely<Database>,
@@ -16,11 +17,11 @@ export async function insertNotifications(
   // A group of batches can hold thousands of rows; chunks keep each statement's parameters well
   // under both backends' limits (SQLite 32,766, PostgreSQL 65,535).
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-    const inserted = await db
-      .insertInto('notifications')
-      .values(rows.slice(start, start + INSERT_CHUNK))
-      .returning(['id', 'request_id'])
-      .execute();
+    const chunk = rows.length <= INSERT_CHUNK ? rows : rows.slice(start, start + INSERT_CHUNK);
+    const inserted = await insertRows<{ id: number; request_id: string }>(db, 'notifications', chunk, [
+      'id',
+      'request_id',
+    ]);
     for (const row of inserted) ids.set(row.request_id, row.id);
   }
   return ids;

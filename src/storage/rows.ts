@@ -7,6 +7,7 @@ import type {
   SqlBool,
   Updateable,
 } from 'kysely';
+import { insertRows } from './bulk-insert.js';
 import type { Database } from './schema.js';
 
 type Table = keyof Database;
@@ -154,10 +155,7 @@ export async function insertInChunks<T extends Table>(
   perStatement = 500,
 ): Promise<void> {
   for (let start = 0; start < rows.length; start += perStatement)
-    await any(db)
-      .insertInto(table as string)
-      .values(rows.slice(start, start + perStatement) as AnyDatabase[string][])
-      .execute();
+    await insertRows(db, table, rows.length <= perStatement ? rows : rows.slice(start, start + perStatement));
 }
 
 /** The tables whose rows a project names: templates and layouts. */
