@@ -23,7 +23,7 @@ import { SuppressionService } from './services/suppressions.js';
 import { WebhookService } from './services/webhooks.js';
 import { bounceKey, returnPath } from './bounces/token.js';
 import { BounceIntake } from './bounces/intake.js';
-import { bounceReaders, type BounceReaders, type ReaderOverrides } from './bounces/readers.js';
+import type { BounceReaders, ReaderOverrides } from './bounces/readers.js';
 import type { OutboundPolicy } from './domain/outbound.js';
 import { LeaseQueue } from './queue/lease-queue.js';
 import { QueueLoop } from './queue/loop.js';
@@ -326,8 +326,16 @@ export function createWorker(
   };
 }
 
-/** The bounce readers of role `bounces` (and role all's delivery process); see bounces/readers.ts. */
-export function createBounceReaders(services: Services, overrides: ReaderOverrides = {}): BounceReaders {
+/**
+ * The bounce readers of role `bounces` (and role all's delivery process); see bounces/readers.ts.
+ * Loaded when asked for: the IMAP client and the SMTP server stay out of the processes that do not
+ * read bounces.
+ */
+export async function createBounceReaders(
+  services: Services,
+  overrides: ReaderOverrides = {},
+): Promise<BounceReaders> {
+  const { bounceReaders } = await import('./bounces/readers.js');
   return bounceReaders(
     {
       config: services.config.bounces,

@@ -139,7 +139,7 @@ export async function startServer(
   let bouncePort: number | null = null;
   try {
     if (readsBounces) {
-      readers = createBounceReaders(services);
+      readers = await createBounceReaders(services);
       bouncePort = await readers.start().catch((error: unknown) => {
         throw listenError(
           error,

@@ -1,12 +1,17 @@
 import type { Kysely } from 'kysely';
 import { MAX_DIAGNOSTIC } from '../domain/bounce/classify.js';
+// From the domain, not from ./report.js, which loads the MIME parser that only its thread needs.
+import {
+  bounceSeverity,
+  type BounceRecipient,
+  type FeedbackReport,
+} from '../domain/bounce/feedback-report.js';
 import { bounced, complained, type Transition } from '../domain/lifecycle.js';
 import { suppressionKey } from '../domain/suppression.js';
 import { finishReport } from '../storage/inbound-reports.js';
 import { findNotification, findNotificationById } from '../storage/notifications.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
 import { applyTransition } from '../storage/transitions.js';
-import { bounceSeverity, type BounceRecipient, type FeedbackReport } from './report.js';
 
 /** Which notification a report is for, as its envelope recipient says. */
 export type ReportTarget = { readonly kind: 'token'; readonly id: number } | { readonly kind: 'plain' };

@@ -125,7 +125,7 @@ async function startReaders(url: string, pollMs = 600_000, intake = ctx.services
     ...parseImapUrl(url),
     pollMs,
   };
-  const readers = createBounceReaders(
+  const readers = await createBounceReaders(
     {
       ...ctx.services,
       bounces: intake,

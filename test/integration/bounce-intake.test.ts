@@ -246,9 +246,9 @@ beforeAll(async () => {
   worker = createWorker(ctx.services);
   worker.start();
 
-  readers = createBounceReaders(ctx.services);
+  readers = await createBounceReaders(ctx.services);
   listenerPort = (await readers.start())!;
-  bigReaders = createBounceReaders({
+  bigReaders = await createBounceReaders({
     ...ctx.services,
     config: { ...ctx.config, bounces: { ...ctx.config.bounces, maxBytes: 1024 * 1024 } },
   });
@@ -786,7 +786,7 @@ describe('what the listener refuses', () => {
 
 describe('HERALD_BOUNCE_RATE_PER_MINUTE', () => {
   it('answers 421 to the fourth report from one client when the limit is 3', async () => {
-    const limited = createBounceReaders({
+    const limited = await createBounceReaders({
       ...ctx.services,
       config: { ...ctx.config, bounces: { ...ctx.config.bounces, perClientPerMinute: 3 } },
     });
@@ -816,7 +816,7 @@ describe('parsing off the event loop (issue 27, finding 4)', () => {
   });
 
   it('past the waiting reports it may hold, the listener answers 451 4.3.2, and the report sent again is applied', async () => {
-    const full = createBounceReaders(ctx.services, {
+    const full = await createBounceReaders(ctx.services, {
       parser: { threads: 1, maxWaiting: 0, deadlineMs: 30_000 },
     });
     const port = (await full.start())!;
