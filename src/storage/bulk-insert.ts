@@ -8,7 +8,8 @@ import type { Database } from './schema.js';
  * the same columns go in a statement compiled once per dialect, table, columns and row count and
  * kept (a bounded number of them, the way SQLite's driver keeps their prepared statements, see
  * sqlite/statement-cache.ts); a run only lists the values in column order. Rows whose columns
- * differ (one leaves a column out to take its default) are built by Kysely as before.
+ * differ (one leaves a column out to take its default), or that hold an expression rather than
+ * data, are built by Kysely as before.
  */
 
 /** Statements kept per dialect; a group commit's row counts repeat, a few dozen at most in use. */
@@ -57,7 +58,7 @@ function definedColumns(row: object): string[] {
   return columns;
 }
 
-/** Every row's values in `columns`' order; null when a row names other columns. */
+/** Every row's values in `columns`' order; null when a row names other columns or holds an expression. */
 function valuesInOrder(rows: readonly object[], columns: readonly string[]): unknown[] | null {
   const values = new Array<unknown>(rows.length * columns.length);
   let next = 0;
@@ -67,11 +68,22 @@ function valuesInOrder(rows: readonly object[], columns: readonly string[]): unk
     if (named !== columns.length) return null;
     for (const column of columns) {
       const value = row[column];
-      if (value === undefined) return null;
+      if (!isBindable(value)) return null;
       values[next++] = value;
     }
   }
   return values;
+}
+
+/**
+ * Whether a value is bound as it is: data, not an expression. Kysely writes an expression (sql``, a
+ * builder, a function of one) into the statement itself, so rows holding one, or any other object,
+ * are left to Kysely.
+ */
+function isBindable(value: unknown): boolean {
+  if (value === null || value instanceof Uint8Array) return true;
+  const type = typeof value;
+  return type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean';
 }
 
 /** The SQL of an insert of `count` rows of `columns`, compiled by Kysely for this dialect once. */
@@ -85,7 +97,7 @@ function statement(
   const dialect = db.getExecutor().adapter.constructor;
   let kept = compiledByDialect.get(dialect);
   if (kept === undefined) compiledByDialect.set(dialect, (kept = new Map()));
-  const key = `${table}\n${columns.join(',')}\n${returning.join(',')}\n${count}`;
+  const key = JSON.stringify([table, columns, returning, count]);
   const known = kept.get(key);
   if (known !== undefined) return known;
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertRows } from '../../src/storage/bulk-insert.js';
 import type { NewNotificationRow } from '../../src/storage/schema.js';
@@ -81,6 +82,17 @@ describe(`bulk inserts (${backend})`, () => {
     const locales = new Map<string, string | null>();
     for (const r of inserted) locales.set(r.request_id, (await notification(fx.db, Number(r.id))).locale);
     expect(rows.map((r) => locales.get(r.request_id))).toEqual(['de', null, null]);
+  });
+
+  it('writes an expression into the statement, as Kysely does, instead of binding it as a value', async () => {
+    const rows = [row(9), row(10, { template: sql<string>`${'tem'} || ${'plate-x'}` as unknown as string })];
+    const inserted = await insertRows<{ id: number; request_id: string }>(fx.db, 'notifications', rows, [
+      'id',
+      'request_id',
+    ]);
+    const templates = new Map<string, string>();
+    for (const r of inserted) templates.set(r.request_id, (await notification(fx.db, Number(r.id))).template);
+    expect(rows.map((r) => templates.get(r.request_id))).toEqual(['template-9', 'template-x']);
   });
 
   it('returns nothing asked for when no column is named to return', async () => {
