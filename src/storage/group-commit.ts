@@ -72,6 +72,15 @@ export class GroupCommit<T, R> {
     const maxBatch = this.options.maxBatch ?? 100;
     while (this.count > 0 && batch.length < maxBatch) {
       const [key, list] = this.waiting.entries().next().value as [string, Entry<T, R>[]];
+      if (this.waiting.size === 1) {
+        // No other key to take turns with: its items go in at once. Moving the key to the back
+        // for each item would churn the map's table, garbage that outlives the batch under load.
+        const taken = list.splice(0, maxBatch - batch.length);
+        for (const entry of taken) batch.push(entry);
+        this.count -= taken.length;
+        if (list.length === 0) this.waiting.delete(key);
+        break;
+      }
       batch.push(list.shift()!);
       this.count--;
       this.waiting.delete(key);

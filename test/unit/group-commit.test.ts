@@ -94,6 +94,21 @@ describe('GroupCommit', () => {
     expect(await Promise.all(answers)).toHaveLength(6);
   });
 
+  it('fills the rest of a batch from the one key left, in its order, and leaves the rest for the next', async () => {
+    const r = recorder<string>();
+    const group = new GroupCommit(r.commit, { maxBatch: 5, keyOf: (item) => item[0]! });
+    const answers = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'b1'].map((item) => group.submit(item));
+    await turn();
+    expect(r.batches).toEqual([['a1', 'b1', 'a2', 'a3', 'a4']]);
+    r.gates[0]!.release();
+    await turn();
+    await turn();
+    expect(r.batches[1]).toEqual(['a5', 'a6']);
+    r.gates[1]!.release();
+    expect(await Promise.all(answers)).toEqual(
+      ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'b1'].map((i) => `stored ${i}`),
+    );
+  });
   it('keeps at most `concurrency` batches in flight', async () => {
     const r = recorder<number>();
     const group = new GroupCommit(r.commit, { maxBatch: 1, concurrency: 2 });
