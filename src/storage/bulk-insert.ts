@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, SqliteAdapter, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 /**
@@ -46,9 +46,40 @@ export async function insertRows<Returned extends Record<string, unknown>>(
     }
     return (await query.returning([...returning]).execute()) as unknown as Returned[];
   }
-  const text = statement(db, table, columns, returning, rows.length);
-  const result = await db.executeQuery<Returned>(CompiledQuery.raw(text, values));
-  return result.rows as Returned[];
+  const width = columns.length;
+  const keptPrepared = db.getExecutor().adapter instanceof SqliteAdapter;
+  const returned: Returned[] = [];
+  let done = 0;
+  for (const count of statementRowCounts(rows.length, keptPrepared)) {
+    const text = statement(db, table, columns, returning, count);
+    const part = count === rows.length ? values : values.slice(done * width, (done + count) * width);
+    const inserted = (await db.executeQuery<Returned>(CompiledQuery.raw(text, part))).rows as Returned[];
+    if (count === rows.length) return inserted;
+    for (const row of inserted) returned.push(row);
+    done += count;
+  }
+  return returned;
+}
+
+/**
+ * The row counts of the statements that insert `total` rows, `keptPrepared` when the backend's
+ * driver keeps its statements prepared. SQLite's driver keeps each distinct statement prepared
+ * (sqlite/statement-cache.ts), and a prepared multi-row INSERT holds a program in native memory
+ * that grows with its rows: a statement per row count that a group commit
+ * happens to gather (1 to 100 single sends, any batch size) kept megabytes of them. On SQLite the
+ * rows go in statements of powers of two, the largest first (500 rows: 256, 128, 64, 32, 16, 4),
+ * so a table has at most ten. PostgreSQL keeps no statement, and a statement more is a round trip
+ * more, so there the rows go in one.
+ */
+export function statementRowCounts(total: number, keptPrepared: boolean): number[] {
+  if (!keptPrepared) return [total];
+  const counts: number[] = [];
+  for (let left = total; left > 0;) {
+    const count = 2 ** Math.floor(Math.log2(left));
+    counts.push(count);
+    left -= count;
+  }
+  return counts;
 }
 
 /** The columns a row names: its keys with a value (Kysely leaves an undefined one out). */
