@@ -26,6 +26,8 @@ if ('missing' in chromium) {
 }
 
 const perBackend = ['test/integration/**/*.test.ts', 'test/process/**/*.test.ts'];
+/** The per-backend suites start Herald as a process, from its build: brought up to date first. */
+const buildFirst = ['./test/build-herald.ts'];
 
 const projects: TestProjectInlineConfiguration[] = [
   { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
@@ -34,6 +36,7 @@ const projects: TestProjectInlineConfiguration[] = [
     test: {
       name: 'sqlite',
       include: [...perBackend, 'test/sqlite/**/*.test.ts'],
+      globalSetup: buildFirst,
       env: { HERALD_TEST_DATABASE: 'sqlite' },
     },
   },
@@ -54,6 +57,7 @@ if (pgUrl) {
     test: {
       name: 'postgres',
       include: [...perBackend, 'test/postgres/**/*.test.ts'],
+      globalSetup: buildFirst,
       env: { HERALD_TEST_DATABASE: 'postgres', HERALD_TEST_PG_URL: pgUrl },
     },
   });

@@ -5,12 +5,15 @@ import { fileURLToPath } from 'node:url';
 import { waitUntil } from './wait.js';
 
 /**
- * Herald as separate processes, always from the current source (`node --import tsx
- * src/cli/index.ts …`), so process tests never run a stale build. Every spawned process belongs to
- * a ProcessGroup whose killAll() a test calls in afterAll, whatever happened before.
+ * Herald as separate processes, run as users run it: `node bin/herald.js …`, from the build that
+ * test/build-herald.ts brings up to date with the source before the suites that start processes
+ * run, so they never run a stale build. Every spawned process belongs to a ProcessGroup whose
+ * killAll() a test calls in afterAll, whatever happened before.
  */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = ['--import', 'tsx', 'src/cli/index.ts'];
+/** Node's arguments that run the `herald` command. */
+export const HERALD_CLI: readonly string[] = [path.join(REPO_ROOT, 'bin', 'herald.js')];
+const CLI = HERALD_CLI;
 /** Lines of output kept per process, to explain a failure. */
 const KEEP_LINES = 200;
 

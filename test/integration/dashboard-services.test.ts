@@ -5,6 +5,7 @@ import { AdminService } from '../../src/services/admins.js';
 import { AcceptService } from '../../src/services/accept.js';
 import { UsageService } from '../../src/services/usage.js';
 import { createTestContext, seedProject, testEnv, type TestContext } from '../helpers/services.js';
+import { HERALD_CLI } from '../helpers/processes.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /** The services the dashboard adds (admins, usage) and `herald admin create`, on each backend. */
@@ -148,7 +149,7 @@ describe('herald admin create and delete', () => {
     const env = testEnv(ctx.database);
     const run = (args: string[], input: string) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+        const child = spawn(process.execPath, [...HERALD_CLI, ...args], {
           env: { ...process.env, ...env },
           stdio: ['pipe', 'pipe', 'pipe'],
         });

@@ -8,6 +8,7 @@ import { closeServices, openServices, type Services } from '../../src/compose.js
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { HERALD_CLI } from '../helpers/processes.js';
 import { testEnv } from '../helpers/services.js';
 
 /**
@@ -22,13 +23,9 @@ let services: Services;
 let app: FastifyInstance;
 
 async function herald(...args: string[]): Promise<Record<string, unknown>> {
-  const { stdout } = await exec(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/index.ts', ...args, '--json'],
-    {
-      env: { ...process.env, ...env },
-    },
-  );
+  const { stdout } = await exec(process.execPath, [...HERALD_CLI, ...args, '--json'], {
+    env: { ...process.env, ...env },
+  });
   const lines = stdout.trim().split('\n');
   expect(lines).toHaveLength(1);
   return JSON.parse(lines[0]!) as Record<string, unknown>;
@@ -36,7 +33,7 @@ async function herald(...args: string[]): Promise<Record<string, unknown>> {
 
 async function heraldFails(...args: string[]): Promise<{ code: number; stderr: string; stdout: string }> {
   try {
-    await exec(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+    await exec(process.execPath, [...HERALD_CLI, ...args], {
       env: { ...process.env, ...env },
     });
   } catch (error) {
@@ -72,7 +69,7 @@ describe('herald CLI', () => {
   let apiKey: string;
 
   it('prints its version', async () => {
-    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', '--version'], {
+    const { stdout } = await exec(process.execPath, [...HERALD_CLI, '--version'], {
       env: { ...process.env, ...env },
     });
     const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };

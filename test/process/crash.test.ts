@@ -9,7 +9,7 @@ import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
-import { killGroup } from '../helpers/processes.js';
+import { HERALD_CLI, killGroup } from '../helpers/processes.js';
 
 /**
  * A real `herald serve` process, killed with SIGKILL while it holds claimed mail, and stopped with
@@ -39,7 +39,7 @@ async function freePort(): Promise<number> {
 
 async function startHerald(): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'serve'], {
+  const child = spawn(process.execPath, [...HERALD_CLI, 'serve'], {
     env: { ...process.env, ...env, HERALD_PORT: String(port), HERALD_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
     // Its own process group, so that a kill -9 takes its delivery process too (killGroup).
