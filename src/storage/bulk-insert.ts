@@ -23,8 +23,9 @@ const compiledByDialect = new Map<unknown, Map<string, string>>();
 type AnyDatabase = Record<string, Record<string, unknown>>;
 
 /**
- * Inserts `rows` into `table` in one statement and returns their `returning` columns (no order is
- * promised: RETURNING gives none). The caller bounds the rows per statement below the backends'
+ * Inserts `rows` into `table`, all or none (in one statement, or on SQLite a few in one
+ * transaction: statementRowCounts), and returns their `returning` columns (no order is promised:
+ * RETURNING gives none). The caller bounds the rows per statement below the backends'
  * parameter limits (SQLite 32,766, PostgreSQL 65,535).
  */
 export async function insertRows<Returned extends Record<string, unknown>>(
@@ -46,30 +47,38 @@ export async function insertRows<Returned extends Record<string, unknown>>(
     }
     return (await query.returning([...returning]).execute()) as unknown as Returned[];
   }
-  const width = columns.length;
-  const keptPrepared = db.getExecutor().adapter instanceof SqliteAdapter;
-  const returned: Returned[] = [];
-  let done = 0;
-  for (const count of statementRowCounts(rows.length, keptPrepared)) {
-    const text = statement(db, table, columns, returning, count);
-    const part = count === rows.length ? values : values.slice(done * width, (done + count) * width);
-    const inserted = (await db.executeQuery<Returned>(CompiledQuery.raw(text, part))).rows as Returned[];
-    if (count === rows.length) return inserted;
-    for (const row of inserted) returned.push(row);
-    done += count;
+  const counts = statementRowCounts(rows.length, db.getExecutor().adapter instanceof SqliteAdapter);
+  if (counts.length === 1) {
+    const text = statement(db, table, columns, returning, rows.length);
+    return (await db.executeQuery<Returned>(CompiledQuery.raw(text, values))).rows as Returned[];
   }
-  return returned;
+  // Several statements, one insert: all of the rows or none, inside the caller's transaction or
+  // in one of their own (a log's write is retried whole when it fails).
+  const insertAll = async (trx: Kysely<Database>): Promise<Returned[]> => {
+    const width = columns.length;
+    const returned: Returned[] = [];
+    let done = 0;
+    for (const count of counts) {
+      const text = statement(trx, table, columns, returning, count);
+      const part = values.slice(done * width, (done + count) * width);
+      for (const row of (await trx.executeQuery<Returned>(CompiledQuery.raw(text, part))).rows)
+        returned.push(row as Returned);
+      done += count;
+    }
+    return returned;
+  };
+  return db.isTransaction ? insertAll(db) : db.transaction().execute(insertAll);
 }
 
 /**
  * The row counts of the statements that insert `total` rows, `keptPrepared` when the backend's
  * driver keeps its statements prepared. SQLite's driver keeps each distinct statement prepared
  * (sqlite/statement-cache.ts), and a prepared multi-row INSERT holds a program in native memory
- * that grows with its rows: a statement per row count that a group commit
- * happens to gather (1 to 100 single sends, any batch size) kept megabytes of them. On SQLite the
- * rows go in statements of powers of two, the largest first (500 rows: 256, 128, 64, 32, 16, 4),
- * so a table has at most ten. PostgreSQL keeps no statement, and a statement more is a round trip
- * more, so there the rows go in one.
+ * that grows with its rows: a statement per row count that a group commit happens to gather (1 to
+ * 100 single sends, any batch size) kept megabytes of them. On SQLite the rows go in statements of
+ * powers of two, the largest first (500 rows: 256, 128, 64, 32, 16, 4), so the inserts of one
+ * list of columns have at most ten. PostgreSQL keeps no statement, and a statement more is a round
+ * trip more, so there the rows go in one.
  */
 export function statementRowCounts(total: number, keptPrepared: boolean): number[] {
   if (!keptPrepared) return [total];

@@ -95,6 +95,39 @@ describe(`bulk inserts (${backend})`, () => {
     expect(rows.map((r) => templates.get(r.request_id))).toEqual(['template-9', 'template-x']);
   });
 
+  it('inserts all of the rows or none: a row refused late leaves none of the others behind', async () => {
+    const entry = (i: number) => ({
+      created_at: 1_000 + i,
+      method: i === 600 ? null : 'POST',
+      path: `/api/v1/bulk-insert-${i}`,
+      status_code: 202,
+      error: null,
+      latency_ms: 1.5,
+      key_prefix: null,
+      project_id: null,
+      request_id: null,
+    });
+    const entries = Array.from({ length: 700 }, (_, i) => entry(i));
+    await expect(insertRows(fx.db, 'api_logs', entries)).rejects.toThrow();
+    const left = await fx.db
+      .selectFrom('api_logs')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('path', 'like', '/api/v1/bulk-insert-%')
+      .executeTakeFirstOrThrow();
+    expect(Number(left.count)).toBe(0);
+    entries[600]!.method = 'POST';
+    await insertRows(fx.db, 'api_logs', entries);
+    const stored = await fx.db
+      .selectFrom('api_logs')
+      .select(['created_at', 'path'])
+      .where('path', 'like', '/api/v1/bulk-insert-%')
+      .orderBy('created_at')
+      .execute();
+    expect(stored.map((r) => [Number(r.created_at), r.path])).toEqual(
+      entries.map((e) => [e.created_at, e.path]),
+    );
+  });
+
   it('returns nothing asked for when no column is named to return', async () => {
     expect(await insertRows(fx.db, 'notifications', [row(8)])).toEqual([]);
     expect(await insertRows(fx.db, 'notifications', [])).toEqual([]);
