@@ -6,8 +6,8 @@ import { waitUntil } from './wait.js';
 
 /**
  * Herald as separate processes, run as users run it: `node bin/herald.js …`, from the build that
- * test/build-herald.ts brings up to date with the source before the suites that start processes
- * run, so they never run a stale build. Every spawned process belongs to a ProcessGroup whose
+ * test/build-herald.ts makes from the source before the suites that start processes run, so they
+ * never run a stale build. Every spawned process belongs to a ProcessGroup whose
  * killAll() a test calls in afterAll, whatever happened before.
  */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
