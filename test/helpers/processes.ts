@@ -13,7 +13,6 @@ import { waitUntil } from './wait.js';
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** Node's arguments that run the `herald` command. */
 export const HERALD_CLI: readonly string[] = [path.join(REPO_ROOT, 'bin', 'herald.js')];
-const CLI = HERALD_CLI;
 /** Lines of output kept per process, to explain a failure. */
 const KEEP_LINES = 200;
 
@@ -39,7 +38,7 @@ export function runHerald(
   timeoutMs = 60_000,
 ): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], {
+    const child = spawn(process.execPath, [...HERALD_CLI, ...args], {
       cwd: REPO_ROOT,
       env: heraldProcessEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -88,7 +87,7 @@ export class HeraldProcess {
     args: readonly string[],
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, [...CLI, ...args], {
+    this.child = spawn(process.execPath, [...HERALD_CLI, ...args], {
       cwd: REPO_ROOT,
       env: heraldProcessEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
