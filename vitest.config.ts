@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { findChromium, recordSkippedSuite } from './test/suites.js';
 
@@ -68,6 +69,14 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // The per-backend suites spend most of their time waiting on SMTP servers, Herald processes
+    // and timers, not computing: two test files at a time keep even a two-core machine busy (the
+    // default is one fewer worker than cores).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // A worker runs its test files one after another in one process, loading the modules once.
+    // Every file opens its own database, servers and ports and closes them in its own hooks; none
+    // changes the process's environment, so none leans on a fresh process.
+    isolate: false,
     reporters: ['default', './test/summary-reporter.ts'],
     projects,
   },
