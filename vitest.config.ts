@@ -27,6 +27,14 @@ if ('missing' in chromium) {
 }
 
 const perBackend = ['test/integration/**/*.test.ts', 'test/process/**/*.test.ts'];
+/**
+ * A worker of the per-backend suites runs its test files one after another in one process, loading
+ * Herald's modules once instead of once per file (a sixth of the suite's time). Every file opens its
+ * own database, servers and ports and closes them in its own hooks. The unit suite keeps a process
+ * per file: it takes seconds either way, and run some forty files to a process, its files failed
+ * inside the test runner with "Maximum call stack size exceeded".
+ */
+const sharedProcess = { isolate: false };
 /** The per-backend suites start Herald as a process, from its build: brought up to date first. */
 const buildFirst = ['./test/build-herald.ts'];
 
@@ -38,6 +46,7 @@ const projects: TestProjectInlineConfiguration[] = [
       name: 'sqlite',
       include: [...perBackend, 'test/sqlite/**/*.test.ts'],
       globalSetup: buildFirst,
+      ...sharedProcess,
       env: { HERALD_TEST_DATABASE: 'sqlite' },
     },
   },
@@ -59,6 +68,7 @@ if (pgUrl) {
       name: 'postgres',
       include: [...perBackend, 'test/postgres/**/*.test.ts'],
       globalSetup: buildFirst,
+      ...sharedProcess,
       env: { HERALD_TEST_DATABASE: 'postgres', HERALD_TEST_PG_URL: pgUrl },
     },
   });
@@ -73,10 +83,6 @@ export default defineConfig({
     // and timers, not computing: two test files at a time keep even a two-core machine busy (the
     // default is one fewer worker than cores).
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    // A worker runs its test files one after another in one process, loading the modules once.
-    // Every file opens its own database, servers and ports and closes them in its own hooks; none
-    // changes the process's environment, so none leans on a fresh process.
-    isolate: false,
     reporters: ['default', './test/summary-reporter.ts'],
     projects,
   },
