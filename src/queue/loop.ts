@@ -63,6 +63,8 @@ export class QueueLoop {
   private commitsSeen: number | undefined;
   private lookedAt = 0;
   private dueLookedAt = 0;
+  /** When the last claim began: it saw every row due by then that it could take. */
+  private claimBeganAt = 0;
 
   constructor(
     private readonly storage: Storage,
@@ -114,6 +116,7 @@ export class QueueLoop {
         const wakes = this.wakes;
         // Read before the claim's snapshot: a commit elsewhere after this moves it again.
         this.commitsSeen = this.storage.otherCommits?.();
+        this.claimBeganAt = this.now();
         try {
           const fill = await this.consumer.fill();
           claimed = fill.claimed;
@@ -144,7 +147,10 @@ export class QueueLoop {
     if (!busy || now - this.dueLookedAt >= DUE_LOOK_MS || now < this.dueLookedAt) {
       this.dueLookedAt = now;
       try {
-        const next = await nextDueAt(this.storage.db, this.queue, now);
+        // Rows that fell due since the last claim began are looked for too: that claim may have
+        // run a moment before one was due (a timer fires by the loop's cached clock, which can
+        // be behind Date.now()), and it is then claimed at once instead of at the poll.
+        const next = await nextDueAt(this.storage.db, this.queue, Math.min(now, this.claimBeganAt));
         if (next !== null) this.nextClaimAt = Math.min(this.nextClaimAt, next);
       } catch {
         // The next claim reports database trouble.

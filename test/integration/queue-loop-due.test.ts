@@ -1,0 +1,67 @@
+import { pino } from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { QueueLoop, type Consumer } from '../../src/queue/loop.js';
+import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
+import { waitUntil } from '../helpers/wait.js';
+import { addNotification, addProject, openTestStorage, type StorageFixture } from './storage-fixture.js';
+
+/**
+ * A claim that began a moment before a row fell due, and ended after it: the loop looks for the
+ * next due row once the claim is over, and must still see that one, which is due by then, instead
+ * of sleeping until the poll. (A timer fires by the event loop's cached clock, which can be behind
+ * Date.now(), so the claim meant for a scheduled send can run just before its time.)
+ */
+const NOW = 1_700_000_000_000;
+const DUE = NOW + 1_000;
+
+let fx: StorageFixture;
+let projectId: number;
+
+beforeAll(async () => {
+  fx = await openTestStorage();
+  projectId = await addProject(fx.db);
+});
+afterAll(() => fx?.close());
+
+it('claims a row that fell due while the claim that missed it ran, not at the next poll', async () => {
+  const id = await addNotification(fx.db, projectId, { run_at: DUE });
+  let clock = NOW;
+  const claims: { at: number; ids: number[] }[] = [];
+  const consumer: Consumer = {
+    hasRoom: () => true,
+    busy: () => false,
+    async fill() {
+      const at = clock;
+      const rows = await fx.storage.claim(NOTIFICATION_QUEUE, {
+        now: at,
+        owner: 'worker-a',
+        leaseUntil: at + 60_000,
+        limit: 10,
+      });
+      claims.push({ at, ids: rows.map((row) => row.id) });
+      // The claim took until just past the row's time.
+      clock = DUE + 5;
+      return { claimed: rows.length, full: false, filtered: false };
+    },
+    drain: () => Promise.resolve(),
+  };
+  const loop = new QueueLoop(
+    fx.storage,
+    NOTIFICATION_QUEUE,
+    consumer,
+    { pollMs: 60_000, stopTimeoutMs: 1_000 },
+    pino({ level: 'silent' }),
+    () => clock,
+  );
+  loop.start();
+  try {
+    await waitUntil(() => (claims.some((claim) => claim.ids.length > 0) ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the row claimed, well before the 60 s poll',
+    });
+  } finally {
+    await loop.stop();
+  }
+  expect(claims[0]).toEqual({ at: NOW, ids: [] });
+  expect(claims.find((claim) => claim.ids.length > 0)).toEqual({ at: DUE + 5, ids: [id] });
+});
