@@ -142,6 +142,8 @@ export class QueueLoop {
    * DUE_LOOK_MS; a wake or freed room ends the sleep before that.
    */
   private async delay(): Promise<number> {
+    // Nothing can be claimed without room; the consumer resumes the loop when room comes free.
+    if (!this.consumer.hasRoom()) return this.options.pollMs;
     const now = this.now();
     const busy = this.consumer.busy();
     if (!busy || now - this.dueLookedAt >= DUE_LOOK_MS || now < this.dueLookedAt) {

@@ -65,3 +65,58 @@ it('claims a row that fell due while the claim that missed it ran, not at the ne
   expect(claims[0]).toEqual({ at: NOW, ids: [] });
   expect(claims.find((claim) => claim.ids.length > 0)).toEqual({ at: DUE + 5, ids: [id] });
 });
+
+it('waits for room without turning: rows due meanwhile are claimed once room comes free', async () => {
+  await fx.db.deleteFrom('notifications').execute();
+  const id = await addNotification(fx.db, projectId, { run_at: DUE });
+  let clock = NOW;
+  let room = true;
+  let asked = 0;
+  const claims: number[][] = [];
+  const consumer: Consumer = {
+    hasRoom: () => {
+      asked++;
+      return room;
+    },
+    busy: () => true,
+    async fill() {
+      const rows = await fx.storage.claim(NOTIFICATION_QUEUE, {
+        now: clock,
+        owner: 'worker-a',
+        leaseUntil: clock + 60_000,
+        limit: 10,
+      });
+      claims.push(rows.map((row) => row.id));
+      // Its lanes are full now, and the row falls due while they are.
+      room = false;
+      clock = DUE + 5;
+      return { claimed: rows.length, full: false, filtered: false };
+    },
+    drain: () => Promise.resolve(),
+  };
+  const loop = new QueueLoop(
+    fx.storage,
+    NOTIFICATION_QUEUE,
+    consumer,
+    { pollMs: 60_000, stopTimeoutMs: 1_000 },
+    pino({ level: 'silent' }),
+    () => clock,
+  );
+  loop.start();
+  try {
+    await waitUntil(() => (claims.length > 0 ? true : undefined), { what: 'the first claim' });
+    const before = asked;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Asleep until room comes free: not a turn of the loop every millisecond.
+    expect(asked - before).toBeLessThan(10);
+    room = true;
+    loop.resume();
+    await waitUntil(() => (claims.some((ids) => ids.length > 0) ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the row claimed once room came free, well before the 60 s poll',
+    });
+  } finally {
+    await loop.stop();
+  }
+  expect(claims.find((ids) => ids.length > 0)).toEqual([id]);
+});
