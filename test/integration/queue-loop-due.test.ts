@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { QueueLoop, type Consumer } from '../../src/queue/loop.js';
 import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -22,6 +22,34 @@ beforeAll(async () => {
   projectId = await addProject(fx.db);
 });
 afterAll(() => fx?.close());
+beforeEach(async () => {
+  await fx.db.deleteFrom('notifications').execute();
+});
+
+/** The ids of the rows due by `now` that one claim takes, as a worker's consumer claims them. */
+async function claimAt(now: number): Promise<number[]> {
+  const rows = await fx.storage.claim(NOTIFICATION_QUEUE, {
+    now,
+    owner: 'worker-a',
+    leaseUntil: now + 60_000,
+    limit: 10,
+  });
+  return rows.map((row) => row.id);
+}
+
+/** A started loop over `consumer`, on the clock `now`, whose poll (60 s) no test waits for. */
+function startLoop(consumer: Consumer, now: () => number): QueueLoop {
+  const loop = new QueueLoop(
+    fx.storage,
+    NOTIFICATION_QUEUE,
+    consumer,
+    { pollMs: 60_000, stopTimeoutMs: 1_000 },
+    pino({ level: 'silent' }),
+    now,
+  );
+  loop.start();
+  return loop;
+}
 
 it('claims a row that fell due while the claim that missed it ran, not at the next poll', async () => {
   const id = await addNotification(fx.db, projectId, { run_at: DUE });
@@ -32,28 +60,15 @@ it('claims a row that fell due while the claim that missed it ran, not at the ne
     busy: () => false,
     async fill() {
       const at = clock;
-      const rows = await fx.storage.claim(NOTIFICATION_QUEUE, {
-        now: at,
-        owner: 'worker-a',
-        leaseUntil: at + 60_000,
-        limit: 10,
-      });
-      claims.push({ at, ids: rows.map((row) => row.id) });
+      const ids = await claimAt(at);
+      claims.push({ at, ids });
       // The claim took until just past the row's time.
       clock = DUE + 5;
-      return { claimed: rows.length, full: false, filtered: false };
+      return { claimed: ids.length, full: false, filtered: false };
     },
     drain: () => Promise.resolve(),
   };
-  const loop = new QueueLoop(
-    fx.storage,
-    NOTIFICATION_QUEUE,
-    consumer,
-    { pollMs: 60_000, stopTimeoutMs: 1_000 },
-    pino({ level: 'silent' }),
-    () => clock,
-  );
-  loop.start();
+  const loop = startLoop(consumer, () => clock);
   try {
     await waitUntil(() => (claims.some((claim) => claim.ids.length > 0) ? true : undefined), {
       timeoutMs: 10_000,
@@ -67,7 +82,6 @@ it('claims a row that fell due while the claim that missed it ran, not at the ne
 });
 
 it('waits for room without turning: rows due meanwhile are claimed once room comes free', async () => {
-  await fx.db.deleteFrom('notifications').execute();
   const id = await addNotification(fx.db, projectId, { run_at: DUE });
   let clock = NOW;
   let room = true;
@@ -80,29 +94,16 @@ it('waits for room without turning: rows due meanwhile are claimed once room com
     },
     busy: () => true,
     async fill() {
-      const rows = await fx.storage.claim(NOTIFICATION_QUEUE, {
-        now: clock,
-        owner: 'worker-a',
-        leaseUntil: clock + 60_000,
-        limit: 10,
-      });
-      claims.push(rows.map((row) => row.id));
+      const ids = await claimAt(clock);
+      claims.push(ids);
       // Its lanes are full now, and the row falls due while they are.
       room = false;
       clock = DUE + 5;
-      return { claimed: rows.length, full: false, filtered: false };
+      return { claimed: ids.length, full: false, filtered: false };
     },
     drain: () => Promise.resolve(),
   };
-  const loop = new QueueLoop(
-    fx.storage,
-    NOTIFICATION_QUEUE,
-    consumer,
-    { pollMs: 60_000, stopTimeoutMs: 1_000 },
-    pino({ level: 'silent' }),
-    () => clock,
-  );
-  loop.start();
+  const loop = startLoop(consumer, () => clock);
   try {
     await waitUntil(() => (claims.length > 0 ? true : undefined), { what: 'the first claim' });
     const before = asked;
