@@ -58,6 +58,11 @@ export class WebhookConsumer implements Consumer {
   private readonly running = new Set<Promise<void>>();
   private active = 0;
   private stopping = false;
+  /** What the last claim left out for want of room: endpoints at their limit, projects at their share. */
+  private leftOut: { readonly endpoints: readonly number[]; readonly projects: readonly number[] } = {
+    endpoints: [],
+    projects: [],
+  };
   /** Told when lanes came free (the loop may claim more). */
   onRoom: () => void = () => {};
   /** Told about every attempt made; must not throw. */
@@ -91,9 +96,23 @@ export class WebhookConsumer implements Consumer {
     return this.active > 0;
   }
 
+  /**
+   * An endpoint or project the last claim left out has a lane again: its due rows are taken at
+   * once, not at the next poll. A failing endpoint is the exception: it is called again at the
+   * poll, one probe at a time, not back to back through its backlog.
+   */
+  roomReturned(): boolean {
+    return (
+      this.leftOut.endpoints.some(
+        (id) => !this.failing.has(id) && (this.inFlight.get(id) ?? 0) < this.options.perEndpoint,
+      ) || this.leftOut.projects.some((id) => this.projectRoom(id) > 0)
+    );
+  }
+
   async fill(): Promise<Fill> {
     const saturated = [...this.inFlight].filter(([id, n]) => n >= this.limitOf(id)).map(([id]) => id);
     const fullProjects = [...this.projectBusy.keys()].filter((id) => this.projectRoom(id) === 0);
+    this.leftOut = { endpoints: saturated, projects: fullProjects };
     const free = this.options.concurrency - this.active;
     const filtered = saturated.length + fullProjects.length > 0;
     const endpointIds = await dueEndpoints(

@@ -56,6 +56,8 @@ class Receiver {
   reply: (n: number, hit: Hit) => Reply = () => 204;
   /** Called for every request, once its body arrived (before it is answered). */
   onHit: ((hit: Hit) => void) | null = null;
+  /** While set, answers wait for it. */
+  hold: Promise<void> | null = null;
   private readonly server: http.Server;
 
   constructor() {
@@ -101,8 +103,12 @@ class Receiver {
       const reply = event === null ? 400 : this.reply(hit.n, hit);
       if (reply === 'hang') return;
       const { status, body, headers: extra } = typeof reply === 'number' ? { status: reply } : reply;
-      res.writeHead(status, extra);
-      res.end(body);
+      const answer = () => {
+        res.writeHead(status, extra);
+        res.end(body);
+      };
+      if (this.hold === null) answer();
+      else void this.hold.then(answer);
     });
   }
 
@@ -828,6 +834,41 @@ describe('a delivery that never succeeds', () => {
     expect(await h.metric(projectId, 'failure')).toBe(3);
     expect(await h.metric(projectId, 'success')).toBe(0);
     expect(await h.metric(other.projectId, 'success')).toBe(1);
+  });
+});
+
+describe('an endpoint with a backlog', () => {
+  let stack: Stack;
+  const h = helpers(() => stack.ctx);
+
+  beforeAll(async () => {
+    // The poll is far beyond the test's waits: only a freed lane can start the backlog's calls.
+    stack = await startStack({
+      HERALD_SMTP_URL: sink.url,
+      HERALD_DELIVERY_POLL_MS: '60000',
+      HERALD_WEBHOOK_ENDPOINT_CONCURRENCY: '1',
+    });
+  });
+  afterAll(() => stack.stop());
+
+  it('is called again as each call ends, not at the next poll', async () => {
+    const { projectId, apiKey } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    let answer!: () => void;
+    r.hold = new Promise((resolve) => (answer = resolve));
+    const endpoint = await h.hook(projectId, r);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await h.send(apiKey, { to: `backlog${i}@example.org` }));
+    for (const id of ids) expect((await h.settled(apiKey, id)).status).toBe('sent');
+    // Every event is queued while the first call holds the endpoint's only lane.
+    await r.waitForHits(1);
+    expect(r.open).toBe(1);
+    answer();
+
+    const rows = await h.finished(projectId, endpoint.id, 5);
+    expect(rows.map((d) => d.state)).toEqual(Array(5).fill('succeeded'));
+    expect(r.hits).toHaveLength(5);
+    expect(r.maxOpen).toBe(1);
   });
 });
 
