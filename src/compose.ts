@@ -173,9 +173,9 @@ export async function openServices(
     externalChanges: storage.externalChanges,
     changesSettleMs: storage.projectChangesSettleMs,
   });
-  const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey), Date.now, {
-    primary: globalSmtp,
-    fallback: globalFallback,
+  const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey), {
+    globals: { primary: globalSmtp, fallback: globalFallback },
+    outbound: config.outbound,
   });
   const webhookSecrets = new SecretBox(secretKey, SEALED.webhookSecret);
   const tokenKey = bounceKey(secretKey);

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
+import { isIP } from 'node:net';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
+import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import { isDown, type RelayRole } from '../domain/relay-health.js';
 import { storedPasswordSurvives } from '../domain/smtp-credentials.js';
 import {
@@ -125,23 +127,52 @@ export interface GlobalRelays {
   readonly fallback: SmtpTarget | null;
 }
 
-function checkRelay(host: string, port: number, security: string, what = 'SMTP'): void {
+export interface SmtpSettingsOptions {
+  readonly now?: () => number;
+  /** Herald's own relays, for projects without settings of their own. */
+  readonly globals?: GlobalRelays;
+  /** The outbound rules a project's relays are held to (product.md §8). */
+  readonly outbound?: OutboundPolicy;
+}
+
+/**
+ * Checks a relay a project names. Under enforced outbound rules an address the rules refuse is
+ * refused here already, where the admin sees why; a name is judged when mail goes out, on what it
+ * resolves to then.
+ */
+function checkRelay(
+  relay: { host: string; port: number; security: string },
+  outbound: OutboundPolicy,
+  what = 'SMTP',
+): void {
+  const { host, port, security } = relay;
   if (host === '' || host.length > 253 || /[\s/@]/.test(host))
     throw errors.invalidInput(`${what} host is not valid`);
   if (!Number.isInteger(port) || port < 1 || port > 65535)
     throw errors.invalidInput(`${what} port must be between 1 and 65535`);
   if (!isSmtpSecurity(security))
     throw errors.invalidInput(`${what} security must be auto, starttls, tls or none`);
+  const address = host.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(address) === 0) return;
+  const refusal = outboundRefusal(outbound, { host, address, port });
+  if (refusal !== null) throw errors.invalidInput(`${what} host ${refusal.replace(/^Host /, '')}`);
 }
 
 export class SmtpSettingsService {
+  private readonly now: () => number;
+  private readonly globals: GlobalRelays;
+  private readonly outbound: OutboundPolicy;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly projects: ProjectService,
     private readonly secrets: SecretBox,
-    private readonly now: () => number = Date.now,
-    private readonly globals: GlobalRelays = { primary: null, fallback: null },
-  ) {}
+    options: SmtpSettingsOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.globals = options.globals ?? { primary: null, fallback: null };
+    this.outbound = options.outbound ?? OPEN_OUTBOUND;
+  }
 
   /**
    * `herald smtp set --url smtp://user:pass@host:port [--fallback-url URL]`. Without `fallbackUrl`
@@ -166,7 +197,7 @@ export class SmtpSettingsService {
   async set(projectRef: string | number, input: SmtpSettingsInput): Promise<SmtpSettingsView> {
     const project = await this.projects.resolve(projectRef);
     const host = input.host.trim();
-    checkRelay(host, input.port, input.security);
+    checkRelay({ host, port: input.port, security: input.security }, this.outbound);
     let fromEmail = input.fromEmail ?? null;
     if (fromEmail !== null && fromEmail !== '') {
       const mailbox = parseMailbox(fromEmail);
@@ -226,7 +257,7 @@ export class SmtpSettingsService {
     }
     if (input === null) return none;
     const host = input.host.trim();
-    checkRelay(host, input.port, input.security, 'Fallback SMTP');
+    checkRelay({ host, port: input.port, security: input.security }, this.outbound, 'Fallback SMTP');
     if (relayKey({ host, port: input.port }) === relayKey(primary))
       throw errors.invalidInput('The fallback relay must be another host or port than the primary');
     const username = input.username?.trim() || null;

@@ -212,7 +212,20 @@ describe('a fallback relay in production', () => {
         HERALD_SMTP_URL: local(await freePort()),
         HERALD_SMTP_FALLBACK_URL: globalFallback.url,
       });
-      const own = await project(local(refusing), fallback.url);
+      // An address the rules refuse is refused when it is saved, primary or fallback alike.
+      const refused = await seedProject(ctx!.services);
+      for (const [primary, fallbackUrl, what] of [
+        [local(await freePort()), null, 'SMTP'],
+        [local(refusing), fallback.url, 'Fallback SMTP'],
+        [local(refusing), `smtp://[::1]:${fallback.port}?security=none`, 'Fallback SMTP'],
+      ] as const)
+        await expect(
+          ctx!.services.smtpSettings.setFromUrl(refused.projectId, primary, { fallbackUrl }),
+        ).rejects.toThrow(new RegExp(`^${what} host is not allowed: .*HERALD_OUTBOUND_ALLOW`));
+      expect(await ctx!.services.smtpSettings.get(refused.projectId)).toBeNull();
+
+      // A name is judged when mail goes out, on what it resolves to then.
+      const own = await project(local(refusing), `smtp://localhost:${fallback.port}?security=none`);
       const id = await send(own.apiKey);
       const body = await finalStatus(own.apiKey, id);
       expect(body).toMatchObject({ status: 'failed', attempts: 2 });
