@@ -5,8 +5,8 @@ import type { WrkResult } from './wrk.js';
 
 export const GOALS = {
   acceptSqlite: 0.5,
-  acceptPostgres: 0.35,
-  delivery: 0.3,
+  acceptPostgres: 0.4,
+  delivery: 0.4,
   growth: 0.9,
   batch: 0.5,
   slowRelay: 0.9,
