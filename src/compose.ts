@@ -288,7 +288,8 @@ export function createWorker(
       outbound: overrides.outbound ?? config.outbound,
       logger: webhookLogger,
     },
-    config.webhooks,
+    // An endpoint whose last call failed is called again after the poll interval.
+    { ...config.webhooks, probeMs: config.delivery.pollMs },
   );
   const webhookLoop = new QueueLoop(storage, WEBHOOK_QUEUE, webhooks, loops, webhookLogger);
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { isIP } from 'node:net';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
-import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
+import { OPEN_OUTBOUND, outboundRefusal, specialRange, type OutboundPolicy } from '../domain/outbound.js';
 import { isDown, type RelayRole } from '../domain/relay-health.js';
 import { storedPasswordSurvives } from '../domain/smtp-credentials.js';
 import {
@@ -136,9 +136,26 @@ export interface SmtpSettingsOptions {
 }
 
 /**
- * Checks a relay a project names. Under enforced outbound rules an address the rules refuse is
- * refused here already, where the admin sees why; a name is judged when mail goes out, on what it
- * resolves to then.
+ * A relay's host as stored: trimmed, an IPv6 address without brackets, and an IPv4 address in its
+ * usual form whatever way it was written (`127.1`, `2130706433`, `0x7f.0.0.1`, a trailing dot),
+ * as the system's resolver would read it; a name as given.
+ */
+function relayHost(raw: string): string {
+  const host = raw.trim().replace(/^\[(.*)\]$/, '$1');
+  if (!/^[0-9a-fx.]+$/i.test(host)) return host;
+  let parsed: string;
+  try {
+    parsed = new URL(`http://${host}`).hostname;
+  } catch {
+    return host;
+  }
+  return isIP(parsed) === 4 ? parsed : host;
+}
+
+/**
+ * Checks a relay a project names (its host as `relayHost` gives it). Under enforced outbound rules
+ * an address the rules refuse is refused here already, where the admin sees why; a name is judged
+ * when mail goes out, on what it resolves to then.
  */
 function checkRelay(
   relay: { host: string; port: number; security: string },
@@ -152,10 +169,11 @@ function checkRelay(
     throw errors.invalidInput(`${what} port must be between 1 and 65535`);
   if (!isSmtpSecurity(security))
     throw errors.invalidInput(`${what} security must be auto, starttls, tls or none`);
-  const address = host.replace(/^\[(.*)\]$/, '$1');
-  if (isIP(address) === 0) return;
-  const refusal = outboundRefusal(outbound, { host, address, port });
-  if (refusal !== null) throw errors.invalidInput(`${what} host ${refusal.replace(/^Host /, '')}`);
+  if (isIP(host) === 0 || outboundRefusal(outbound, { host, address: host, port }) === null) return;
+  throw errors.invalidInput(
+    `${what} host ${host} is not allowed: ${specialRange(host) ?? 'special-purpose'} addresses are ` +
+      'refused in production unless HERALD_OUTBOUND_ALLOW lists them; use a public address or a host name',
+  );
 }
 
 export class SmtpSettingsService {
@@ -196,7 +214,7 @@ export class SmtpSettingsService {
 
   async set(projectRef: string | number, input: SmtpSettingsInput): Promise<SmtpSettingsView> {
     const project = await this.projects.resolve(projectRef);
-    const host = input.host.trim();
+    const host = relayHost(input.host);
     checkRelay({ host, port: input.port, security: input.security }, this.outbound);
     let fromEmail = input.fromEmail ?? null;
     if (fromEmail !== null && fromEmail !== '') {
@@ -256,7 +274,7 @@ export class SmtpSettingsService {
       return { fallback_host, fallback_port, fallback_security, fallback_username, fallback_password_enc };
     }
     if (input === null) return none;
-    const host = input.host.trim();
+    const host = relayHost(input.host);
     checkRelay({ host, port: input.port, security: input.security }, this.outbound, 'Fallback SMTP');
     if (relayKey({ host, port: input.port }) === relayKey(primary))
       throw errors.invalidInput('The fallback relay must be another host or port than the primary');

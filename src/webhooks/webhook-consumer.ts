@@ -21,6 +21,8 @@ export interface WebhookOptions {
   readonly concurrency: number;
   /** Calls in flight per endpoint and worker process: a slow endpoint holds at most this many lanes. */
   readonly perEndpoint: number;
+  /** How long an endpoint whose last call failed waits before it is called again (the poll). */
+  readonly probeMs: number;
 }
 
 /** What one attempt came to, for metrics. */
@@ -53,7 +55,8 @@ export class WebhookConsumer implements Consumer {
   private readonly db: Kysely<Database>;
   private readonly lanes: LanePolicy;
   private readonly inFlight = new Map<number, number>();
-  private readonly failing = new Set<number>();
+  /** Endpoints whose last call failed, with the time it ended. */
+  private readonly failing = new Map<number, number>();
   private readonly projectBusy = new Map<number, number>();
   private readonly running = new Set<Promise<void>>();
   private active = 0;
@@ -98,8 +101,8 @@ export class WebhookConsumer implements Consumer {
 
   /**
    * An endpoint or project the last claim left out has a lane again: its due rows are taken at
-   * once, not at the next poll. A failing endpoint is the exception: it is called again at the
-   * poll, one probe at a time, not back to back through its backlog.
+   * once, not at the next poll. A failing endpoint is the exception: it gets one call at a time,
+   * `probeMs` after the last one ended (see `fill`), not calls back to back through its backlog.
    */
   roomReturned(): boolean {
     return (
@@ -111,14 +114,20 @@ export class WebhookConsumer implements Consumer {
 
   async fill(): Promise<Fill> {
     const saturated = [...this.inFlight].filter(([id, n]) => n >= this.limitOf(id)).map(([id]) => id);
+    const probeAfter = this.now() - this.options.probeMs;
+    // A failing endpoint with no call in flight waits out `probeMs` since its last call, whatever
+    // else (another endpoint's freed lane, a new event) starts this claim.
+    const resting = [...this.failing]
+      .filter(([id, endedAt]) => endedAt > probeAfter && !this.inFlight.has(id))
+      .map(([id]) => id);
     const fullProjects = [...this.projectBusy.keys()].filter((id) => this.projectRoom(id) === 0);
     this.leftOut = { endpoints: saturated, projects: fullProjects };
     const free = this.options.concurrency - this.active;
-    const filtered = saturated.length + fullProjects.length > 0;
+    const filtered = saturated.length + resting.length + fullProjects.length > 0;
     const endpointIds = await dueEndpoints(
       this.db,
       this.now(),
-      { endpoints: saturated, projects: fullProjects },
+      { endpoints: [...saturated, ...resting], projects: fullProjects },
       free,
     );
     let full = endpointIds.length >= free;
@@ -169,7 +178,7 @@ export class WebhookConsumer implements Consumer {
     const work = this.call(endpoint, event)
       .then((result) => {
         if (result.ok) this.failing.delete(endpoint.id);
-        else this.failing.add(endpoint.id);
+        else this.failing.set(endpoint.id, this.now());
         this.active--;
         decrement(this.inFlight, endpoint.id);
         decrement(this.projectBusy, endpoint.project_id);

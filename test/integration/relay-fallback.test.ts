@@ -212,17 +212,31 @@ describe('a fallback relay in production', () => {
         HERALD_SMTP_URL: local(await freePort()),
         HERALD_SMTP_FALLBACK_URL: globalFallback.url,
       });
-      // An address the rules refuse is refused when it is saved, primary or fallback alike.
+      // An address the rules refuse is refused when it is saved, primary or fallback alike, in
+      // whatever form an address may be written.
       const refused = await seedProject(ctx!.services);
-      for (const [primary, fallbackUrl, what] of [
-        [local(await freePort()), null, 'SMTP'],
-        [local(refusing), fallback.url, 'Fallback SMTP'],
-        [local(refusing), `smtp://[::1]:${fallback.port}?security=none`, 'Fallback SMTP'],
+      const to = (host: string, port: number) => `smtp://${host}:${port}?security=none`;
+      for (const [primary, fallbackUrl, what, host] of [
+        [local(await freePort()), null, 'SMTP', '127.0.0.1'],
+        [to('2130706433', await freePort()), null, 'SMTP', '127.0.0.1'],
+        [local(refusing), fallback.url, 'Fallback SMTP', '127.0.0.1'],
+        [local(refusing), to('127.1', fallback.port), 'Fallback SMTP', '127.0.0.1'],
+        [local(refusing), to('0x7f.0.0.1.', fallback.port), 'Fallback SMTP', '127.0.0.1'],
+        [local(refusing), to('[::1]', fallback.port), 'Fallback SMTP', '::1'],
       ] as const)
         await expect(
           ctx!.services.smtpSettings.setFromUrl(refused.projectId, primary, { fallbackUrl }),
-        ).rejects.toThrow(new RegExp(`^${what} host is not allowed: .*HERALD_OUTBOUND_ALLOW`));
+        ).rejects.toThrow(
+          `${what} host ${host} is not allowed: loopback addresses are refused in production unless ` +
+            'HERALD_OUTBOUND_ALLOW lists them; use a public address or a host name',
+        );
       expect(await ctx!.services.smtpSettings.get(refused.projectId)).toBeNull();
+      // The allowed address, written another way, is stored as the address it is.
+      await ctx!.services.smtpSettings.setFromUrl(refused.projectId, to('127.1', refusing));
+      expect(await ctx!.services.smtpSettings.get(refused.projectId)).toMatchObject({
+        host: '127.0.0.1',
+        port: refusing,
+      });
 
       // A name is judged when mail goes out, on what it resolves to then.
       const own = await project(local(refusing), `smtp://localhost:${fallback.port}?security=none`);

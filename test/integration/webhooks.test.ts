@@ -870,6 +870,26 @@ describe('an endpoint with a backlog', () => {
     expect(r.hits).toHaveLength(5);
     expect(r.maxOpen).toBe(1);
   });
+
+  it('is called once per poll while its calls fail, whatever else frees a lane meanwhile', async () => {
+    const { projectId, apiKey } = await seedProject(stack.ctx.services);
+    const healthy = await receiver();
+    let answer!: () => void;
+    healthy.hold = new Promise((resolve) => (answer = resolve));
+    await h.hook(projectId, healthy);
+    const failing = await receiver();
+    failing.reply = () => 500;
+    await h.hook(projectId, failing);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await h.send(apiKey, { to: `probe${i}@example.org` }));
+    for (const id of ids) expect((await h.settled(apiKey, id)).status).toBe('sent');
+    await failing.waitForHits(1);
+    answer();
+
+    // The healthy endpoint's backlog drains, each of its calls freeing a lane of the project.
+    await healthy.waitForHits(6);
+    expect(failing.hits).toHaveLength(1);
+  });
 });
 
 describe('isolation', () => {
