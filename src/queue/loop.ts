@@ -15,6 +15,8 @@ export interface Consumer {
   fill(): Promise<Fill>;
   /** Whether something its last claim left out has room again: the loop then claims again. */
   roomReturned?(): boolean;
+  /** When something it holds back by time (not for want of room) may be claimed; null for nothing. */
+  claimableAt?(): number | null;
   /** Stops taking work: waits for work in flight until `deadline`, and gives back the rest. */
   drain(deadline: number): Promise<void>;
 }
@@ -158,6 +160,8 @@ export class QueueLoop {
         // The next claim reports database trouble.
       }
     }
+    const claimable = this.consumer.claimableAt?.() ?? null;
+    if (claimable !== null) this.nextClaimAt = Math.min(this.nextClaimAt, claimable);
     const untilClaim = Math.max(0, this.nextClaimAt - this.now());
     return Math.min(this.options.pollMs, untilClaim, busy ? DUE_LOOK_MS : Infinity);
   }

@@ -142,7 +142,8 @@ export interface SmtpSettingsOptions {
  */
 function relayHost(raw: string): string {
   const host = raw.trim().replace(/^\[(.*)\]$/, '$1');
-  if (!/^[0-9a-fx.]+$/i.test(host)) return host;
+  // A bare `0x` is a number to URL parsers but a name to the system's resolver.
+  if (!/^[0-9a-fx.]+$/i.test(host) || /(^|\.)0x(\.|$)/i.test(host)) return host;
   let parsed: string;
   try {
     parsed = new URL(`http://${host}`).hostname;

@@ -61,6 +61,8 @@ export class WebhookConsumer implements Consumer {
   private readonly running = new Set<Promise<void>>();
   private active = 0;
   private stopping = false;
+  /** When the last claim began. */
+  private filledAt = 0;
   /** What the last claim left out for want of room: endpoints at their limit, projects at their share. */
   private leftOut: { readonly endpoints: readonly number[]; readonly projects: readonly number[] } = {
     endpoints: [],
@@ -112,9 +114,24 @@ export class WebhookConsumer implements Consumer {
     );
   }
 
+  /**
+   * When the first failing endpoint that the last claim left to rest may be called again. One
+   * whose rest ended before that claim began is not counted: that claim saw it (with nothing due
+   * for it, or taken), so the loop does not claim for it again and again.
+   */
+  claimableAt(): number | null {
+    let at: number | null = null;
+    for (const [id, endedAt] of this.failing) {
+      const until = endedAt + this.options.probeMs;
+      if (until > this.filledAt && !this.inFlight.has(id) && (at === null || until < at)) at = until;
+    }
+    return at;
+  }
+
   async fill(): Promise<Fill> {
     const saturated = [...this.inFlight].filter(([id, n]) => n >= this.limitOf(id)).map(([id]) => id);
-    const probeAfter = this.now() - this.options.probeMs;
+    this.filledAt = this.now();
+    const probeAfter = this.filledAt - this.options.probeMs;
     // A failing endpoint with no call in flight waits out `probeMs` since its last call, whatever
     // else (another endpoint's freed lane, a new event) starts this claim.
     const resting = [...this.failing]
@@ -123,7 +140,8 @@ export class WebhookConsumer implements Consumer {
     const fullProjects = [...this.projectBusy.keys()].filter((id) => this.projectRoom(id) === 0);
     this.leftOut = { endpoints: saturated, projects: fullProjects };
     const free = this.options.concurrency - this.active;
-    const filtered = saturated.length + resting.length + fullProjects.length > 0;
+    // Resting endpoints are not counted: the loop claims for them at `claimableAt`.
+    const filtered = saturated.length + fullProjects.length > 0;
     const endpointIds = await dueEndpoints(
       this.db,
       this.now(),
