@@ -226,8 +226,13 @@ export class SmtpSettingsService {
     }
     const current = await findSmtpSettings(this.db, project.id);
     const username = input.username?.trim() || null;
+    // A host stored before hosts were normalised (`127.1`) is compared in its usual form.
     const keep =
-      current !== undefined && storedPasswordSurvives(current, { host, port: input.port, username });
+      current !== undefined &&
+      storedPasswordSurvives(
+        { ...current, host: relayHost(current.host) },
+        { host, port: input.port, username },
+      );
     const password =
       input.password === undefined
         ? keep
@@ -282,7 +287,11 @@ export class SmtpSettingsService {
     const username = input.username?.trim() || null;
     const stored =
       current?.fallback_host != null && current.fallback_port != null
-        ? { host: current.fallback_host, port: current.fallback_port, username: current.fallback_username }
+        ? {
+            host: relayHost(current.fallback_host),
+            port: current.fallback_port,
+            username: current.fallback_username,
+          }
         : null;
     const keep = stored !== null && storedPasswordSurvives(stored, { host, port: input.port, username });
     return {

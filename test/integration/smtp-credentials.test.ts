@@ -33,4 +33,21 @@ describe('stored SMTP password', () => {
     await ctx.services.smtpSettings.set(projectId, { ...BASE, host: 'new.example', password: 'n3w' });
     expect((await ctx.services.smtpSettings.forDelivery(projectId))?.target.password).toBe('n3w');
   });
+
+  it('is kept for an address written another way, also one stored in that way', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const relay = { ...BASE, host: '2130706433' };
+    await ctx.services.smtpSettings.set(projectId, { ...relay, password: 's3cret' });
+    expect(await ctx.services.smtpSettings.get(projectId)).toMatchObject({ host: '127.0.0.1' });
+    await ctx.services.smtpSettings.set(projectId, { ...relay, host: '127.1' });
+    expect((await ctx.services.smtpSettings.forDelivery(projectId))?.target.password).toBe('s3cret');
+    // A row saved before hosts were stored in their usual form.
+    await ctx.services.storage.db
+      .updateTable('smtp_settings')
+      .set({ host: '127.1' })
+      .where('project_id', '=', projectId)
+      .execute();
+    await ctx.services.smtpSettings.set(projectId, { ...relay, fromName: 'Ops' });
+    expect((await ctx.services.smtpSettings.forDelivery(projectId))?.target.password).toBe('s3cret');
+  });
 });
