@@ -194,20 +194,20 @@ export class QueueLoop {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        if (watch !== null) clearInterval(watch);
+        // Also when the timer ended it: a wake that comes while the loop is busy must be kept
+        // for the next sleep (wokenMeanwhile), not spent on this one.
+        if (this.wakeUp === done) this.wakeUp = null;
+        resolve();
+      };
       const timer = setTimeout(done, ms);
       // Another process (an api role) commits work without a wake reaching this one: where the
       // store can tell cheaply, look every few milliseconds instead of waiting for the poll.
       const watch =
         this.storage.otherCommits === undefined ? null : setInterval(() => this.lookElsewhere(), WATCH_MS);
-      function done() {
-        clearTimeout(timer);
-        if (watch !== null) clearInterval(watch);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = null;
-        done();
-      };
+      this.wakeUp = done;
     });
   }
 }

@@ -121,3 +121,43 @@ it('waits for room without turning: rows due meanwhile are claimed once room com
   }
   expect(claims.find((ids) => ids.length > 0)).toEqual([id]);
 });
+
+it('keeps a wake that comes while it claims after a sleep its timer ended, and stops at once', async () => {
+  let claims = 0;
+  let release: (() => void) | null = null;
+  // Once: a short sleep that its timer ends (something may be claimed 50 ms on).
+  let claimableAt: number | null = Date.now() + 50;
+  const consumer: Consumer = {
+    hasRoom: () => true,
+    busy: () => false,
+    claimableAt: () => claimableAt,
+    async fill() {
+      claims++;
+      // The claim after the timed sleep waits here until the test has woken the loop.
+      if (claims === 2) {
+        claimableAt = null;
+        await new Promise<void>((resolve) => (release = resolve));
+      }
+      return { claimed: 0, full: false, filtered: false };
+    },
+    drain: () => Promise.resolve(),
+  };
+  const loop = startLoop(consumer, Date.now);
+  try {
+    await waitUntil(() => (release !== null ? true : undefined), { what: 'the claim after the timed sleep' });
+    loop.wake();
+    release!();
+    await waitUntil(() => (claims >= 3 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'a claim for the wake, well before the 60 s poll',
+    });
+  } finally {
+    let stopped = false;
+    void loop.stop().then(() => (stopped = true));
+    // A stop is a wake too: it must not wait for the poll either.
+    await waitUntil(() => (stopped ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the loop to stop, well before the 60 s poll',
+    });
+  }
+});
