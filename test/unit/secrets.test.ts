@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -64,14 +64,18 @@ describe('secrets at rest', () => {
 
   it('generates the secret once into the data dir with mode 0600', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'herald-secret-'));
-    const first = resolveSecretKey(null, dir);
-    expect(first).toMatch(/^[0-9a-f]{64}$/);
-    expect(statSync(path.join(dir, 'secret.key')).mode & 0o777).toBe(0o600);
-    expect(resolveSecretKey(null, dir)).toBe(first);
-    expect(readFileSync(path.join(dir, 'secret.key'), 'utf8').trim()).toBe(first);
-    expect(resolveSecretKey('given-secret-of-at-least-32-characters', dir)).toBe(
-      'given-secret-of-at-least-32-characters',
-    );
+    try {
+      const first = resolveSecretKey(null, dir);
+      expect(first).toMatch(/^[0-9a-f]{64}$/);
+      expect(statSync(path.join(dir, 'secret.key')).mode & 0o777).toBe(0o600);
+      expect(resolveSecretKey(null, dir)).toBe(first);
+      expect(readFileSync(path.join(dir, 'secret.key'), 'utf8').trim()).toBe(first);
+      expect(resolveSecretKey('given-secret-of-at-least-32-characters', dir)).toBe(
+        'given-secret-of-at-least-32-characters',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('requires HERALD_SECRET_KEY in production', () => {
