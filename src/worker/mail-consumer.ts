@@ -291,9 +291,6 @@ export class MailConsumer implements Consumer {
   ): void {
     const startedAt = this.now();
     const round = lane === null ? 0 : this.relays.take(lane.relay.relay);
-    // The relay's transactions as this one began (itself included): a connection is refused as
-    // it is made, and the others may have ended before the refusal is read.
-    const inFlightAtStart = lane === null ? 0 : this.relays.inFlight(lane.relay.relay);
     const work = send()
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
@@ -312,7 +309,7 @@ export class MailConsumer implements Consumer {
           const key = lane.relay.relay;
           const inFlight = this.relays.inFlight(key);
           this.relays.learn(key, { round, inFlight, durationMs: finishedAt - startedAt }, result);
-          waitsAgain = this.relays.refusedForRoom(result, Math.max(inFlight, inFlightAtStart));
+          waitsAgain = this.relays.refusedForRoom(key, result);
           // Still leased: it goes first when the relay has room again (or elsewhere, if it is down).
           if (waitsAgain) this.relays.park(key, lane.routed, true);
           recordAs = this.health.attempted(

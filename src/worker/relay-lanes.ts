@@ -99,16 +99,15 @@ export class RelayLanes<Parked> {
   /**
    * A relay that refused a connection while it was serving others of ours has no room for more
    * just now: its window has shrunk, and the message waits for a lane of that relay instead of
-   * counting a failed attempt (nothing was sent). `inFlight` is the relay's transactions while the
-   * connection was made, this one included; alone in flight, the refusal is recorded.
+   * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
    */
-  refusedForRoom(result: AttemptResult, inFlight: number): boolean {
+  refusedForRoom(relay: string, result: AttemptResult): boolean {
     return (
       !result.ok &&
       result.transport === 'smtp' &&
       result.failure.kind === 'transient' &&
       result.failure.command === 'CONN' &&
-      inFlight > 1
+      this.inFlight(relay) > 1
     );
   }
 
