@@ -1,6 +1,6 @@
-import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+import type { FastifySchema, FastifySchemaCompiler, SafePromiseLike } from 'fastify';
 import type { TSchema } from 'typebox';
-import { Compile } from 'typebox/compile';
+import type * as TypeBoxCompile from 'typebox/compile';
 import { errors, type HeraldError } from '../domain/errors.js';
 
 /**
@@ -112,11 +112,38 @@ export function nulPath(value: unknown): string | null {
   return null;
 }
 
-/** Fastify's validator compiler for the admin routes: TypeBox's compiled check of each part. */
+type Compiler = typeof TypeBoxCompile;
+
+/**
+ * TypeBox's compiler, loaded when the management API is first called: it is some 300 modules, and
+ * a process that never serves the management API (most of them) should not hold them.
+ */
+let compiler: Compiler | null = null;
+let loading: Promise<Compiler> | null = null;
+
+function loadCompiler(): Promise<Compiler> {
+  loading ??= import('typebox/compile').then(
+    (loaded) => (compiler = loaded),
+    (err: unknown) => {
+      loading = null;
+      throw Object.assign(err instanceof Error ? err : new Error(String(err)), { statusCode: 500 });
+    },
+  );
+  return loading;
+}
+
+type Outcome = { value: unknown } | { error: HeraldError };
+
+/**
+ * Fastify's validator compiler for the admin routes: TypeBox's compiled check of each part. Until
+ * the compiler is loaded a check answers with a promise, which Fastify awaits (a refusal rejects
+ * with the same error the synchronous check returns).
+ */
 export const adminValidator: FastifySchemaCompiler<FastifySchema> = ({ schema, httpPart }) => {
-  const check = Compile(schema as TSchema);
   const part = (httpPart ?? 'body') as Part;
-  return (data: unknown): { value: unknown } | { error: HeraldError } => {
+  let check: ReturnType<Compiler['Compile']> | null = null;
+  const validate = (loaded: Compiler, data: unknown): Outcome => {
+    check ??= loaded.Compile(schema as TSchema);
     if (!check.Check(data)) {
       const found = [...check.Errors(data)] as unknown as SchemaError[];
       return { error: errors.invalidField(describeErrors(schema, found, part)) };
@@ -125,5 +152,14 @@ export const adminValidator: FastifySchemaCompiler<FastifySchema> = ({ schema, h
     if (nul !== null)
       return { error: errors.invalidField(`Invalid '${shown(nul)}' (contains a NUL character)`) };
     return { value: data };
+  };
+  return (data: unknown): Outcome | SafePromiseLike<true> => {
+    if (compiler !== null) return validate(compiler, data);
+    const first = loadCompiler().then((loaded) => {
+      const outcome = validate(loaded, data);
+      if ('error' in outcome) throw outcome.error;
+      return true as const;
+    });
+    return first as unknown as SafePromiseLike<true>;
   };
 };
