@@ -1,4 +1,5 @@
-import Handlebars from 'handlebars';
+import { createRequire } from 'node:module';
+import type Handlebars from 'handlebars';
 import type { CompiledTemplate, RenderMode } from '../render.js';
 import { finishLiteral, valueFinisher, valueText } from '../render.js';
 import { RenderBudget, TemplateRenderError } from './budget.js';
@@ -21,11 +22,6 @@ import { BLOCK_HELPERS, refuseUnsupported, syntaxError } from './handlebars-synt
  *   for every template written in the placeholder syntax, whatever Handlebars' own escaping does.
  */
 
-const env = Handlebars.create();
-env.unregisterHelper('log');
-env.unregisterHelper('lookup');
-env.unregisterDecorator('inline');
-
 /** Herald's value writers, one per mode and escaping; names no template can spell as a value. */
 const WRITERS = {
   text: 'herald:text',
@@ -46,10 +42,6 @@ function writer(mode: RenderMode, raw: boolean): (value: unknown) => string {
     return text === '' ? '' : finish(text);
   };
 }
-env.registerHelper(WRITERS.text, writer('text', false));
-env.registerHelper(WRITERS.subject, writer('subject', false));
-env.registerHelper(WRITERS.html, writer('html', false));
-env.registerHelper(WRITERS.raw, writer('html', true));
 
 /** Reads one key as render.ts does: an own, enumerable data property of an object, else nothing. */
 function ownValue(parent: unknown, key: string): unknown {
@@ -58,9 +50,6 @@ function ownValue(parent: unknown, key: string): unknown {
   if (descriptor === undefined || !descriptor.enumerable || !('value' in descriptor)) return undefined;
   return descriptor.value;
 }
-// Registered as an object, not a function: Handlebars passes objects through unwrapped (a
-// function helper gets an options argument appended), and no template can call an object.
-env.registerHelper(LOOKUP, { read: ownValue } as unknown as Handlebars.HelperDelegate);
 
 type Body = (context: unknown, options?: unknown) => string;
 
@@ -88,37 +77,72 @@ function budgeted(body: Body): Body {
   return wrapped;
 }
 
-for (const name of [...BLOCK_HELPERS, 'blockHelperMissing']) {
-  const helper = env.helpers[name] as (this: unknown, ...args: unknown[]) => unknown;
-  env.registerHelper(name, function (this: unknown, ...args: unknown[]) {
-    const options = args[args.length - 1] as { fn: Body; inverse: Body };
-    options.fn = budgeted(options.fn);
-    options.inverse = budgeted(options.inverse);
-    return helper.apply(this, args);
-  });
-}
-
-/**
- * Handlebars' compiler with every data lookup (`a.b`, `this.x`, `@key`) routed to ownValue. The
- * subclassing pattern and `nameLookup` are the extension point Handlebars documents for this.
- */
 interface CompilerClass {
   prototype: { nameLookup(parent: unknown, name: string, type: string): unknown };
 }
-const compilers = env as unknown as { JavaScriptCompiler: CompilerClass };
-const Base = compilers.JavaScriptCompiler;
-function HeraldCompiler(this: unknown) {}
-HeraldCompiler.prototype = Object.create(Base.prototype) as object;
-Object.assign(HeraldCompiler.prototype, {
-  compiler: HeraldCompiler,
-  nameLookup(this: CompilerClass['prototype'], parent: unknown, name: string, type: string) {
-    if (type === 'context' || type === 'data') {
-      return ['helpers[', JSON.stringify(LOOKUP), '].read(', parent, ', ', JSON.stringify(name), ')'];
-    }
-    return Base.prototype.nameLookup.call(this, parent, name, type);
-  },
-});
-compilers.JavaScriptCompiler = HeraldCompiler as unknown as CompilerClass;
+
+/** Handlebars and Herald's environment of it (see the top of this file). */
+interface Environment {
+  readonly handlebars: typeof Handlebars;
+  readonly env: typeof Handlebars;
+}
+
+let loaded: Environment | null = null;
+
+/**
+ * The environment, made when a process first reads a Handlebars template: an API process that
+ * never saves one does not hold Handlebars' parser and compiler.
+ */
+function environment(): Environment {
+  return (loaded ??= createEnvironment());
+}
+
+function createEnvironment(): Environment {
+  const handlebars = createRequire(import.meta.url)('handlebars') as typeof Handlebars;
+  const env = handlebars.create();
+  env.unregisterHelper('log');
+  env.unregisterHelper('lookup');
+  env.unregisterDecorator('inline');
+
+  env.registerHelper(WRITERS.text, writer('text', false));
+  env.registerHelper(WRITERS.subject, writer('subject', false));
+  env.registerHelper(WRITERS.html, writer('html', false));
+  env.registerHelper(WRITERS.raw, writer('html', true));
+  // Registered as an object, not a function: Handlebars passes objects through unwrapped (a
+  // function helper gets an options argument appended), and no template can call an object.
+  env.registerHelper(LOOKUP, { read: ownValue } as unknown as Handlebars.HelperDelegate);
+
+  // Every body a block helper renders is counted against the render's budget.
+  for (const name of [...BLOCK_HELPERS, 'blockHelperMissing']) {
+    const helper = env.helpers[name] as (this: unknown, ...args: unknown[]) => unknown;
+    env.registerHelper(name, function (this: unknown, ...args: unknown[]) {
+      const options = args[args.length - 1] as { fn: Body; inverse: Body };
+      options.fn = budgeted(options.fn);
+      options.inverse = budgeted(options.inverse);
+      return helper.apply(this, args);
+    });
+  }
+
+  /**
+   * Handlebars' compiler with every data lookup (`a.b`, `this.x`, `@key`) routed to ownValue. The
+   * subclassing pattern and `nameLookup` are the extension point Handlebars documents for this.
+   */
+  const compilers = env as unknown as { JavaScriptCompiler: CompilerClass };
+  const Base = compilers.JavaScriptCompiler;
+  function HeraldCompiler(this: unknown) {}
+  HeraldCompiler.prototype = Object.create(Base.prototype) as object;
+  Object.assign(HeraldCompiler.prototype, {
+    compiler: HeraldCompiler,
+    nameLookup(this: CompilerClass['prototype'], parent: unknown, name: string, type: string) {
+      if (type === 'context' || type === 'data') {
+        return ['helpers[', JSON.stringify(LOOKUP), '].read(', parent, ', ', JSON.stringify(name), ')'];
+      }
+      return Base.prototype.nameLookup.call(this, parent, name, type);
+    },
+  });
+  compilers.JavaScriptCompiler = HeraldCompiler as unknown as CompilerClass;
+  return { handlebars, env };
+}
 
 const KNOWN_HELPERS = Object.fromEntries(
   [...BLOCK_HELPERS, ...Object.values(WRITERS)].map((name) => [name, true]),
@@ -145,7 +169,7 @@ type Expression = hbs.AST.Expression;
 export function parseTemplate(source: string): hbs.AST.Program {
   let program: hbs.AST.Program;
   try {
-    program = env.parse(source);
+    program = environment().env.parse(source);
   } catch (error) {
     throw syntaxError(error, lexerPlace());
   }
@@ -155,8 +179,11 @@ export function parseTemplate(source: string): hbs.AST.Program {
 
 /** Where Handlebars' lexer stopped, for a parser error that does not say. */
 function lexerPlace(): { line: number; column: number } | null {
+  if (loaded === null) return null;
   const at = (
-    Handlebars as unknown as { Parser: { lexer: { yylloc?: { first_line: number; first_column: number } } } }
+    loaded.handlebars as unknown as {
+      Parser: { lexer: { yylloc?: { first_line: number; first_column: number } } };
+    }
   ).Parser.lexer.yylloc;
   return at ? { line: at.first_line, column: at.first_column + 1 } : null;
 }
@@ -239,7 +266,7 @@ export function compileHandlebars(source: string, mode: RenderMode): CompiledTem
   const program = parseTemplate(source);
   const found: FoundPaths = { placeholders: new Set(), written: new Set() };
   prepare(program, mode, found);
-  const template = env.compile(program, COMPILE_OPTIONS);
+  const template = environment().env.compile(program, COMPILE_OPTIONS);
   try {
     // Compilation is lazy in Handlebars: a first render compiles, with nothing to write.
     renderWith(template, {}, new RenderBudget());
