@@ -290,7 +290,7 @@ export class MailConsumer implements Consumer {
     send: () => Promise<AttemptResult>,
   ): void {
     const startedAt = this.now();
-    const round = lane === null ? 0 : this.relays.take(lane.relay.relay);
+    const ticket = lane === null ? null : this.relays.take(lane.relay.relay);
     const work = send()
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
@@ -305,11 +305,12 @@ export class MailConsumer implements Consumer {
         const finishedAt = this.now();
         let waitsAgain = false;
         let recordAs = route;
-        if (lane !== null) {
+        if (lane !== null && ticket !== null) {
           const key = lane.relay.relay;
           const inFlight = this.relays.inFlight(key);
+          const { round } = ticket;
           this.relays.learn(key, { round, inFlight, durationMs: finishedAt - startedAt }, result);
-          waitsAgain = this.relays.refusedForRoom(key, result);
+          waitsAgain = this.relays.refusedForRoom(key, result, ticket);
           // Still leased: it goes first when the relay has room again (or elsewhere, if it is down).
           if (waitsAgain) this.relays.park(key, lane.routed, true);
           recordAs = this.health.attempted(

@@ -11,6 +11,22 @@ import {
   type WindowPolicy,
 } from '../domain/relay-window.js';
 
+/** What a transaction to a relay is judged against when it ends (`RelayLanes.take`). */
+export interface LaneTicket {
+  readonly round: number;
+  readonly served: number;
+}
+
+/** A connection the relay refused with a transient answer (a 421 greeting, a reset): nothing was sent. */
+function refusedConnection(result: AttemptResult): boolean {
+  return (
+    !result.ok &&
+    result.transport === 'smtp' &&
+    result.failure.kind === 'transient' &&
+    result.failure.command === 'CONN'
+  );
+}
+
 /**
  * How a worker's mail lanes are shared between relays (host and port): each relay holds at most
  * its window of them (domain/relay-window.ts, learned from its answers), never more than its
@@ -23,6 +39,8 @@ export class RelayLanes<Parked> {
   /** Per relay, how many of its parked entries each project has. */
   private readonly parkedProjects = new Map<string, Map<number, number>>();
   private readonly windows = new Map<string, RelayWindow>();
+  /** Per relay, how many of our transactions it has taken past its greeting (`learn`). */
+  private readonly served = new Map<string, number>();
 
   constructor(
     private readonly lanes: LanePolicy,
@@ -41,10 +59,13 @@ export class RelayLanes<Parked> {
     return this.busy.get(relay) ?? 0;
   }
 
-  /** A transaction to the relay starts: the round it belongs to, its answer judged against it. */
-  take(relay: string): number {
+  /**
+   * A transaction to the relay starts. Its ticket: the round it belongs to (its answer is judged
+   * against it) and how many transactions the relay had served by then.
+   */
+  take(relay: string): LaneTicket {
     this.busy.set(relay, this.inFlight(relay) + 1);
-    return this.window(relay).round;
+    return { round: this.window(relay).round, served: this.served.get(relay) ?? 0 };
   }
 
   /** A transaction to the relay ended. */
@@ -99,15 +120,13 @@ export class RelayLanes<Parked> {
   /**
    * A relay that refused a connection while it was serving others of ours has no room for more
    * just now: its window has shrunk, and the message waits for a lane of that relay instead of
-   * counting a failed attempt (nothing was sent). Alone in flight, the refusal is recorded.
+   * counting a failed attempt (nothing was sent). Serving others means: some are in flight as the
+   * refusal is read, or one was served since this one started (it may have ended just before the
+   * refusal was read). Refused while the relay served none of ours, the attempt is recorded.
    */
-  refusedForRoom(relay: string, result: AttemptResult): boolean {
+  refusedForRoom(relay: string, result: AttemptResult, ticket: LaneTicket): boolean {
     return (
-      !result.ok &&
-      result.transport === 'smtp' &&
-      result.failure.kind === 'transient' &&
-      result.failure.command === 'CONN' &&
-      this.inFlight(relay) > 1
+      refusedConnection(result) && (this.inFlight(relay) > 1 || (this.served.get(relay) ?? 0) > ticket.served)
     );
   }
 
@@ -147,6 +166,8 @@ export class RelayLanes<Parked> {
     result: AttemptResult,
   ): void {
     if (result.transport !== 'smtp') return;
+    if (result.ok || result.failure.command !== 'CONN')
+      this.served.set(relay, (this.served.get(relay) ?? 0) + 1);
     const { durationMs } = finished;
     const signal = relaySignal(
       result.ok

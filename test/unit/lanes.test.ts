@@ -1,5 +1,9 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { failedBeforeSending, type AttemptResult } from '../../src/domain/attempt.js';
 import { lanePolicy, mayUseLane } from '../../src/domain/lanes.js';
+import { windowPolicy } from '../../src/domain/relay-window.js';
+import { RelayLanes } from '../../src/worker/relay-lanes.js';
 
 describe('lanes shared between relays', () => {
   it('gives a relay at most its connection ceiling and never the reserved quarter', () => {
@@ -54,5 +58,77 @@ describe('lanes shared between relays', () => {
     }
     expect(active).toBeLessThan(policy.concurrency);
     expect(mayUseLane(policy, 0, active + 1)).toBe(true);
+  });
+});
+
+describe('a refused connection, judged by what else the relay was serving', () => {
+  const lanes = () =>
+    new RelayLanes<string>(
+      lanePolicy({ concurrency: 20, smtpMaxConnections: 10 }),
+      windowPolicy({ smtpMaxConnections: 10, smtpTimeoutMs: 30_000 }),
+      pino({ level: 'silent' }),
+      () => 1,
+    );
+  const relay = 'relay.example:25';
+  const failure = {
+    kind: 'transient',
+    message: 'SMTP 421 4.7.0 Too many connections, slow down',
+    smtpCode: 421,
+    command: 'CONN',
+  } as const;
+  const refused = failedBeforeSending(failure);
+  const refusedBySmtp: AttemptResult = { ...refused, transport: 'smtp' };
+  const sent = {
+    ok: true,
+    transport: 'smtp',
+    smtpCode: 250,
+    response: '250 OK',
+    rendered: null,
+    messageId: '<m@x>',
+  } as unknown as AttemptResult;
+  const end = (pool: RelayLanes<string>, result: AttemptResult, round: number) => {
+    pool.learn(relay, { round, inFlight: pool.inFlight(relay), durationMs: 5 }, result);
+    pool.free(relay);
+  };
+
+  it('is for room while another transaction of ours is in flight there', () => {
+    const pool = lanes();
+    pool.take(relay);
+    const ticket = pool.take(relay);
+    expect(pool.refusedForRoom(relay, refusedBySmtp, ticket)).toBe(true);
+  });
+
+  it('is for room when another transaction was served there after it started, even one that already ended', () => {
+    const pool = lanes();
+    const other = pool.take(relay);
+    const ticket = pool.take(relay);
+    end(pool, sent, other.round);
+    expect(pool.inFlight(relay)).toBe(1);
+    expect(pool.refusedForRoom(relay, refusedBySmtp, ticket)).toBe(true);
+  });
+
+  it('is a failed attempt when the relay served none of ours meanwhile', () => {
+    const pool = lanes();
+    const earlier = pool.take(relay);
+    end(pool, sent, earlier.round);
+    const ticket = pool.take(relay);
+    expect(pool.refusedForRoom(relay, refusedBySmtp, ticket)).toBe(false);
+    end(pool, refusedBySmtp, ticket.round);
+    // Others refused too are not served.
+    const other = pool.take(relay);
+    const next = pool.take(relay);
+    end(pool, refusedBySmtp, other.round);
+    expect(pool.refusedForRoom(relay, refusedBySmtp, next)).toBe(false);
+  });
+
+  it('is only ever a transient refusal of the connection over SMTP', () => {
+    const pool = lanes();
+    pool.take(relay);
+    const ticket = pool.take(relay);
+    expect(pool.refusedForRoom(relay, refused, ticket)).toBe(false);
+    const rcpt = { ...refusedBySmtp, failure: { ...failure, command: 'RCPT' } } as AttemptResult;
+    expect(pool.refusedForRoom(relay, rcpt, ticket)).toBe(false);
+    const permanent = { ...refusedBySmtp, failure: { ...failure, kind: 'permanent' } } as AttemptResult;
+    expect(pool.refusedForRoom(relay, permanent, ticket)).toBe(false);
   });
 });
