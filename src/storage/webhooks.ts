@@ -66,7 +66,9 @@ export async function deleteEndpoint(db: Kysely<Database>, projectId: number, id
 
 /**
  * Enabled endpoints with deliveries due, the longest-waiting first: the webhook consumer claims per
- * endpoint, so one endpoint's backlog cannot fill every lane.
+ * endpoint, so one endpoint's backlog cannot fill every lane. Each endpoint's earliest pending
+ * delivery is one seek of the due index (`endpoint_id, run_at` of pending rows), so a claim costs
+ * the same however many deliveries a receiver that is down has piled up.
  */
 export async function dueEndpoints(
   db: Kysely<Database>,
@@ -74,16 +76,26 @@ export async function dueEndpoints(
   exclude: { readonly endpoints: readonly number[]; readonly projects: readonly number[] },
   limit: number,
 ): Promise<number[]> {
-  const rows = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select(['d.endpoint_id', (eb) => eb.fn.min('d.run_at').as('due')])
-    .where('d.state', '=', 'pending')
-    .where('d.run_at', '<=', now)
+  const earliest = db
+    .selectFrom('webhook_endpoints as e')
+    .select((eb) => [
+      'e.id as endpoint_id',
+      eb
+        .selectFrom('webhook_deliveries as d')
+        .select('d.run_at')
+        .whereRef('d.endpoint_id', '=', 'e.id')
+        .where('d.state', '=', 'pending')
+        .orderBy('d.run_at')
+        .limit(1)
+        .as('due'),
+    ])
     .where('e.enabled', '=', 1)
-    .$if(exclude.endpoints.length > 0, (qb) => qb.where('d.endpoint_id', 'not in', exclude.endpoints))
-    .$if(exclude.projects.length > 0, (qb) => qb.where('d.project_id', 'not in', exclude.projects))
-    .groupBy('d.endpoint_id')
+    .$if(exclude.endpoints.length > 0, (qb) => qb.where('e.id', 'not in', exclude.endpoints))
+    .$if(exclude.projects.length > 0, (qb) => qb.where('e.project_id', 'not in', exclude.projects));
+  const rows = await db
+    .selectFrom(earliest.as('endpoints'))
+    .select('endpoint_id')
+    .where('due', '<=', now)
     .orderBy('due')
     .limit(limit)
     .execute();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   FinishStatement,
@@ -8,8 +9,9 @@ import {
   releaseUnseenClaims,
   WEBHOOK_QUEUE,
 } from '../../src/storage/queue.js';
-import type { NotificationRow } from '../../src/storage/schema.js';
+import type { NotificationRow, WebhookDeliveryState } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { dueEndpoints } from '../../src/storage/webhooks.js';
 import { beat } from '../../src/storage/workers.js';
 import {
   addNotification,
@@ -387,5 +389,84 @@ describe(`the webhook queue (${backend})`, () => {
     expect(await reclaimExpiredLeases(fx.db, NOW + LEASE_MS + 1)).toBe(2);
     const again = await fx.storage.claim(WEBHOOK_QUEUE, { ...lease, now: NOW + LEASE_MS + 2, limit: 10 });
     expect(again.map((row) => row.attempts).sort()).toEqual([1, 2, 2]);
+  });
+
+  it('finds the endpoints with deliveries due, the longest-waiting first, within the exclusions', async () => {
+    await fx.db.deleteFrom('webhook_deliveries').execute();
+    await fx.db.deleteFrom('webhook_endpoints').execute();
+    const event = await fx.db
+      .insertInto('webhook_events')
+      .values({
+        project_id: projectId,
+        notification_id: null,
+        webhook_id: 'msg_due',
+        type: 'webhook.test',
+        payload: '{}',
+        created_at: NOW,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const other = await addProject(fx.db);
+    const endpoint = async (
+      project: number,
+      deliveries: readonly { state: WebhookDeliveryState; runAt: number }[],
+      enabled = 1,
+    ) => {
+      const { id } = await fx.db
+        .insertInto('webhook_endpoints')
+        .values({
+          project_id: project,
+          url: `https://${randomUUID()}.example/hooks`,
+          events: null,
+          secret_enc: 'x',
+          enabled,
+          created_at: NOW,
+          updated_at: NOW,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      for (const { state, runAt } of deliveries)
+        await fx.db
+          .insertInto('webhook_deliveries')
+          .values({
+            event_id: event.id,
+            endpoint_id: id,
+            project_id: project,
+            state,
+            attempts: 0,
+            run_at: runAt,
+            created_at: NOW,
+            updated_at: NOW,
+          })
+          .execute();
+      return id;
+    };
+    const first = await endpoint(projectId, [
+      { state: 'pending', runAt: NOW - 5 },
+      { state: 'pending', runAt: NOW - 30 },
+      { state: 'pending', runAt: NOW + 100 },
+    ]);
+    const third = await endpoint(projectId, [{ state: 'pending', runAt: NOW - 10 }]);
+    const second = await endpoint(other, [{ state: 'pending', runAt: NOW - 20 }]);
+    await endpoint(projectId, [{ state: 'pending', runAt: NOW + 1 }]);
+    await endpoint(projectId, [{ state: 'pending', runAt: NOW - 50 }], 0);
+    await endpoint(projectId, [
+      { state: 'sending', runAt: NOW - 100 },
+      { state: 'succeeded', runAt: NOW - 100 },
+    ]);
+    const due = (exclude: { endpoints?: number[]; projects?: number[] } = {}, limit = 10) =>
+      dueEndpoints(
+        fx.db,
+        NOW,
+        { endpoints: exclude.endpoints ?? [], projects: exclude.projects ?? [] },
+        limit,
+      );
+    expect(await due()).toEqual([first, second, third]);
+    expect(await due({}, 2)).toEqual([first, second]);
+    expect(await due({ endpoints: [first] })).toEqual([second, third]);
+    expect(await due({ projects: [other] })).toEqual([first, third]);
+    expect(
+      await dueEndpoints(fx.db, NOW + 1, { endpoints: [first, second, third], projects: [] }, 10),
+    ).toHaveLength(1);
   });
 });
