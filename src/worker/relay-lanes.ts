@@ -17,14 +17,24 @@ export interface LaneTicket {
   readonly served: number;
 }
 
-/** A connection the relay refused with a transient answer (a 421 greeting, a reset): nothing was sent. */
+/**
+ * A connection the relay refused before its greeting came, with a transient answer (a 421 greeting,
+ * a reset): nothing was sent. A connection lost later, even one nodemailer labels `CONN` (closed
+ * after the message's body), is a failed attempt like any other.
+ */
 function refusedConnection(result: AttemptResult): boolean {
   return (
     !result.ok &&
     result.transport === 'smtp' &&
     result.failure.kind === 'transient' &&
-    result.failure.command === 'CONN'
+    result.failure.command === 'CONN' &&
+    result.failure.reached === false
   );
+}
+
+/** A transaction the relay took past its greeting, whatever came of it. */
+function pastGreeting(result: AttemptResult): boolean {
+  return result.ok || result.failure.reached === true;
 }
 
 /**
@@ -166,8 +176,7 @@ export class RelayLanes<Parked> {
     result: AttemptResult,
   ): void {
     if (result.transport !== 'smtp') return;
-    if (result.ok || result.failure.command !== 'CONN')
-      this.served.set(relay, (this.served.get(relay) ?? 0) + 1);
+    if (pastGreeting(result)) this.served.set(relay, (this.served.get(relay) ?? 0) + 1);
     const { durationMs } = finished;
     const signal = relaySignal(
       result.ok

@@ -75,6 +75,7 @@ describe('a refused connection, judged by what else the relay was serving', () =
     message: 'SMTP 421 4.7.0 Too many connections, slow down',
     smtpCode: 421,
     command: 'CONN',
+    reached: false,
   } as const;
   const refused = failedBeforeSending(failure);
   const refusedBySmtp: AttemptResult = { ...refused, transport: 'smtp' };
@@ -130,5 +131,36 @@ describe('a refused connection, judged by what else the relay was serving', () =
     expect(pool.refusedForRoom(relay, rcpt, ticket)).toBe(false);
     const permanent = { ...refusedBySmtp, failure: { ...failure, kind: 'permanent' } } as AttemptResult;
     expect(pool.refusedForRoom(relay, permanent, ticket)).toBe(false);
+    // nodemailer labels a connection closed after the message's body `CONN` too: the relay had
+    // greeted, the message may have reached it, and the attempt counts.
+    const dropped = {
+      ...refusedBySmtp,
+      failure: { ...failure, message: 'Connection closed unexpectedly', smtpCode: null, reached: true },
+    } as AttemptResult;
+    expect(pool.refusedForRoom(relay, dropped, ticket)).toBe(false);
+  });
+
+  it('counts as served only what the relay took past its greeting', () => {
+    const pool = lanes();
+    const ticket = pool.take(relay);
+    // Timed out or unresolved before any greeting: nothing the relay served.
+    for (const reached of [false, undefined]) {
+      const other = pool.take(relay);
+      end(
+        pool,
+        { ...refusedBySmtp, failure: { ...failure, command: null, reached } } as AttemptResult,
+        other.round,
+      );
+    }
+    expect(pool.inFlight(relay)).toBe(1);
+    expect(pool.refusedForRoom(relay, refusedBySmtp, ticket)).toBe(false);
+    // Lost after the greeting: the relay was serving it.
+    const other = pool.take(relay);
+    const dropped = {
+      ...refusedBySmtp,
+      failure: { ...failure, message: 'Connection closed unexpectedly', smtpCode: null, reached: true },
+    } as AttemptResult;
+    end(pool, dropped, other.round);
+    expect(pool.refusedForRoom(relay, refusedBySmtp, ticket)).toBe(true);
   });
 });

@@ -1,0 +1,134 @@
+import net, { type AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../../src/compose.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * A relay that takes every message but one: for `dropFor` it reads the whole body and then closes
+ * the connection without a reply. nodemailer labels that failure `CONN`, like a refused
+ * connection; but the relay had greeted, and the message may have reached it, so it is a failed
+ * attempt, counted and retried with backoff, never re-sent at once as a refusal for room would be.
+ */
+class DroppingRelay {
+  port = 0;
+  accepted = 0;
+  readonly bodies = new Map<string, number>();
+  private readonly server: net.Server;
+
+  constructor(private readonly dropFor: string) {
+    this.server = net.createServer((socket) => this.session(socket));
+  }
+
+  private session(socket: net.Socket): void {
+    socket.on('error', () => {});
+    socket.write('220 relay.test ESMTP\r\n');
+    let buffer = '';
+    let inData = false;
+    let recipient = '';
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('latin1');
+      for (;;) {
+        if (inData) {
+          const end = buffer.indexOf('\r\n.\r\n');
+          if (end < 0) return;
+          buffer = buffer.slice(end + 5);
+          inData = false;
+          this.bodies.set(recipient, (this.bodies.get(recipient) ?? 0) + 1);
+          if (recipient === this.dropFor) return void socket.destroy();
+          this.accepted++;
+          setTimeout(() => socket.destroyed || socket.write('250 2.0.0 queued\r\n'), 20);
+          continue;
+        }
+        const newline = buffer.indexOf('\r\n');
+        if (newline < 0) return;
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 2);
+        const verb = line.slice(0, 4).toUpperCase();
+        if (verb === 'EHLO') socket.write('250 relay.test\r\n');
+        else if (verb === 'RCPT') {
+          recipient = /<([^>]*)>/.exec(line)?.[1] ?? '';
+          socket.write('250 OK\r\n');
+        } else if (verb === 'DATA') {
+          inData = true;
+          socket.write('354 go on\r\n');
+        } else if (verb === 'QUIT') socket.end('221 bye\r\n');
+        else socket.write('250 OK\r\n');
+      }
+    });
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+let ctx: TestContext | null = null;
+let worker: Worker | null = null;
+let relay: DroppingRelay | null = null;
+afterEach(async () => {
+  await worker?.stop();
+  await ctx?.close();
+  await relay?.stop();
+  worker = ctx = relay = null;
+});
+
+describe('a relay that drops the connection after a message body', () => {
+  it(
+    'gets that message once per attempt while the rest of its mail goes on',
+    { timeout: 90_000 },
+    async () => {
+      const dropped = 'dropped@example.org';
+      relay = await new DroppingRelay(dropped).start();
+      ctx = await createTestContext({
+        HERALD_DELIVERY_POLL_MS: '20',
+        HERALD_DELIVERY_RETRY_BASE_MS: '20',
+        HERALD_DELIVERY_MAX_ATTEMPTS: '3',
+      });
+      const project = await seedProject(ctx.services);
+      await ctx.services.smtpSettings.setFromUrl(
+        project.projectId,
+        `smtp://127.0.0.1:${relay.port}?security=none`,
+      );
+      const recipients = [dropped, ...Array.from({ length: 150 }, (_, i) => `user${i}@example.org`)];
+      const response = await ctx.app.inject({
+        method: 'POST',
+        url: '/api/v1/notifications/batch',
+        headers: { authorization: `Bearer ${project.apiKey}` },
+        payload: recipients.map((to, i) => ({
+          template: 'user_created',
+          to,
+          data: { user_name: `User ${i}` },
+        })),
+      });
+      expect(response.statusCode).toBe(202);
+      const [first] = response.json<{ notifications: { request_id: string }[] }>().notifications;
+      worker = createWorker(ctx.services);
+      worker.start();
+      const final = await waitUntil(
+        async () => {
+          const status = await ctx!.app.inject({
+            url: `/api/v1/notifications/${first!.request_id}`,
+            headers: { authorization: `Bearer ${project.apiKey}` },
+          });
+          const body = status.json<{ status: string; attempts: number }>();
+          return body.status === 'failed' && relay!.accepted === recipients.length - 1 ? body : undefined;
+        },
+        {
+          timeoutMs: 60_000,
+          what: () => `the dropped message to fail (${relay!.bodies.get(dropped) ?? 0} bodies)`,
+        },
+      );
+      // Taken for a refusal for room, it was re-sent at once, uncounted, while the others were
+      // served: 149 bodies for 3 attempts.
+      expect(final.attempts).toBe(3);
+      expect(relay.bodies.get(dropped)).toBe(3);
+    },
+  );
+});
