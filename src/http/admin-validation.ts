@@ -156,7 +156,14 @@ export const adminValidator: FastifySchemaCompiler<FastifySchema> = ({ schema, h
   return (data: unknown): Outcome | SafePromiseLike<true> => {
     if (compiler !== null) return validate(compiler, data);
     const first = loadCompiler().then((loaded) => {
-      const outcome = validate(loaded, data);
+      let outcome: Outcome;
+      try {
+        outcome = validate(loaded, data);
+      } catch (err) {
+        // Fastify takes a rejection for a refusal (400): a check that fails itself is a 500, as
+        // it is once the compiler is loaded.
+        throw Object.assign(err instanceof Error ? err : new Error(String(err)), { statusCode: 500 });
+      }
       if ('error' in outcome) throw outcome.error;
       return true as const;
     });

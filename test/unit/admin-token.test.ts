@@ -106,6 +106,14 @@ describe('admin request checks', () => {
     const [body, query] = [validator('body'), validator('querystring')];
     const refused = body({ name: 'a', extra: 1 });
     const taken = query({ name: 'a' });
+    // A check that cannot run (here: a pattern that is no regular expression) is Herald's fault.
+    const broken = adminValidator({
+      schema: { type: 'string', pattern: '(' } as FastifySchema,
+      httpPart: 'body',
+      method: 'POST',
+      url: '/x',
+    })('x');
+    await expect(broken).rejects.toMatchObject({ statusCode: 500 });
     expect(refused).toBeInstanceOf(Promise);
     expect(taken).toBeInstanceOf(Promise);
     await expect(refused).rejects.toMatchObject({ code: 'INVALID_FIELD', message: "Unknown field 'extra'" });

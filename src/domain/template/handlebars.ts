@@ -167,9 +167,11 @@ type Expression = hbs.AST.Expression;
  * with the line and column of the first problem.
  */
 export function parseTemplate(source: string): hbs.AST.Program {
+  // Outside the try: Handlebars failing to load is not the template's fault.
+  const { env } = environment();
   let program: hbs.AST.Program;
   try {
-    program = environment().env.parse(source);
+    program = env.parse(source);
   } catch (error) {
     throw syntaxError(error, lexerPlace());
   }
