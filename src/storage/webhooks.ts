@@ -1,4 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
 import type {
   Database,
   WebhookAttemptRow,
@@ -66,9 +66,11 @@ export async function deleteEndpoint(db: Kysely<Database>, projectId: number, id
 
 /**
  * Enabled endpoints with deliveries due, the longest-waiting first: the webhook consumer claims per
- * endpoint, so one endpoint's backlog cannot fill every lane. Each endpoint's earliest pending
- * delivery is one seek of the due index (`endpoint_id, run_at` of pending rows), so a claim costs
- * the same however many deliveries a receiver that is down has piled up.
+ * endpoint, so one endpoint's backlog cannot fill every lane. Both steps walk the due index
+ * (`endpoint_id, run_at` of pending rows): the endpoints that have pending deliveries, one seek
+ * each from the last (a loose index scan), then each one's earliest. A claim costs as many seeks as
+ * endpoints with deliveries waiting, however many deliveries wait behind a receiver that is down,
+ * and however many endpoints have none.
  */
 export async function dueEndpoints(
   db: Kysely<Database>,
@@ -76,30 +78,33 @@ export async function dueEndpoints(
   exclude: { readonly endpoints: readonly number[]; readonly projects: readonly number[] },
   limit: number,
 ): Promise<number[]> {
-  const earliest = db
-    .selectFrom('webhook_endpoints as e')
-    .select((eb) => [
-      'e.id as endpoint_id',
-      eb
-        .selectFrom('webhook_deliveries as d')
-        .select('d.run_at')
-        .whereRef('d.endpoint_id', '=', 'e.id')
-        .where('d.state', '=', 'pending')
-        .orderBy('d.run_at')
-        .limit(1)
-        .as('due'),
-    ])
-    .where('e.enabled', '=', 1)
-    .$if(exclude.endpoints.length > 0, (qb) => qb.where('e.id', 'not in', exclude.endpoints))
-    .$if(exclude.projects.length > 0, (qb) => qb.where('e.project_id', 'not in', exclude.projects));
-  const rows = await db
-    .selectFrom(earliest.as('endpoints'))
-    .select('endpoint_id')
-    .where('due', '<=', now)
-    .orderBy('due')
-    .limit(limit)
-    .execute();
-  return rows.map((row) => row.endpoint_id);
+  const notIn = (column: string, ids: readonly number[]) =>
+    ids.length === 0 ? sql`` : sql`AND ${sql.ref(column)} NOT IN (${sql.join(ids)})`;
+  const { rows } = await sql<{ endpoint_id: number }>`
+    WITH RECURSIVE waiting (endpoint_id) AS (
+      SELECT MIN(endpoint_id) FROM webhook_deliveries WHERE state = 'pending'
+      UNION ALL
+      SELECT (
+        SELECT MIN(d.endpoint_id) FROM webhook_deliveries d
+        WHERE d.state = 'pending' AND d.endpoint_id > w.endpoint_id
+      )
+      FROM waiting w WHERE w.endpoint_id IS NOT NULL
+    ),
+    earliest AS MATERIALIZED (
+      SELECT w.endpoint_id, (
+        SELECT MIN(d.run_at) FROM webhook_deliveries d
+        WHERE d.endpoint_id = w.endpoint_id AND d.state = 'pending'
+      ) AS due
+      FROM waiting w WHERE w.endpoint_id IS NOT NULL
+    )
+    SELECT earliest.endpoint_id FROM earliest
+    JOIN webhook_endpoints e ON e.id = earliest.endpoint_id
+    WHERE e.enabled = 1 AND earliest.due <= ${now}
+      ${notIn('e.id', exclude.endpoints)} ${notIn('e.project_id', exclude.projects)}
+    ORDER BY earliest.due
+    LIMIT ${limit}
+  `.execute(db);
+  return rows.map((row) => Number(row.endpoint_id));
 }
 
 /** The body of each event, by event id. */
