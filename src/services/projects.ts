@@ -284,8 +284,9 @@ export class ProjectService {
   /**
    * The project a bearer token belongs to, or null. Malformed keys and keys with a bad checksum are
    * refused before any database lookup. Keys are kept in memory while nothing has changed the
-   * projects: on SQLite a commit anywhere is seen by the next lookup; on PostgreSQL its notice
-   * arrives within milliseconds, and rotateKey waits until it has reached every process.
+   * projects: on SQLite a commit anywhere is seen within milliseconds (data_version); on PostgreSQL
+   * its notice arrives within milliseconds. Either way rotateKey and delete wait until every
+   * process has seen the change (Storage.projectChangesSettleMs) before they report success.
    */
   async authenticate(token: string | null): Promise<ProjectRow | null> {
     if (token === null || !isWellFormedApiKey(token)) return null;

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
+import { ProjectService } from '../../src/services/projects.js';
 import { openStorage } from '../../src/storage/open.js';
 import { backend } from '../helpers/database.js';
 import { createTestContext, testEnv, type TestContext } from '../helpers/services.js';
@@ -10,8 +11,9 @@ import { waitUntil } from '../helpers/wait.js';
 /**
  * A server process answers authentication from memory, but never after a key changed: not through
  * this process, not through another connection, not while a rotation is in flight. SQLite sees
- * another connection's commit at its next lookup; PostgreSQL once the change's notice, sent on
- * commit, has arrived (test/postgres/project-changes.test.ts covers the listener itself).
+ * another connection's commit within milliseconds (data_version); PostgreSQL once the change's
+ * notice, sent on commit, has arrived (test/postgres/project-changes.test.ts covers the listener
+ * itself). A rotation reports success only once every process has seen it.
  */
 let ctx: TestContext;
 beforeAll(async () => {
@@ -73,15 +75,37 @@ describe('authentication after key changes', () => {
         .set({ api_key_hash: replacement.hash, api_key_prefix: replacement.prefix })
         .where('id', '=', project.id)
         .execute();
-      if (backend === 'sqlite') expect(await projects.authenticate(apiKey)).toBeNull();
-      else
-        await waitUntil(async () => ((await projects.authenticate(apiKey)) === null ? true : undefined), {
-          timeoutMs: 5_000,
-          what: 'the old key to be refused',
-        });
+      await waitUntil(async () => ((await projects.authenticate(apiKey)) === null ? true : undefined), {
+        timeoutMs: 5_000,
+        what: 'the old key to be refused',
+      });
       expect((await projects.authenticate(replacement.key))?.id).toBe(project.id);
       // Once refused, never served again.
       expect(await projects.authenticate(apiKey)).toBeNull();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses a key at once when a rotation through another connection has reported success', async () => {
+    const { projects } = ctx.services;
+    const other = openStorage(loadConfig(testEnv(ctx.database)).database, { projectChangesCheckMs: 100 });
+    const otherProjects = new ProjectService(
+      other.db,
+      { limit: null, period: 'month' },
+      { changesSettleMs: other.projectChangesSettleMs },
+    );
+    try {
+      const { project, apiKey } = await projects.create({ name: 'cache-external-rotation' });
+      let key = apiKey;
+      for (let i = 0; i < 10; i++) {
+        // The lookup just before the rotation leaves this process with a fresh answer to reuse.
+        expect((await projects.authenticate(key))?.id).toBe(project.id);
+        const rotated = await otherProjects.rotateKey(project.id);
+        expect(await projects.authenticate(key)).toBeNull();
+        expect((await projects.authenticate(rotated.apiKey))?.id).toBe(project.id);
+        key = rotated.apiKey;
+      }
     } finally {
       await other.close();
     }
