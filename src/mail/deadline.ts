@@ -7,6 +7,11 @@
 export class Deadline {
   private listeners: (() => void)[] = [];
   private passed = false;
+  /**
+   * Whether the relay had greeted this transaction's connection when it last changed (set by
+   * RelayPool): what a transaction cut off at the deadline is judged on.
+   */
+  greeted = false;
 
   /** Whether the deadline has passed. */
   get aborted(): boolean {

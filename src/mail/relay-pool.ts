@@ -49,13 +49,19 @@ function connectionLost(error: SmtpClientError): boolean {
 const aborted = () => Object.assign(new Error('SMTP transaction aborted'), { code: 'ETIMEDOUT' });
 
 /**
- * Marks an error of setting a connection up: `greeted` says whether the relay's greeting had come.
- * Until then nodemailer names the failing step `CONN` (a refusal, a timeout, a greeting other than
- * 220, a TLS handshake); after it, the command (EHLO, STARTTLS, AUTH).
+ * Whether the relay's greeting came on `connection`, judged when setting it up failed with
+ * `error`. nodemailer labels `CONN` a failure of the greeting (a refusal, a timeout, a greeting
+ * other than 220) and also a connection lost later (during EHLO, STARTTLS or AUTH), so the label
+ * cannot tell; the last reply can. No reply: no greeting. A greeting other than 220 is the reply
+ * the error carries. A 220 (the greeting, or STARTTLS's go-ahead), or any reply but the error's
+ * own, came after the greeting.
  */
-function beforeGreeting(error: Error): Error {
+function greetingCame(connection: SMTPConnection, error: SmtpClientError & { response?: unknown }): boolean {
   const command = (error as { command?: unknown }).command;
-  return Object.assign(error, { greeted: command !== undefined && command !== 'CONN' });
+  if (command !== undefined && command !== 'CONN') return true;
+  const last: unknown = connection.lastServerResponse;
+  if (typeof last !== 'string') return false;
+  return last.startsWith('220') || last !== error.response;
 }
 
 /** Whether the relay's greeting had come when `error` happened (true for failures after connecting). */
@@ -79,6 +85,7 @@ export class RelayPool {
     // A connection the relay dropped while it was idle fails before a byte of the message is
     // sent: the message goes on the next idle connection, or a new one.
     for (let connection = this.idle.pop(); connection !== undefined; connection = this.idle.pop()) {
+      deadline.greeted = true;
       const outcome = await this.transmit(connection, envelope, raw, deadline);
       if (outcome.kind !== 'stale') return this.settle(connection, outcome);
       this.discard(connection);
@@ -128,14 +135,17 @@ export class RelayPool {
         if (settled) return;
         settled = true;
         stopListening();
+        const greeted = greetingCame(connection, error);
+        deadline.greeted = greeted;
         connection.close();
-        reject(beforeGreeting(error));
+        reject(Object.assign(error, { greeted }));
       };
       const abort = () => fail(aborted());
       const ready = () => {
         if (settled) return;
         settled = true;
         stopListening();
+        deadline.greeted = true;
         resolve(connection);
       };
       // For the connection's whole life: an unheard 'error' would end the process. A connection

@@ -5,23 +5,27 @@ import { createTestContext, seedProject, type TestContext } from '../helpers/ser
 import { waitUntil } from '../helpers/wait.js';
 
 /**
- * A relay that takes every message but one: for `dropFor` it reads the whole body and then closes
- * the connection without a reply. nodemailer labels that failure `CONN`, like a refused
- * connection; but the relay had greeted, and the message may have reached it, so it is a failed
- * attempt, counted and retried with backoff, never re-sent at once as a refusal for room would be.
+ * A relay that greets and then drops connections: `{ afterBodyOf }` reads that recipient's whole
+ * body and closes the connection without a reply, taking every other message; `{ atEhlo: true }`
+ * closes every connection when EHLO comes. nodemailer labels both failures `CONN`, like a refused
+ * connection; but the relay had greeted (and in the first case the message may have reached it),
+ * so each is a failed attempt, counted and retried with backoff, never re-sent at once as a
+ * refusal for room would be.
  */
 class DroppingRelay {
   port = 0;
   accepted = 0;
+  greetings = 0;
   readonly bodies = new Map<string, number>();
   private readonly server: net.Server;
 
-  constructor(private readonly dropFor: string) {
+  constructor(private readonly drop: { readonly afterBodyOf: string } | { readonly atEhlo: true }) {
     this.server = net.createServer((socket) => this.session(socket));
   }
 
   private session(socket: net.Socket): void {
     socket.on('error', () => {});
+    this.greetings++;
     socket.write('220 relay.test ESMTP\r\n');
     let buffer = '';
     let inData = false;
@@ -35,7 +39,7 @@ class DroppingRelay {
           buffer = buffer.slice(end + 5);
           inData = false;
           this.bodies.set(recipient, (this.bodies.get(recipient) ?? 0) + 1);
-          if (recipient === this.dropFor) return void socket.destroy();
+          if ('afterBodyOf' in this.drop && recipient === this.drop.afterBodyOf) return void socket.destroy();
           this.accepted++;
           setTimeout(() => socket.destroyed || socket.write('250 2.0.0 queued\r\n'), 20);
           continue;
@@ -45,8 +49,10 @@ class DroppingRelay {
         const line = buffer.slice(0, newline);
         buffer = buffer.slice(newline + 2);
         const verb = line.slice(0, 4).toUpperCase();
-        if (verb === 'EHLO') socket.write('250 relay.test\r\n');
-        else if (verb === 'RCPT') {
+        if (verb === 'EHLO') {
+          if ('atEhlo' in this.drop) return void socket.destroy();
+          socket.write('250 relay.test\r\n');
+        } else if (verb === 'RCPT') {
           recipient = /<([^>]*)>/.exec(line)?.[1] ?? '';
           socket.write('250 OK\r\n');
         } else if (verb === 'DATA') {
@@ -79,45 +85,52 @@ afterEach(async () => {
   worker = ctx = relay = null;
 });
 
-describe('a relay that drops the connection after a message body', () => {
+/** Queues one send to each of `recipients` for a project sending through `relay`, and starts a worker. */
+async function sendThrough(relay: DroppingRelay, recipients: readonly string[]) {
+  ctx = await createTestContext({
+    HERALD_DELIVERY_POLL_MS: '20',
+    HERALD_DELIVERY_RETRY_BASE_MS: '20',
+    HERALD_DELIVERY_MAX_ATTEMPTS: '3',
+  });
+  const project = await seedProject(ctx.services);
+  await ctx.services.smtpSettings.setFromUrl(
+    project.projectId,
+    `smtp://127.0.0.1:${relay.port}?security=none`,
+  );
+  const response = await ctx.app.inject({
+    method: 'POST',
+    url: '/api/v1/notifications/batch',
+    headers: { authorization: `Bearer ${project.apiKey}` },
+    payload: recipients.map((to, i) => ({ template: 'user_created', to, data: { user_name: `User ${i}` } })),
+  });
+  expect(response.statusCode).toBe(202);
+  worker = createWorker(ctx.services);
+  worker.start();
+  const ids = response
+    .json<{ notifications: { request_id: string }[] }>()
+    .notifications.map((n) => n.request_id);
+  const status = async (id: string) => {
+    const reply = await ctx!.app.inject({
+      url: `/api/v1/notifications/${id}`,
+      headers: { authorization: `Bearer ${project.apiKey}` },
+    });
+    return reply.json<{ status: string; attempts: number }>();
+  };
+  return { ids, status };
+}
+
+describe('a relay that drops the connection after greeting', () => {
   it(
-    'gets that message once per attempt while the rest of its mail goes on',
+    'gets a message it drops after the body once per attempt while the rest of its mail goes on',
     { timeout: 90_000 },
     async () => {
       const dropped = 'dropped@example.org';
-      relay = await new DroppingRelay(dropped).start();
-      ctx = await createTestContext({
-        HERALD_DELIVERY_POLL_MS: '20',
-        HERALD_DELIVERY_RETRY_BASE_MS: '20',
-        HERALD_DELIVERY_MAX_ATTEMPTS: '3',
-      });
-      const project = await seedProject(ctx.services);
-      await ctx.services.smtpSettings.setFromUrl(
-        project.projectId,
-        `smtp://127.0.0.1:${relay.port}?security=none`,
-      );
+      relay = await new DroppingRelay({ afterBodyOf: dropped }).start();
       const recipients = [dropped, ...Array.from({ length: 150 }, (_, i) => `user${i}@example.org`)];
-      const response = await ctx.app.inject({
-        method: 'POST',
-        url: '/api/v1/notifications/batch',
-        headers: { authorization: `Bearer ${project.apiKey}` },
-        payload: recipients.map((to, i) => ({
-          template: 'user_created',
-          to,
-          data: { user_name: `User ${i}` },
-        })),
-      });
-      expect(response.statusCode).toBe(202);
-      const [first] = response.json<{ notifications: { request_id: string }[] }>().notifications;
-      worker = createWorker(ctx.services);
-      worker.start();
+      const { ids, status } = await sendThrough(relay, recipients);
       const final = await waitUntil(
         async () => {
-          const status = await ctx!.app.inject({
-            url: `/api/v1/notifications/${first!.request_id}`,
-            headers: { authorization: `Bearer ${project.apiKey}` },
-          });
-          const body = status.json<{ status: string; attempts: number }>();
+          const body = await status(ids[0]!);
           return body.status === 'failed' && relay!.accepted === recipients.length - 1 ? body : undefined;
         },
         {
@@ -131,4 +144,22 @@ describe('a relay that drops the connection after a message body', () => {
       expect(relay.bodies.get(dropped)).toBe(3);
     },
   );
+
+  it('counts a connection closed at EHLO as an attempt', { timeout: 90_000 }, async () => {
+    relay = await new DroppingRelay({ atEhlo: true }).start();
+    const recipients = Array.from({ length: 20 }, (_, i) => `user${i}@example.org`);
+    const { ids, status } = await sendThrough(relay, recipients);
+    const finals = await waitUntil(
+      async () => {
+        const bodies = await Promise.all(ids.map(status));
+        return bodies.every((body) => body.status === 'failed') ? bodies : undefined;
+      },
+      { timeoutMs: 60_000, what: () => `every message to fail (${relay!.greetings} connections)` },
+    );
+    expect(finals.map((body) => body.attempts)).toEqual(recipients.map(() => 3));
+    // Each attempt met the relay. Judged by nodemailer's `CONN` label, a connection closed after the
+    // greeting was one the relay never answered: it was taken for down after a few, and the other
+    // attempts failed without trying it (7 connections for 60 attempts).
+    expect(relay.greetings).toBe(3 * recipients.length);
+  });
 });

@@ -79,6 +79,35 @@ describe('relay faults', () => {
     );
     expect(send.failure.message).toContain(DEADLINE_EXCEEDED);
     expect(send.failure.kind).toBe('transient');
+    // It greeted: it was reached, and ran out of time.
+    expect(send.failure).toMatchObject({ reached: true, timedOut: true });
+  });
+
+  it('reports a relay that takes the connection and never greets as not reached', async () => {
+    const port = await rawServer(() => undefined);
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', reached: false, timedOut: true });
+  });
+
+  it('reports a connection closed after the greeting, during EHLO, as reached', async () => {
+    const port = await rawServer((socket) => {
+      socket.write('220 closing.example ESMTP\r\n');
+      socket.once('data', () => socket.destroy());
+    });
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', reached: true });
+  });
+
+  it('reports a greeting other than 220 as not reached', async () => {
+    const port = await rawServer((socket) => socket.end('421 4.7.0 Too many connections\r\n'));
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: false });
   });
 });
 
