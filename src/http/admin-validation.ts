@@ -121,12 +121,20 @@ type Compiler = typeof TypeBoxCompile;
 let compiler: Compiler | null = null;
 let loading: Promise<Compiler> | null = null;
 
+/**
+ * Fastify takes a check's rejection for a refusal (400): a failure of Herald's own (loading the
+ * compiler, a check that throws) is marked a 500, as it is once the compiler is loaded.
+ */
+function ownFailure(err: unknown): Error {
+  return Object.assign(err instanceof Error ? err : new Error(String(err)), { statusCode: 500 });
+}
+
 function loadCompiler(): Promise<Compiler> {
   loading ??= import('typebox/compile').then(
     (loaded) => (compiler = loaded),
     (err: unknown) => {
       loading = null;
-      throw Object.assign(err instanceof Error ? err : new Error(String(err)), { statusCode: 500 });
+      throw ownFailure(err);
     },
   );
   return loading;
@@ -160,9 +168,7 @@ export const adminValidator: FastifySchemaCompiler<FastifySchema> = ({ schema, h
       try {
         outcome = validate(loaded, data);
       } catch (err) {
-        // Fastify takes a rejection for a refusal (400): a check that fails itself is a 500, as
-        // it is once the compiler is loaded.
-        throw Object.assign(err instanceof Error ? err : new Error(String(err)), { statusCode: 500 });
+        throw ownFailure(err);
       }
       if ('error' in outcome) throw outcome.error;
       return true as const;

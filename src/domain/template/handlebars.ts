@@ -181,9 +181,8 @@ export function parseTemplate(source: string): hbs.AST.Program {
 
 /** Where Handlebars' lexer stopped, for a parser error that does not say. */
 function lexerPlace(): { line: number; column: number } | null {
-  if (loaded === null) return null;
   const at = (
-    loaded.handlebars as unknown as {
+    environment().handlebars as unknown as {
       Parser: { lexer: { yylloc?: { first_line: number; first_column: number } } };
     }
   ).Parser.lexer.yylloc;
