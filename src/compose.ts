@@ -172,6 +172,7 @@ export async function openServices(
   const projects = new ProjectService(db, config.defaultQuota, {
     externalChanges: storage.externalChanges,
     changesSettleMs: storage.projectChangesSettleMs,
+    updatesSettleMs: storage.projectUpdatesSettleMs,
   });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey), {
     globals: { primary: globalSmtp, fallback: globalFallback },

@@ -90,6 +90,11 @@ function checkFromName(value: string | null | undefined): string | null | undefi
  */
 export const KEY_CACHE_MAX_AGE_MS = 60_000;
 
+/** Waits `ms` (a change's settle time), or not at all for 0. */
+async function settle(ms: number): Promise<void> {
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /**
  * Projects by key hash, for the send path. It is consulted only while nothing has changed the
  * projects: `externalChanges` moves when another connection (another process, the CLI) may have
@@ -140,18 +145,22 @@ export class ProjectService {
     private readonly defaults: { readonly limit: number | null; readonly period: QuotaPeriod },
     options: {
       readonly externalChanges?: (() => number) | undefined;
-      /** Storage.projectChangesSettleMs: how long until every process has seen a change. */
+      /** Storage.projectChangesSettleMs: how long until every process has seen a key change. */
       readonly changesSettleMs?: number;
+      /** Storage.projectUpdatesSettleMs: how long a change to a project's settings waits. */
+      readonly updatesSettleMs?: number;
       readonly now?: () => number;
     } = {},
   ) {
     this.now = options.now ?? Date.now;
     this.changesSettleMs = options.changesSettleMs ?? 0;
+    this.updatesSettleMs = options.updatesSettleMs ?? 0;
     this.keyCache = options.externalChanges ? new KeyCache(options.externalChanges, this.now) : null;
   }
 
   private readonly now: () => number;
   private readonly changesSettleMs: number;
+  private readonly updatesSettleMs: number;
 
   /**
    * Every change to projects goes through here, so the key cache can never serve an old row. The
@@ -211,6 +220,7 @@ export class ProjectService {
     try {
       const row = await this.write(() => updateProject(this.db, current.id, changes));
       if (row === undefined) throw errors.projectNotFound(String(ref));
+      await settle(this.updatesSettleMs);
       return toProject(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw errors.projectExists(String(input.name));
@@ -235,7 +245,7 @@ export class ProjectService {
       }),
     );
     if (row === undefined) throw errors.projectNotFound(String(ref));
-    if (this.changesSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.changesSettleMs));
+    await settle(this.changesSettleMs);
     return { project: toProject(row), apiKey: key.key };
   }
 
@@ -259,7 +269,7 @@ export class ProjectService {
       }),
     );
     if (!deleted) throw errors.projectNotFound(String(ref));
-    if (this.changesSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.changesSettleMs));
+    await settle(this.changesSettleMs);
     return toProject(current);
   }
 

@@ -64,6 +64,13 @@ export interface Storage {
    */
   readonly projectChangesSettleMs: number;
   /**
+   * How long a change to a project's settings (its quota, its from address) waits before it
+   * reports success. SQLite: as long as a key change (every process then serves the new values).
+   * PostgreSQL: 0, since the notice reaches the other processes within milliseconds; the wait for
+   * the worst case, seconds, is kept for key changes, where a refused key is a promise.
+   */
+  readonly projectUpdatesSettleMs: number;
+  /**
    * A number that moves whenever another connection commits anything (SQLite's data_version);
    * undefined where the backend cannot tell cheaply. A worker claims again only when work may
    * have been committed elsewhere, instead of after every message.

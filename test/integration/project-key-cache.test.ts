@@ -111,6 +111,35 @@ describe('authentication after key changes', () => {
     }
   });
 
+  it('serves a quota changed through another connection once the change has reported success', async () => {
+    const { projects } = ctx.services;
+    const other = openStorage(loadConfig(testEnv(ctx.database)).database, { projectChangesCheckMs: 100 });
+    const otherProjects = new ProjectService(
+      other.db,
+      { limit: null, period: 'month' },
+      { changesSettleMs: other.projectChangesSettleMs, updatesSettleMs: other.projectUpdatesSettleMs },
+    );
+    try {
+      const { apiKey } = await projects.create({ name: 'cache-external-quota', quotaLimit: 5 });
+      for (let limit = 6; limit < 16; limit++) {
+        expect((await projects.authenticate(apiKey))?.quota_limit).toBe(limit - 1);
+        await otherProjects.update('cache-external-quota', { quotaLimit: limit });
+        // SQLite: at once. PostgreSQL: when the change's notice arrives, within milliseconds.
+        if (backend === 'sqlite') expect((await projects.authenticate(apiKey))?.quota_limit).toBe(limit);
+        else
+          await waitUntil(
+            async () => ((await projects.authenticate(apiKey))?.quota_limit === limit ? true : undefined),
+            {
+              timeoutMs: 5_000,
+              what: 'the new quota',
+            },
+          );
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
   it('serves a changed quota at once', async () => {
     const { projects } = ctx.services;
     const { apiKey } = await projects.create({ name: 'cache-quota', quotaLimit: 5 });

@@ -64,6 +64,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     writeConcurrency: 4,
     ...(changes === null ? {} : { externalChanges: () => changes.version() }),
     projectChangesSettleMs: changesSettleMs(options.projectChangesCheckMs),
+    projectUpdatesSettleMs: 0,
     // Kysely's Migrator takes an advisory lock and runs the migrations in a transaction, so a
     // second migrator waits, then finds nothing left to do.
     migrate: () => migrateToLatest(db, migrationsFor(POSTGRES_TYPES), { inTransaction: false }),

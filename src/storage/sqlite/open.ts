@@ -121,6 +121,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
     externalChanges: readAtMostEvery(CHANGES_READ_MS, dataVersion),
     otherCommits: dataVersion,
     projectChangesSettleMs: CHANGES_SETTLE_MS,
+    projectUpdatesSettleMs: CHANGES_SETTLE_MS,
     // One writer at a time: a second transaction would only wait for the file lock.
     writeConcurrency: 1,
     migrate: () => migrateSqlite(db),
@@ -152,8 +153,9 @@ export function readAtMostEvery(ms: number, read: () => number): () => number {
   return () => {
     const now = performance.now();
     if (now - readAt >= ms) {
-      readAt = now;
+      // A read that throws leaves nothing to reuse: the next call reads again.
       value = read();
+      readAt = now;
     }
     return value;
   };
