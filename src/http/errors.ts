@@ -53,7 +53,7 @@ function frameworkError(
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, message: Messages.invalidJson };
   }
-  // Fastify's JSON parser marks its SyntaxError 400; any other is Herald's own failure (a 500).
+  // A SyntaxError marked 400 is a parser's verdict on the body; any other is Herald's own failure.
   if (error instanceof SyntaxError && error.statusCode === 400)
     return { status: 400, message: Messages.invalidJson };
   return null;

@@ -52,15 +52,15 @@ const aborted = () => Object.assign(new Error('SMTP transaction aborted'), { cod
  * Whether the relay's greeting came on `connection`, judged when setting it up failed with
  * `error`. nodemailer labels `CONN` a failure of the greeting (a refusal, a timeout, a greeting
  * other than 220) and also a connection lost later (during EHLO, STARTTLS or AUTH), so the label
- * cannot tell; the last reply can. No reply: no greeting. A greeting other than 220 is the reply
- * the error carries. A 220 (the greeting, or STARTTLS's go-ahead), or any reply but the error's
- * own, came after the greeting.
+ * cannot tell; the last reply can. No reply (or bytes that are not one): no greeting. A greeting
+ * other than 220 is the reply the error carries. A 220 (the greeting, or STARTTLS's go-ahead), or
+ * any reply but the error's own, came after the greeting.
  */
 function greetingCame(connection: SMTPConnection, error: SmtpClientError & { response?: unknown }): boolean {
   const command = (error as { command?: unknown }).command;
   if (command !== undefined && command !== 'CONN') return true;
   const last: unknown = connection.lastServerResponse;
-  if (typeof last !== 'string') return false;
+  if (typeof last !== 'string' || !/^\d{3}(?:[ -]|$)/.test(last)) return false;
   return last.startsWith('220') || last !== error.response;
 }
 

@@ -20,7 +20,8 @@ export interface LaneTicket {
 /**
  * A connection the relay refused before its greeting came, with a transient answer (a 421 greeting,
  * a reset): nothing was sent. A connection lost later, even one nodemailer labels `CONN` (closed
- * after the message's body), is a failed attempt like any other.
+ * after the message's body), is a failed attempt like any other, and so is a connection on which
+ * the relay said nothing until the time ran out: that is a relay not answering, not one out of room.
  */
 function refusedConnection(result: AttemptResult): boolean {
   return (
@@ -28,7 +29,8 @@ function refusedConnection(result: AttemptResult): boolean {
     result.transport === 'smtp' &&
     result.failure.kind === 'transient' &&
     result.failure.command === 'CONN' &&
-    result.failure.reached === false
+    result.failure.reached === false &&
+    result.failure.timedOut !== true
   );
 }
 

@@ -102,6 +102,14 @@ describe('relay faults', () => {
     expect(send.failure).toMatchObject({ kind: 'transient', reached: true });
   });
 
+  it('reports bytes that are no reply, then a close, as not reached', async () => {
+    const port = await rawServer((socket) => socket.end('xyz'));
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', reached: false });
+  });
+
   it('reports a greeting other than 220 as not reached', async () => {
     const port = await rawServer((socket) => socket.end('421 4.7.0 Too many connections\r\n'));
     const send = await failureOf(

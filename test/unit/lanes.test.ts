@@ -138,6 +138,13 @@ describe('a refused connection, judged by what else the relay was serving', () =
       failure: { ...failure, message: 'Connection closed unexpectedly', smtpCode: null, reached: true },
     } as AttemptResult;
     expect(pool.refusedForRoom(relay, dropped, ticket)).toBe(false);
+    // A relay that took the connection and said nothing until nodemailer's greeting timer ran
+    // out (it may fire before Herald's deadline) is not answering: the attempt counts.
+    const silent = {
+      ...refusedBySmtp,
+      failure: { ...failure, message: 'Greeting never received', smtpCode: null, timedOut: true },
+    } as AttemptResult;
+    expect(pool.refusedForRoom(relay, silent, ticket)).toBe(false);
   });
 
   it('counts as served only what the relay took past its greeting', () => {
