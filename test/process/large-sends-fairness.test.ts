@@ -119,15 +119,16 @@ describe(`another project's small sends during a flood of 10 MiB sends (${backen
     expect(Number(stored.n)).toBe(FLOOD * 2);
 
     const worst = Math.max(...during);
-    const p99 = quantile(during, 0.99);
+    const p90 = quantile(during, 0.9);
     const figures =
       `B alone: p50 ${quantile(alone, 0.5).toFixed(1)} ms, max ${Math.max(...alone).toFixed(1)} ms; ` +
       `B during the flood (${during.length} sends): p50 ${quantile(during, 0.5).toFixed(1)} ms, ` +
-      `p99 ${p99.toFixed(1)} ms, max ${worst.toFixed(1)} ms; ` +
+      `p90 ${p90.toFixed(1)} ms, p99 ${quantile(during, 0.99).toFixed(1)} ms, max ${worst.toFixed(1)} ms; ` +
       `A's ${FLOOD} sends of 10 MiB answered in ${floodMs.toFixed(0)} ms`;
     console.info(`large sends fairness (${backend}): ${figures}`);
-    // The 99th percentile, not the single slowest: one stall of the whole machine (a shared CI
-    // host) may catch one send, while B's sends queued behind A's bodies would all be slow.
-    expect(p99, figures).toBeLessThan(floodMs / 4);
+    // The 90th percentile, not the slowest few: a stall of the whole machine (a shared CI host, a
+    // collection of the flood's buffers) may catch a send or two, and with a hundred sends the
+    // 99th percentile is the slowest one; B's sends queued behind A's bodies would nearly all be slow.
+    expect(p90, figures).toBeLessThan(floodMs / 4);
   }, 300_000);
 });
