@@ -17,8 +17,8 @@ export interface DeliveryFailure {
   readonly command?: string | null;
   /**
    * Set by the SMTP adapter: whether the relay's greeting came (false: no connection, no greeting,
-   * a failed handshake of implicit TLS), and whether the transaction ran out of time. The relay's health is
-   * judged from them (relay-health.ts).
+   * a failed handshake of implicit TLS), and whether the transaction ran out of time. The relay's
+   * health is judged from them (relay-health.ts).
    */
   readonly reached?: boolean;
   readonly timedOut?: boolean;

@@ -296,7 +296,8 @@ export class ProjectService {
    * refused before any database lookup. Keys are kept in memory while nothing has changed the
    * projects: on SQLite a commit anywhere is seen within milliseconds (data_version); on PostgreSQL
    * its notice arrives within milliseconds. Either way rotateKey and delete wait until every
-   * process has seen the change (Storage.projectChangesSettleMs) before they report success.
+   * process has seen the change (Storage.projectChangesSettleMs) before they report success, and
+   * on SQLite update does too (Storage.projectUpdatesSettleMs).
    */
   async authenticate(token: string | null): Promise<ProjectRow | null> {
     if (token === null || !isWellFormedApiKey(token)) return null;

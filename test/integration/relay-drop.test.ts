@@ -8,10 +8,10 @@ import { waitUntil } from '../helpers/wait.js';
  * A relay that greets and then drops connections: `{ afterBodyOf }` reads that recipient's whole
  * body and closes the connection without a reply, taking every other message; `{ atEhlo: true }`
  * closes every connection when EHLO comes; `{ atLoginOf }` offers AUTH PLAIN and closes the
- * connection when that user logs in, taking every other login. nodemailer labels these failures `CONN`, like a refused
- * connection; but the relay had greeted (and in the first case the message may have reached it),
- * so each is a failed attempt, counted and retried with backoff, never re-sent at once as a
- * refusal for room would be.
+ * connection when that user logs in, taking every other login. nodemailer labels these failures
+ * `CONN`, like a refused connection; but the relay had greeted (and in the first case the message
+ * may have reached it), so each is a failed attempt, counted and retried with backoff, never
+ * re-sent at once as a refusal for room would be.
  */
 class DroppingRelay {
   port = 0;
