@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
 import { ProjectService } from '../../src/services/projects.js';
 import { openStorage } from '../../src/storage/open.js';
+import type { Storage } from '../../src/storage/storage.js';
 import { backend } from '../helpers/database.js';
 import { createTestContext, testEnv, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -34,6 +35,20 @@ async function listening(): Promise<boolean> {
   return rows[0]!.n > 0;
 }
 afterAll(() => ctx.close());
+
+/**
+ * Projects through a connection of their own, as the CLI or another process has them: its changes
+ * wait the settle times that process would.
+ */
+function anotherConnection(): { other: Storage; otherProjects: ProjectService } {
+  const other = openStorage(loadConfig(testEnv(ctx.database)).database, { projectChangesCheckMs: 100 });
+  const otherProjects = new ProjectService(
+    other.db,
+    { limit: null, period: 'month' },
+    { changesSettleMs: other.projectChangesSettleMs, updatesSettleMs: other.projectUpdatesSettleMs },
+  );
+  return { other, otherProjects };
+}
 
 describe('authentication after key changes', () => {
   it('refuses a key rotated through this process at once', async () => {
@@ -89,12 +104,7 @@ describe('authentication after key changes', () => {
 
   it('refuses a key at once when a rotation through another connection has reported success', async () => {
     const { projects } = ctx.services;
-    const other = openStorage(loadConfig(testEnv(ctx.database)).database, { projectChangesCheckMs: 100 });
-    const otherProjects = new ProjectService(
-      other.db,
-      { limit: null, period: 'month' },
-      { changesSettleMs: other.projectChangesSettleMs },
-    );
+    const { other, otherProjects } = anotherConnection();
     try {
       const { project, apiKey } = await projects.create({ name: 'cache-external-rotation' });
       let key = apiKey;
@@ -113,12 +123,7 @@ describe('authentication after key changes', () => {
 
   it('serves a quota changed through another connection once the change has reported success', async () => {
     const { projects } = ctx.services;
-    const other = openStorage(loadConfig(testEnv(ctx.database)).database, { projectChangesCheckMs: 100 });
-    const otherProjects = new ProjectService(
-      other.db,
-      { limit: null, period: 'month' },
-      { changesSettleMs: other.projectChangesSettleMs, updatesSettleMs: other.projectUpdatesSettleMs },
-    );
+    const { other, otherProjects } = anotherConnection();
     try {
       const { apiKey } = await projects.create({ name: 'cache-external-quota', quotaLimit: 5 });
       for (let limit = 6; limit < 16; limit++) {
