@@ -21,6 +21,7 @@ import {
 } from './client-limits.js';
 import { healthRoutes } from './health.js';
 import { metricsRoutes, type MetricsRouteOptions } from './metrics-routes.js';
+import { requestLogger } from './request-logger.js';
 
 export { BODY_LIMIT };
 
@@ -54,6 +55,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     // Requests are recorded in the API log; a log line per request would only add cost.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: requestLogger,
     bodyLimit: BODY_LIMIT,
     trustProxy: false,
     return503OnClosing: true,
