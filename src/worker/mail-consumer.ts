@@ -290,7 +290,8 @@ export class MailConsumer implements Consumer {
     send: () => Promise<AttemptResult>,
   ): void {
     const startedAt = this.now();
-    const ticket = lane === null ? null : this.relays.take(lane.relay.relay);
+    // The lane's place in its relay's window, taken as the transaction starts.
+    const held = lane === null ? null : { lane, ticket: this.relays.take(lane.relay.relay) };
     const work = send()
       .catch((err: unknown): AttemptResult => {
         this.logger.error({ err, requestId: job.row.request_id }, 'delivery attempt crashed');
@@ -305,7 +306,8 @@ export class MailConsumer implements Consumer {
         const finishedAt = this.now();
         let waitsAgain = false;
         let recordAs = route;
-        if (lane !== null && ticket !== null) {
+        if (held !== null) {
+          const { lane, ticket } = held;
           const key = lane.relay.relay;
           const inFlight = this.relays.inFlight(key);
           const { round } = ticket;
