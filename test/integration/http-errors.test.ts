@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   SEND_PATH,
   bearer,
@@ -190,4 +190,18 @@ describe('415 when the body is not JSON', () => {
       expect((await send(ctx.app, apiKey, VALID, { 'content-type': type })).statusCode).toBe(202);
     },
   );
+});
+
+describe("a request's logger", () => {
+  it('is made only for a request that logs', async () => {
+    const child = vi.spyOn(ctx.services.logger, 'child');
+    try {
+      await sendOk(ctx.app, apiKey);
+      expect((await ctx.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+      expect((await ctx.app.inject({ url: '/api/v1/nothing' })).statusCode).toBe(404);
+      expect(child).not.toHaveBeenCalled();
+    } finally {
+      child.mockRestore();
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { errorHandler } from '../../src/http/errors.js';
 import { requestLogger } from '../../src/http/request-logger.js';
@@ -24,7 +24,7 @@ const child = vi.spyOn(logger, 'child');
 let next = 0;
 const app = Fastify({
   loggerInstance: logger as FastifyBaseLogger,
-  disableRequestLogging: true,
+  logController: new LogController({ disableRequestLogging: true }),
   genReqId: () => `req-${++next}`,
   childLoggerFactory: requestLogger,
 });
@@ -37,6 +37,13 @@ app.get('/talks', async (request) => {
   request.log.warn({ password: 'hunter2', nested: { pass: 'x' } }, 'talking');
   request.log.child({ step: 'two' }).info('and on');
   return { level: request.log.level };
+});
+app.get('/warnings-only', { logLevel: 'warn' }, async (request) => {
+  request.log.info('below the route level');
+  request.log.debug('further below');
+  const before = child.mock.calls.length;
+  request.log.warn('at the route level');
+  return { level: request.log.level, made: child.mock.calls.length - before };
 });
 afterAll(() => app.close());
 beforeAll(async () => {
@@ -59,6 +66,18 @@ describe('requestLogger', () => {
     const line = lines.find((l) => l.msg === 'request failed');
     expect(line).toMatchObject({ level: 50, reqId: expect.stringMatching(/^req-\d+$/) });
     expect((line?.err as { message?: string }).message).toBe('stored value unreadable');
+  });
+
+  it("drops lines below a route's level without making a logger, and logs those at it", async () => {
+    const made = child.mock.calls.length;
+    const reply = await app.inject({ url: '/warnings-only' });
+    expect(reply.json()).toEqual({ level: 'warn', made: 1 });
+    expect(child.mock.calls.length).toBe(made + 1);
+    expect(lines.some((l) => l.msg === 'below the route level' || l.msg === 'further below')).toBe(false);
+    expect(lines.find((l) => l.msg === 'at the route level')).toMatchObject({
+      level: 40,
+      reqId: expect.any(String),
+    });
   });
 
   it('keeps the redaction, the level and children of the server logger', async () => {
