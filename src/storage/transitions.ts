@@ -50,14 +50,15 @@ export async function applyTransition(
 /**
  * What applied transitions bring about besides their rows, written together: the usage moves
  * (the counters change in the transaction that changes the state), the events (an outbox: a crash
- * loses the state change and its event together, or neither) and the suppressions.
+ * loses the state change and its event together, or neither) and the suppressions. Returns how
+ * many webhook deliveries the events queued.
  */
-export async function recordEffects(tx: Kysely<Database>, applied: readonly Applied[]): Promise<void> {
+export async function recordEffects(tx: Kysely<Database>, applied: readonly Applied[]): Promise<number> {
   await addUsage(
     tx,
     applied.flatMap(({ transition }) => transition.usage),
   );
-  await recordEvents(
+  const deliveries = await recordEvents(
     tx,
     applied.flatMap(({ projectId, notificationId, row, at, transition: { event } }) =>
       event === null
@@ -79,4 +80,5 @@ export async function recordEffects(tx: Kysely<Database>, applied: readonly Appl
       suppression === null ? [] : [{ ...suppression, now: at }],
     ),
   );
+  return deliveries;
 }
