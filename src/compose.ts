@@ -258,9 +258,8 @@ export interface Worker {
 
 /**
  * The worker role: one lease queue, claim loop and consumer for mail and one for webhooks, under
- * one lease owner and heartbeat. Mail accepted in this process wakes the mail loop; a group of
- * outcomes whose events queued webhook deliveries, or a test event or replay queued here, wakes
- * the webhook loop.
+ * one lease owner and heartbeat. Mail accepted in this process wakes the mail loop; every stored
+ * outcome may have written events, and a test event or replay queued here wakes the webhook loop.
  */
 export function createWorker(
   services: Services,
@@ -272,13 +271,7 @@ export function createWorker(
   const leases = { owner, leaseMs: config.delivery.leaseMs, logger };
   const loops = { pollMs: config.delivery.pollMs, stopTimeoutMs: config.delivery.stopTimeoutMs };
 
-  // Outcomes whose events queued webhook deliveries wake the webhook loop once they are stored.
-  const mailQueue = new LeaseQueue(
-    storage,
-    NOTIFICATION_QUEUE,
-    leases,
-    recordAttempts(owner, () => webhookLoop.wake()),
-  );
+  const mailQueue = new LeaseQueue(storage, NOTIFICATION_QUEUE, leases, recordAttempts(owner));
   const mail = new MailConsumer(mailQueue, services.loader, services.deliverer, config.delivery, logger);
   const mailLoop = new QueueLoop(storage, NOTIFICATION_QUEUE, mail, loops, logger);
 
@@ -307,6 +300,9 @@ export function createWorker(
   mail.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
     metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
     if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
+    // Also when this outcome queued no delivery: bounces, complaints and cancels recorded on this
+    // connection queue theirs without a wake of their own, and this one finds them.
+    webhookLoop.wake();
   };
   webhooks.onAttempt = ({ projectId, outcome }) =>
     metrics.webhookDeliveries.inc({ project_id: String(projectId), outcome });

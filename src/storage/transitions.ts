@@ -50,15 +50,14 @@ export async function applyTransition(
 /**
  * What applied transitions bring about besides their rows, written together: the usage moves
  * (the counters change in the transaction that changes the state), the events (an outbox: a crash
- * loses the state change and its event together, or neither) and the suppressions. Returns how
- * many webhook deliveries the events queued.
+ * loses the state change and its event together, or neither) and the suppressions.
  */
-export async function recordEffects(tx: Kysely<Database>, applied: readonly Applied[]): Promise<number> {
+export async function recordEffects(tx: Kysely<Database>, applied: readonly Applied[]): Promise<void> {
   await addUsage(
     tx,
     applied.flatMap(({ transition }) => transition.usage),
   );
-  const deliveries = await recordEvents(
+  await recordEvents(
     tx,
     applied.flatMap(({ projectId, notificationId, row, at, transition: { event } }) =>
       event === null
@@ -80,5 +79,4 @@ export async function recordEffects(tx: Kysely<Database>, applied: readonly Appl
       suppression === null ? [] : [{ ...suppression, now: at }],
     ),
   );
-  return deliveries;
 }

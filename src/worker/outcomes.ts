@@ -39,14 +39,10 @@ const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 /**
  * Stores a group of attempts' outcomes in one transaction, each only while `owner` still holds its
  * lease: the row's new state, the attempt with the relay's reply, and what the transition brings
- * about (usage, event, suppression). `webhooksQueued` is called once a group that queued webhook
- * deliveries has committed.
+ * about (usage, event, suppression).
  */
-export function recordAttempts(
-  owner: string,
-  webhooksQueued: () => void,
-): RecordOutcomes<NotificationRow, Attempted> {
-  return async (tx: Kysely<Database>, items, afterCommit) => {
+export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, Attempted> {
+  return async (tx: Kysely<Database>, items) => {
     const applied: Applied[] = [];
     const stored = await FINISH.runEach(
       tx,
@@ -76,7 +72,7 @@ export function recordAttempts(
         });
       },
     );
-    if ((await recordEffects(tx, applied)) > 0) afterCommit(webhooksQueued);
+    await recordEffects(tx, applied);
     return stored;
   };
 }
