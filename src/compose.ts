@@ -16,6 +16,7 @@ import { AcceptService } from './services/accept.js';
 import { NotificationService } from './services/notifications.js';
 import { ProjectService } from './services/projects.js';
 import { SmtpSettingsService } from './services/smtp-settings.js';
+import { Signal } from './services/signal.js';
 import { TemplateService } from './services/templates.js';
 import { LayoutService } from './services/layouts.js';
 import { UsageService } from './services/usage.js';
@@ -202,6 +203,7 @@ export async function openServices(
     onDrop: (kind) => metrics.apiLogDropped.inc({ kind }),
   });
   metrics.apiLogBuffered = () => apiLogs.buffered;
+  const webhooksQueued = new Signal();
   return {
     config,
     logger,
@@ -211,15 +213,15 @@ export async function openServices(
     layouts: new LayoutService(db, projects),
     smtpSettings,
     accept: new AcceptService(storage),
-    notifications: new NotificationService(db),
+    notifications: new NotificationService(db, webhooksQueued),
     apiLogs,
     admins: new AdminService(db, Date.now, (outcome) => metrics.dashboardLogins.inc({ outcome })),
     adminTokens: new AdminTokenService(db),
     auditLog: new AuditLogService(db, logger),
     usage: new UsageService(db),
-    webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound),
+    webhooks: new WebhookService(db, projects, webhookSecrets, config.outbound, webhooksQueued),
     suppressions: new SuppressionService(db, projects),
-    bounces: new BounceIntake(db),
+    bounces: new BounceIntake(db, webhooksQueued),
     openWebhookSecret: (sealed) => webhookSecrets.open(sealed),
     bounceKey: tokenKey,
     mailer,
@@ -258,8 +260,9 @@ export interface Worker {
 
 /**
  * The worker role: one lease queue, claim loop and consumer for mail and one for webhooks, under
- * one lease owner and heartbeat. Mail accepted in this process wakes the mail loop; every stored
- * outcome may have written events, and a test event or replay queued here wakes the webhook loop.
+ * one lease owner and heartbeat. Mail accepted in this process wakes the mail loop; a group of
+ * outcomes whose events queued webhook deliveries, or any other delivery queued here (a cancel, a
+ * bounce, a test event, a replay), wakes the webhook loop.
  */
 export function createWorker(
   services: Services,
@@ -271,7 +274,12 @@ export function createWorker(
   const leases = { owner, leaseMs: config.delivery.leaseMs, logger };
   const loops = { pollMs: config.delivery.pollMs, stopTimeoutMs: config.delivery.stopTimeoutMs };
 
-  const mailQueue = new LeaseQueue(storage, NOTIFICATION_QUEUE, leases, recordAttempts(owner));
+  const mailQueue = new LeaseQueue(
+    storage,
+    NOTIFICATION_QUEUE,
+    leases,
+    recordAttempts(owner, () => webhookLoop.wake()),
+  );
   const mail = new MailConsumer(mailQueue, services.loader, services.deliverer, config.delivery, logger);
   const mailLoop = new QueueLoop(storage, NOTIFICATION_QUEUE, mail, loops, logger);
 
@@ -300,9 +308,6 @@ export function createWorker(
   mail.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
     metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
     if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
-    // Also when this outcome queued no delivery: bounces, complaints and cancels recorded on this
-    // connection queue theirs without a wake of their own, and this one finds them.
-    webhookLoop.wake();
   };
   webhooks.onAttempt = ({ projectId, outcome }) =>
     metrics.webhookDeliveries.inc({ project_id: String(projectId), outcome });

@@ -12,6 +12,7 @@ import { finishReport } from '../storage/inbound-reports.js';
 import { findNotification, findNotificationById } from '../storage/notifications.js';
 import type { Database, NotificationRow } from '../storage/schema.js';
 import { applyTransition } from '../storage/transitions.js';
+import type { Signal } from '../services/signal.js';
 
 /** Which notification a report is for, as its envelope recipient says. */
 export type ReportTarget = { readonly kind: 'token'; readonly id: number } | { readonly kind: 'plain' };
@@ -47,6 +48,8 @@ class TakenOver extends Error {}
 export class BounceIntake {
   constructor(
     private readonly db: Kysely<Database>,
+    /** Fired once a report's event queued webhook deliveries (services/signal.ts). */
+    private readonly webhooksQueued: Signal,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -124,14 +127,17 @@ export class BounceIntake {
       const transition = decide(current, now);
       if (transition === null) return false;
       const decidedOn: NotificationRow = current;
-      const after = await this.db.transaction().execute(async (tx) => {
+      const written = await this.db.transaction().execute(async (tx) => {
         const applied = await applyTransition(tx, decidedOn, transition, now);
         if (applied === undefined || receipt === undefined) return applied;
         if (!(await finishReport(tx, receipt.fingerprint, receipt.owner, receipt.outcome, receipt.until)))
           throw new TakenOver();
         return applied;
       });
-      if (after !== undefined) return true;
+      if (written !== undefined) {
+        if (written.webhookDeliveries > 0) this.webhooksQueued.fire();
+        return true;
+      }
       current = await findNotificationById(this.db, row.id);
     }
     return false;

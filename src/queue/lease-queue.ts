@@ -24,11 +24,13 @@ export interface Finished<Row, Outcome> {
 
 /**
  * Stores a group of outcomes in the transaction it is given: for each, whether it was stored
- * (false: the lease had been lost, and nothing of it was written).
+ * (false: the lease had been lost, and nothing of it was written). `afterCommit` runs an effect
+ * once the transaction has committed (never when it rolls back).
  */
 export type RecordOutcomes<Row, Outcome> = (
   tx: Kysely<Database>,
   finished: readonly Finished<Row, Outcome>[],
+  afterCommit: (effect: () => void) => void,
 ) => Promise<boolean[]>;
 
 export interface LeaseQueueOptions {
@@ -77,11 +79,34 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     // Outcomes trickle in one lane at a time; a few milliseconds of gathering lets a commit carry
     // dozens of them instead of one or two. Only the bookkeeping waits, never the work.
     this.recorder = new GroupCommit(
-      (items) => storage.db.transaction().execute((tx) => record(tx, items)),
+      (items) => this.recordGroup(record, items),
       // SQLite's lock held past the wait is the store's failure, not one item's: the group is
       // retried whole rather than item by item.
       { maxDelayMs: 10, maxBatch: 500, storeFailure: isLockTimeout },
     );
+  }
+
+  /** One group's transaction, then the effects its outcomes asked for once it committed. */
+  private async recordGroup(
+    record: RecordOutcomes<QueueRows[Table], Outcome>,
+    items: readonly Finished<QueueRows[Table], Outcome>[],
+  ): Promise<boolean[]> {
+    const effects: (() => void)[] = [];
+    const stored = await this.storage.db
+      .transaction()
+      .execute((tx) => record(tx, items, (effect) => effects.push(effect)));
+    for (const effect of effects) {
+      try {
+        effect();
+      } catch (err) {
+        // The outcomes are stored: an effect that fails must not make the group look refused.
+        this.options.logger.error(
+          { err, queue: this.queue.table },
+          'an effect after recording outcomes failed',
+        );
+      }
+    }
+    return stored;
   }
 
   get owner(): string {

@@ -20,6 +20,7 @@ import type { Storage } from '../storage/storage.js';
 import { addUsage, usageDeltaRows } from '../storage/usage.js';
 import { FileQueue } from './file-queue.js';
 import { formatMailbox, messageColumns, partsOf, storeParts, type Parts } from './message-parts.js';
+import { Signal } from './signal.js';
 
 /** Idempotency keys are kept this long per project (product decision, after the IETF draft). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -93,7 +94,7 @@ export class AcceptService {
   private readonly files: FileQueue;
   /** Idempotency keys of requests being accepted by this process right now. */
   private readonly inFlight = new Set<string>();
-  private readonly acceptedListeners: (() => void)[] = [];
+  private readonly accepted = new Signal();
   private readonly db: Kysely<Database>;
   private readonly now: () => number;
 
@@ -114,7 +115,7 @@ export class AcceptService {
 
   /** Called after each committed group that accepted something (the in-process worker wakes up). */
   onAccepted(listener: () => void): void {
-    this.acceptedListeners.push(listener);
+    this.accepted.on(listener);
   }
 
   /**
@@ -239,8 +240,7 @@ export class AcceptService {
         }
         return outcomes;
       }));
-    if (outcomes.some((o) => o.kind === 'accepted'))
-      for (const listener of this.acceptedListeners) listener();
+    if (outcomes.some((o) => o.kind === 'accepted')) this.accepted.fire();
     return outcomes;
   }
 

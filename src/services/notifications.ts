@@ -21,6 +21,7 @@ import type {
   ProjectRow,
 } from '../storage/schema.js';
 import { applyTransition } from '../storage/transitions.js';
+import type { Signal } from './signal.js';
 
 /** The status body of `GET /notifications/{request_id}`: a notification's view (domain/notification.ts). */
 export type StatusBody = NotificationView;
@@ -81,6 +82,8 @@ export interface NotificationDetail {
 export class NotificationService {
   constructor(
     private readonly db: Kysely<Database>,
+    /** Fired once a cancel's event queued webhook deliveries (signal.ts). */
+    private readonly webhooksQueued: Signal,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -99,9 +102,11 @@ export class NotificationService {
       const now = this.now();
       const transition = canceled(row, now);
       if (transition === null) throw errors.notCancelable();
-      const after = await this.db.transaction().execute((tx) => applyTransition(tx, row, transition, now));
+      const written = await this.db.transaction().execute((tx) => applyTransition(tx, row, transition, now));
       // Changed meanwhile (claimed, and perhaps queued again): decide again on what it is now.
-      if (after !== undefined) return notificationView(after);
+      if (written === undefined) continue;
+      if (written.webhookDeliveries > 0) this.webhooksQueued.fire();
+      return notificationView(written.row);
     }
   }
 

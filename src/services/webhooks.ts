@@ -20,6 +20,7 @@ import {
 import { parseWebhookUrl } from '../domain/webhook-url.js';
 import { generateWebhookSecret } from '../security/webhook-signature.js';
 import type { ProjectService } from './projects.js';
+import type { Signal } from './signal.js';
 
 /** An endpoint as shown to people: the secret is shown once, at creation, and never again. */
 export interface WebhookEndpoint {
@@ -79,18 +80,17 @@ export class WebhookService {
     private readonly projects: ProjectService,
     private readonly secrets: SecretBox,
     private readonly outbound: OutboundPolicy,
+    /** Fired once webhook deliveries were queued in this process (signal.ts). */
+    private readonly queued: Signal,
     private readonly now: () => number = Date.now,
   ) {}
 
-  private readonly queuedListeners: (() => void)[] = [];
-
-  /** Called when a test event or a replay was queued (the in-process webhook lanes look at once). */
+  /**
+   * Called when this process queued webhook deliveries: a test event, a replay, or the events of a
+   * cancel, a bounce or a complaint.
+   */
   onQueued(listener: () => void): void {
-    this.queuedListeners.push(listener);
-  }
-
-  private queued(): void {
-    for (const listener of this.queuedListeners) listener();
+    this.queued.on(listener);
   }
 
   async create(
@@ -173,7 +173,7 @@ export class WebhookService {
     if (row === undefined) throw errors.deliveryNotFound();
     refuseDisabled(endpoint);
     const replay = await insertReplay(this.db, row, this.now());
-    this.queued();
+    this.queued.fire();
     return replay.id;
   }
 
@@ -194,7 +194,7 @@ export class WebhookService {
         },
       ]),
     );
-    this.queued();
+    this.queued.fire();
   }
 
   private async endpointRow(projectRef: string | number, id: string | number): Promise<WebhookEndpointRow> {

@@ -16,19 +16,25 @@ export interface Applied {
   readonly at: number;
 }
 
+/** A transition written: the row as it became, and how many webhook deliveries its event queued. */
+export interface Written {
+  readonly row: NotificationRow;
+  readonly webhookDeliveries: number;
+}
+
 /**
  * Applies a lifecycle transition (domain/lifecycle.ts) to the row it was decided on, in the
  * caller's transaction: the update is conditional on what the transition requires of the row, so
  * when another change got there first nothing is written and undefined is returned (the caller
  * reads the row again and asks the lifecycle anew). Otherwise its usage moves, event and
- * suppression are written with it, and the row as it became is returned.
+ * suppression are written with it. The caller announces the webhook deliveries once it commits.
  */
 export async function applyTransition(
   tx: Kysely<Database>,
   row: NotificationRow,
   transition: Transition,
   now: number,
-): Promise<NotificationRow | undefined> {
+): Promise<Written | undefined> {
   let after: NotificationRow | undefined = row;
   if (Object.keys(transition.changes).length > 0) {
     let update = tx.updateTable('notifications').set(transition.changes).where('id', '=', row.id);
@@ -41,23 +47,24 @@ export async function applyTransition(
     if (after === undefined) return undefined;
   }
   const applied = after;
-  await recordEffects(tx, [
+  const webhookDeliveries = await recordEffects(tx, [
     { projectId: applied.project_id, notificationId: applied.id, row: () => applied, transition, at: now },
   ]);
-  return applied;
+  return { row: applied, webhookDeliveries };
 }
 
 /**
  * What applied transitions bring about besides their rows, written together: the usage moves
  * (the counters change in the transaction that changes the state), the events (an outbox: a crash
- * loses the state change and its event together, or neither) and the suppressions.
+ * loses the state change and its event together, or neither) and the suppressions. Returns how
+ * many webhook deliveries the events queued.
  */
-export async function recordEffects(tx: Kysely<Database>, applied: readonly Applied[]): Promise<void> {
+export async function recordEffects(tx: Kysely<Database>, applied: readonly Applied[]): Promise<number> {
   await addUsage(
     tx,
     applied.flatMap(({ transition }) => transition.usage),
   );
-  await recordEvents(
+  const deliveries = await recordEvents(
     tx,
     applied.flatMap(({ projectId, notificationId, row, at, transition: { event } }) =>
       event === null
@@ -79,4 +86,5 @@ export async function recordEffects(tx: Kysely<Database>, applied: readonly Appl
       suppression === null ? [] : [{ ...suppression, now: at }],
     ),
   );
+  return deliveries;
 }

@@ -39,10 +39,14 @@ const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 /**
  * Stores a group of attempts' outcomes in one transaction, each only while `owner` still holds its
  * lease: the row's new state, the attempt with the relay's reply, and what the transition brings
- * about (usage, event, suppression).
+ * about (usage, event, suppression). `webhooksQueued` is called once a group that queued webhook
+ * deliveries has committed.
  */
-export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, Attempted> {
-  return async (tx: Kysely<Database>, items) => {
+export function recordAttempts(
+  owner: string,
+  webhooksQueued: () => void,
+): RecordOutcomes<NotificationRow, Attempted> {
+  return async (tx: Kysely<Database>, items, afterCommit) => {
     const applied: Applied[] = [];
     const stored = await FINISH.runEach(
       tx,
@@ -72,7 +76,7 @@ export function recordAttempts(owner: string): RecordOutcomes<NotificationRow, A
         });
       },
     );
-    await recordEffects(tx, applied);
+    if ((await recordEffects(tx, applied)) > 0) afterCommit(webhooksQueued);
     return stored;
   };
 }

@@ -2,11 +2,13 @@ import { once } from 'node:events';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createWorker, type Worker } from '../../src/compose.js';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbound.js';
 import type { WebhookDelivery } from '../../src/services/webhooks.js';
+import type { BounceRecipient } from '../../src/domain/bounce/feedback-report.js';
+import { findNotification } from '../../src/storage/notifications.js';
 import { bearer, settledStatus, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -889,6 +891,96 @@ describe('an endpoint with a backlog', () => {
     // The healthy endpoint's backlog drains, each of its calls freeing a lane of the project.
     await healthy.waitForHits(6);
     expect(failing.hits).toHaveLength(1);
+  });
+});
+
+describe('events recorded outside delivery', () => {
+  let stack: Stack;
+  const h = helpers(() => stack.ctx);
+
+  beforeAll(async () => {
+    // The poll is far beyond the test's waits: only a wake can start these calls in time.
+    stack = await startStack({ HERALD_SMTP_URL: sink.url, HERALD_DELIVERY_POLL_MS: '60000' });
+  });
+  afterAll(() => stack.stop());
+
+  /** A sent message of a project whose only endpoint wants `events`, none of them `sent`. */
+  async function sentWithEndpoint(events: readonly string[]) {
+    const { projectId, apiKey } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    const endpoint = await h.hook(projectId, r, events);
+    const requestId = await h.send(apiKey, { to: 'jane@example.org' });
+    expect((await h.settled(apiKey, requestId)).status).toBe('sent');
+    const row = await findNotification(h.db(), requestId);
+    return { projectId, apiKey, requestId, id: row!.id, r, endpoint };
+  }
+
+  it('does not look for deliveries after outcomes that queued none', async () => {
+    const { apiKey } = await seedProject(stack.ctx.services);
+    const looks = vi.spyOn(stack.worker.webhooks, 'fill');
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push(await h.send(apiKey, { to: `quiet${i}@example.org` }));
+      for (const id of ids) expect((await h.settled(apiKey, id)).status).toBe('sent');
+      expect(looks).not.toHaveBeenCalled();
+    } finally {
+      looks.mockRestore();
+    }
+  });
+
+  it('calls the endpoint for a cancel at once, not at the next poll', async () => {
+    const { projectId, apiKey } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    const endpoint = await h.hook(projectId, r);
+    const requestId = await h.send(apiKey, {
+      to: 'later@example.org',
+      send_at: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    const canceled = await stack.ctx.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/notifications/${requestId}`,
+      headers: bearer(apiKey),
+    });
+    expect(canceled.statusCode, canceled.body).toBe(200);
+    const [hit] = await r.waitForHits(1, "the cancel's event");
+    expect(hit!.event?.type).toBe('notification.failed');
+    expect(await h.finished(projectId, endpoint.id)).toHaveLength(1);
+  });
+
+  it('calls the endpoint for a bounce at once, not at the next poll', async () => {
+    const { id, requestId, r } = await sentWithEndpoint(['notification.bounced']);
+    const recipient: BounceRecipient = {
+      recipient: 'jane@example.org',
+      action: 'failed',
+      status: '5.1.1',
+      diagnostic: '550 5.1.1 <jane@example.org>: user unknown',
+      category: 'user_unknown',
+      type: 'hard',
+      replyCode: 550,
+    };
+    const report = { kind: 'bounce', recipients: [recipient], originalMessageId: null } as const;
+    expect(await h.services().bounces.apply({ kind: 'token', id }, report)).toMatchObject({
+      outcome: 'bounced',
+      requestId,
+    });
+    const [hit] = await r.waitForHits(1, "the bounce's event");
+    expect(hit!.event?.type).toBe('notification.bounced');
+  });
+
+  it('calls the endpoint for a complaint at once, not at the next poll', async () => {
+    const { id, requestId, r } = await sentWithEndpoint(['notification.complained']);
+    const report = {
+      kind: 'complaint',
+      feedbackType: 'abuse',
+      recipient: 'jane@example.org',
+      originalMessageId: null,
+    } as const;
+    expect(await h.services().bounces.apply({ kind: 'token', id }, report)).toMatchObject({
+      outcome: 'complained',
+      requestId,
+    });
+    const [hit] = await r.waitForHits(1, "the complaint's event");
+    expect(hit!.event?.type).toBe('notification.complained');
   });
 });
 
