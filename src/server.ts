@@ -125,7 +125,7 @@ export async function startServer(
     role === 'bounces' ||
     ((options.childOfAll === true || (role === 'all' && options.workerProcess === undefined)) &&
       (config.bounces.port !== null || config.bounces.imap !== null));
-  const services = await openServices(config, logger, { longRunning: true, servesApi }).catch(
+  const services = await openServices(config, logger, { longRunning: true, servesApi, delivers }).catch(
     (error: unknown) => {
       throw databaseError(error, config);
     },
@@ -181,10 +181,11 @@ export async function startServer(
         stopTimeoutMs: config.delivery.stopTimeoutMs,
         logger,
       }));
-      await started.start();
-      bouncePort = started.bouncePort;
+      // Told before the child starts: work queued once it has made its first claim is not missed.
       services.accept.onAccepted(() => started.wake('mail'));
       services.webhooks.onQueued(() => started.wake('webhooks'));
+      await started.start();
+      bouncePort = started.bouncePort;
     }
   } catch (error) {
     await readers?.close();

@@ -22,7 +22,7 @@ export interface FailedMessage {
   readonly message: string;
 }
 
-/** Parent → child: work may be due in a queue (accepted mail; a test event or replay). */
+/** Parent → child: work may be due in a queue (accepted mail; webhook deliveries queued or made due). */
 export interface WakeMessage {
   readonly type: 'wake';
   readonly queue: 'mail' | 'webhooks';

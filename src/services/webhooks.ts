@@ -86,8 +86,8 @@ export class WebhookService {
   ) {}
 
   /**
-   * Called when this process queued webhook deliveries: a test event, a replay, or the events of a
-   * cancel, a bounce or a complaint.
+   * Called when this process queued webhook deliveries or made them due: a test event, a replay,
+   * an endpoint enabled again, or the events of a cancel, a bounce or a complaint.
    */
   onQueued(listener: () => void): void {
     this.queued.on(listener);
@@ -135,6 +135,8 @@ export class WebhookService {
   ): Promise<WebhookEndpoint> {
     const row = await this.endpointRow(projectRef, id);
     await setEndpointEnabled(this.db, row.project_id, row.id, enabled, this.now());
+    // What waited while it was disabled is due now.
+    if (enabled) this.queued.fire();
     return this.get(row.project_id, row.id);
   }
 

@@ -900,7 +900,11 @@ describe('events recorded outside delivery', () => {
 
   beforeAll(async () => {
     // The poll is far beyond the test's waits: only a wake can start these calls in time.
-    stack = await startStack({ HERALD_SMTP_URL: sink.url, HERALD_DELIVERY_POLL_MS: '60000' });
+    stack = await startStack({
+      HERALD_SMTP_URL: sink.url,
+      HERALD_DELIVERY_POLL_MS: '60000',
+      HERALD_WEBHOOK_ENDPOINT_CONCURRENCY: '1',
+    });
   });
   afterAll(() => stack.stop());
 
@@ -945,6 +949,33 @@ describe('events recorded outside delivery', () => {
     const [hit] = await r.waitForHits(1, "the cancel's event");
     expect(hit!.event?.type).toBe('notification.failed');
     expect(await h.finished(projectId, endpoint.id)).toHaveLength(1);
+  });
+
+  it('calls an endpoint enabled again at once for what waited, not at the next poll', async () => {
+    const { projectId, apiKey } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    let answer!: () => void;
+    r.hold = new Promise((resolve) => (answer = resolve));
+    const endpoint = await h.hook(projectId, r);
+    const first = await h.send(apiKey, { to: 'jane@example.org' });
+    expect((await h.settled(apiKey, first)).status).toBe('sent');
+    await r.waitForHits(1);
+    // The second event waits for the endpoint's only lane, held by the first call.
+    const second = await h.send(apiKey, { to: 'jane@example.org' });
+    expect((await h.settled(apiKey, second)).status).toBe('sent');
+    await h.services().webhooks.setEnabled(projectId, endpoint.id, false);
+    answer();
+    await waitUntil(
+      async () => {
+        const states = (await h.deliveries(projectId, endpoint.id)).map((d) => d.state);
+        return states.join() === 'pending,succeeded' ? true : undefined;
+      },
+      { what: 'the first call done and the second delivery waiting' },
+    );
+    expect(r.hits).toHaveLength(1);
+
+    await h.services().webhooks.setEnabled(projectId, endpoint.id, true);
+    await r.waitForHits(2, 'the waiting delivery, once enabled');
   });
 
   it('calls the endpoint for a bounce at once, not at the next poll', async () => {
