@@ -112,6 +112,11 @@ export interface OpenOptions {
    */
   readonly servesApi?: boolean;
   /**
+   * A process that delivers: on PostgreSQL it listens (on the same connection) for other
+   * processes' notices of queued work, and claims at once instead of at its next poll.
+   */
+  readonly delivers?: boolean;
+  /**
    * PostgreSQL: how often the connection listening for project changes is checked (1 s); a key
    * rotation waits a little over twice this. The same in every process of a deployment.
    */
@@ -134,6 +139,11 @@ export async function openServices(
   const globalFallback = globalRelay(config.smtpFallbackUrl, 'HERALD_SMTP_FALLBACK_URL');
   const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
   let listenerFailed = false;
+  // What the listening connection (PostgreSQL) is for in this process, and what its loss costs.
+  const listening = [
+    ...(options.servesApi ? [['project changes', 'API keys are looked up in the database']] : []),
+    ...(options.delivers ? [['queued work', 'work queued elsewhere is found at the poll']] : []),
+  ];
   if (config.smtpFrom !== null && defaultFrom === null) {
     throw new ConfigError(
       'HERALD_SMTP_FROM must be an address, e.g. no-reply@example.org or "Shop <no-reply@example.org>"',
@@ -146,14 +156,16 @@ export async function openServices(
         logger.warn({ error: report.error }, 'background WAL checkpoint failed');
     },
     watchProjects: options.servesApi ?? false,
+    watchWork: options.delivers ?? false,
     projectChangesCheckMs: options.projectChangesCheckMs,
     onProjectChanges: (state) => {
+      const what = listening.map(([notices]) => notices).join(' and ');
       if (!state.listening)
         logger.warn(
           { error: state.error.message },
-          'not listening for project changes; API keys are looked up in the database until it is back',
+          `not listening for ${what}; ${listening.map(([, meanwhile]) => meanwhile).join(', ')} until it is back`,
         );
-      else if (listenerFailed) logger.info('listening for project changes again');
+      else if (listenerFailed) logger.info(`listening for ${what} again`);
       listenerFailed = !state.listening;
     },
   });
@@ -203,7 +215,11 @@ export async function openServices(
     onDrop: (kind) => metrics.apiLogDropped.inc({ kind }),
   });
   metrics.apiLogBuffered = () => apiLogs.buffered;
-  const webhooksQueued = new Signal();
+  const webhooksQueued = new Signal((err) => logger.error({ err }, 'waking the webhook lanes failed'));
+  const accept = new AcceptService(storage);
+  // Workers in other processes hear of work queued here where they cannot see it for themselves.
+  accept.onAccepted(() => storage.announceWork?.('notifications'));
+  webhooksQueued.on(() => storage.announceWork?.('webhook_deliveries'));
   return {
     config,
     logger,
@@ -212,7 +228,7 @@ export async function openServices(
     templates: new TemplateService(db, projects),
     layouts: new LayoutService(db, projects),
     smtpSettings,
-    accept: new AcceptService(storage),
+    accept,
     notifications: new NotificationService(db, webhooksQueued),
     apiLogs,
     admins: new AdminService(db, Date.now, (outcome) => metrics.dashboardLogins.inc({ outcome })),
@@ -254,7 +270,7 @@ export interface Worker {
   stop(): Promise<void>;
   /** New mail may be due (accepted by another process this one heard of). */
   wake(): void;
-  /** A webhook delivery may be due (a test event or replay queued by another process). */
+  /** A webhook delivery may be due (queued by role `all`'s API process). */
   wakeWebhooks(): void;
 }
 
@@ -314,6 +330,7 @@ export function createWorker(
   metrics.relayWindows = () => mail.relayWindows();
   services.accept.onAccepted(() => mailLoop.wake());
   services.webhooks.onQueued(() => webhookLoop.wake());
+  storage.onWorkElsewhere?.((table) => (table === 'notifications' ? mailLoop : webhookLoop).wake());
 
   const pool = new WorkerPool(
     storage,

@@ -5,7 +5,7 @@ import type { Storage } from './storage.js';
 
 /** What a long-running process asks of either backend beyond its connection. */
 export type StorageOptions = SqliteOptions &
-  Pick<PostgresOptions, 'watchProjects' | 'onProjectChanges' | 'projectChangesCheckMs'>;
+  Pick<PostgresOptions, 'watchProjects' | 'watchWork' | 'onProjectChanges' | 'projectChangesCheckMs'>;
 
 export function openStorage(config: DatabaseConfig, options: StorageOptions = {}): Storage {
   return config.kind === 'postgres'
@@ -13,6 +13,7 @@ export function openStorage(config: DatabaseConfig, options: StorageOptions = {}
         url: config.url,
         poolSize: config.poolSize,
         watchProjects: options.watchProjects,
+        watchWork: options.watchWork,
         onProjectChanges: options.onProjectChanges,
         projectChangesCheckMs: options.projectChangesCheckMs,
       })

@@ -77,6 +77,14 @@ export interface Storage {
    */
   readonly otherCommits?: () => number;
   /**
+   * Tells the workers of other processes that work was committed in a queue, where they could not
+   * tell by themselves (PostgreSQL: `NOTIFY`, postgres/work-notices.ts). Undefined where they can
+   * (SQLite: `otherCommits`).
+   */
+  announceWork?(table: QueueTable): void;
+  /** Listens for other processes' `announceWork` (a worker process on PostgreSQL). */
+  onWorkElsewhere?(listener: (table: QueueTable) => void): void;
+  /**
    * Removes the copies of erased content the backend keeps beside its tables (SQLite: the WAL,
    * checkpointed and truncated); true once none is left. Undefined where there are none.
    */

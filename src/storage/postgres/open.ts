@@ -3,12 +3,13 @@ import pg from 'pg';
 import { migrateToLatest } from '../migrate.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
-import { claimWith, renewWith } from '../queue.js';
+import { claimWith, QUEUES, renewWith, type QueueTable } from '../queue.js';
 import { claimPostgres, lockForRenewal } from './claim.js';
 import { insertFileChunks } from '../notification-files.js';
 import { insertAcceptedPostgres } from './insert-accepted.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 import { changesSettleMs, ProjectChanges, type ProjectChangesState } from './project-changes.js';
+import { WorkNotices } from './work-notices.js';
 
 // Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -22,10 +23,18 @@ export interface PostgresOptions {
    * API key lookups from memory (see project-changes.ts); a short CLI command does not.
    */
   readonly watchProjects?: boolean;
+  /**
+   * A worker process listens, on the same connection, for other processes' notices of queued work
+   * (work-notices.ts), so it claims at once instead of at its next poll.
+   */
+  readonly watchWork?: boolean;
+  /** Told when the listening connection starts listening and when it is lost. */
   readonly onProjectChanges?: (state: ProjectChangesState) => void;
   /** How often the listening connection is checked (tests shorten it); the same in every process. */
   readonly projectChangesCheckMs?: number;
 }
+
+const QUEUE_TABLES = QUEUES.map((queue) => queue.table);
 
 export function openPostgres(options: PostgresOptions): Storage {
   const pool = new pg.Pool({
@@ -45,13 +54,28 @@ export function openPostgres(options: PostgresOptions): Storage {
     client.on('error', () => {});
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const changes = options.watchProjects
-    ? new ProjectChanges({
-        url: options.url,
-        onState: options.onProjectChanges,
-        checkMs: options.projectChangesCheckMs,
-      })
-    : null;
+  const notices = new WorkNotices(db);
+  const workListeners: ((table: QueueTable) => void)[] = [];
+  const changes =
+    options.watchProjects || options.watchWork
+      ? new ProjectChanges({
+          url: options.url,
+          onState: (state) => {
+            options.onProjectChanges?.(state);
+            // Notices sent before the connection listened (at start, during an outage) were lost:
+            // the work they announced may be waiting.
+            if (state.listening && options.watchWork)
+              for (const listener of workListeners) for (const table of QUEUE_TABLES) listener(table);
+          },
+          checkMs: options.projectChangesCheckMs,
+          ...(options.watchWork && {
+            onWork: (payload: string) => {
+              const table = notices.heard(payload);
+              if (table !== null) for (const listener of workListeners) listener(table);
+            },
+          }),
+        })
+      : null;
   return {
     kind: 'postgres',
     db,
@@ -62,7 +86,9 @@ export function openPostgres(options: PostgresOptions): Storage {
     // The server commits several transactions in parallel and groups their log flushes itself,
     // so a few batches in flight keep it busy while each waits for its round trips.
     writeConcurrency: 4,
-    ...(changes === null ? {} : { externalChanges: () => changes.version() }),
+    ...(changes !== null && options.watchProjects && { externalChanges: () => changes.version() }),
+    announceWork: (table) => notices.announce(table),
+    ...(options.watchWork && { onWorkElsewhere: (listener) => workListeners.push(listener) }),
     projectChangesSettleMs: changesSettleMs(options.projectChangesCheckMs),
     projectUpdatesSettleMs: 0,
     // Kysely's Migrator takes an advisory lock and runs the migrations in a transaction, so a
@@ -72,6 +98,7 @@ export function openPostgres(options: PostgresOptions): Storage {
       await sql`select 1`.execute(db);
     },
     close: async () => {
+      await notices.close();
       await changes?.close();
       await db.destroy();
     },

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { WORK_CHANNEL } from './work-notices.js';
 
 /** The channel on which migration 009's trigger announces every committed change to projects. */
 export const PROJECT_CHANGES_CHANNEL = 'herald_projects';
@@ -43,6 +44,11 @@ export interface ProjectChangesOptions {
    * check bounds how long that goes unnoticed to twice this.
    */
   readonly checkMs?: number;
+  /**
+   * Given in a worker process: the connection also listens for other processes' announcements of
+   * queued work (work-notices.ts), each passed on with its payload.
+   */
+  readonly onWork?: (payload: string) => void;
 }
 
 /**
@@ -54,6 +60,8 @@ export interface ProjectChangesOptions {
  * `LISTEN` completes, after the connection is lost, until it is back), a change could pass
  * unannounced, so `version()` moves at every call: nothing read then is ever served from memory.
  * When listening resumes it moves once more, dropping whatever was kept before the gap.
+ *
+ * In a worker process the same connection listens for notices of queued work (work-notices.ts).
  */
 export class ProjectChanges {
   private counter = 0;
@@ -87,12 +95,17 @@ export class ProjectChanges {
       connectionTimeoutMillis: 5_000,
     });
     this.client = client;
-    client.on('notification', () => this.counter++);
+    const { onWork } = this.options;
+    client.on('notification', ({ channel, payload }) => {
+      if (channel === WORK_CHANNEL) onWork?.(payload ?? '');
+      else this.counter++;
+    });
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('the listening connection ended')));
     try {
       await client.connect();
       await client.query(`LISTEN ${PROJECT_CHANGES_CHANNEL}`);
+      if (onWork !== undefined) await client.query(`LISTEN ${WORK_CHANNEL}`);
       await announcing(client);
     } catch (error) {
       this.lost(client, error instanceof Error ? error : new Error(String(error)));

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { sql, type Kysely } from 'kysely';
+import type { QueueTable } from '../queue.js';
+import type { Database } from '../schema.js';
+
+/** The channel on which processes announce work they queued to the workers of other processes. */
+export const WORK_CHANNEL = 'herald_work';
+
+/**
+ * The least time between two announcements of one process: under a stream of accepts a notice goes
+ * out at most this often (and a round trip), while the first after a quiet spell goes at once.
+ */
+const SPACING_MS = 5;
+
+/**
+ * PostgreSQL cannot tell a worker cheaply that another process committed work (SQLite's
+ * data_version can), so a worker idle in another process would find it only at its poll. A process
+ * that queued work says so once the work has committed: `NOTIFY herald_work`, the queue's table and
+ * this process's token as the payload. Workers listening on that channel (project-changes.ts) wake
+ * the queue's loop; their own process's notices they ignore, since it woke them already.
+ *
+ * A notice is a hint: one lost (the listening connection down, the NOTIFY failed) is made up by the
+ * poll. Announcements that come while one is being sent go out together in the next.
+ */
+export class WorkNotices {
+  readonly #token = randomBytes(8).toString('hex');
+  readonly #pending = new Set<QueueTable>();
+  #sending: Promise<void> | null = null;
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Work was committed in this queue: tells the other processes' workers. */
+  announce(table: QueueTable): void {
+    this.#pending.add(table);
+    this.#sending ??= this.#send();
+  }
+
+  /** The queue a notice announces work in, or null for this process's own notices and any other payload. */
+  heard(payload: string): QueueTable | null {
+    const [table, token] = payload.split(' ');
+    if (token === this.#token) return null;
+    return table === 'notifications' || table === 'webhook_deliveries' ? table : null;
+  }
+
+  /** Waits for the announcement being sent, so a process that stops has told the others. */
+  async close(): Promise<void> {
+    await this.#sending;
+  }
+
+  async #send(): Promise<void> {
+    try {
+      while (this.#pending.size > 0) {
+        const notices = [...this.#pending].map(
+          (table) => sql`pg_notify(${WORK_CHANNEL}, ${`${table} ${this.#token}`})`,
+        );
+        this.#pending.clear();
+        try {
+          await sql`SELECT ${sql.join(notices)}`.execute(this.db);
+        } catch {
+          // A hint only: the workers' poll finds what it announced.
+        }
+        if (this.#pending.size > 0) await delay(SPACING_MS);
+      }
+    } finally {
+      this.#sending = null;
+    }
+  }
+}
