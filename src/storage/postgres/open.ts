@@ -56,6 +56,16 @@ export function openPostgres(options: PostgresOptions): Storage {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const notices = new WorkNotices(db);
   const workListeners: ((table: QueueTable) => void)[] = [];
+  // Called from the listening connection's events: a listener that throws must not end the process.
+  const tell = (table: QueueTable) => {
+    for (const listener of workListeners) {
+      try {
+        listener(table);
+      } catch (error) {
+        console.error('a listener of work notices failed', error);
+      }
+    }
+  };
   const changes =
     options.watchProjects || options.watchWork
       ? new ProjectChanges({
@@ -64,14 +74,14 @@ export function openPostgres(options: PostgresOptions): Storage {
             options.onProjectChanges?.(state);
             // Notices sent before the connection listened (at start, during an outage) were lost:
             // the work they announced may be waiting.
-            if (state.listening && options.watchWork)
-              for (const listener of workListeners) for (const table of QUEUE_TABLES) listener(table);
+            if (state.listening && options.watchWork) for (const table of QUEUE_TABLES) tell(table);
           },
           checkMs: options.projectChangesCheckMs,
+          projects: options.watchProjects ?? false,
           ...(options.watchWork && {
             onWork: (payload: string) => {
               const table = notices.heard(payload);
-              if (table !== null) for (const listener of workListeners) listener(table);
+              if (table !== null) tell(table);
             },
           }),
         })

@@ -49,6 +49,11 @@ export interface ProjectChangesOptions {
    * queued work (work-notices.ts), each passed on with its payload.
    */
   readonly onWork?: (payload: string) => void;
+  /**
+   * Whether it follows changes to projects (true by default). A worker process that serves no API
+   * listens for work alone: it neither needs migration 009's trigger nor depends on it.
+   */
+  readonly projects?: boolean;
 }
 
 /**
@@ -77,6 +82,16 @@ export class ProjectChanges {
     void this.connect();
   }
 
+  private get follows(): boolean {
+    return this.options.projects ?? true;
+  }
+
+  /** The connection answers, and where it follows projects, their trigger still announces changes. */
+  private async answering(client: pg.Client): Promise<void> {
+    if (this.follows) await announcing(client);
+    else await client.query('SELECT 1');
+  }
+
   version(): number {
     return this.listening ? this.counter : ++this.counter;
   }
@@ -90,7 +105,7 @@ export class ProjectChanges {
     this.retryTimer = null;
     const client = new pg.Client({
       connectionString: this.options.url,
-      application_name: 'herald project changes',
+      application_name: this.follows ? 'herald project changes' : 'herald work notices',
       keepAlive: true,
       connectionTimeoutMillis: 5_000,
     });
@@ -104,9 +119,9 @@ export class ProjectChanges {
     client.on('end', () => this.lost(client, new Error('the listening connection ended')));
     try {
       await client.connect();
-      await client.query(`LISTEN ${PROJECT_CHANGES_CHANNEL}`);
+      if (this.follows) await client.query(`LISTEN ${PROJECT_CHANGES_CHANNEL}`);
       if (onWork !== undefined) await client.query(`LISTEN ${WORK_CHANNEL}`);
-      await announcing(client);
+      await this.answering(client);
     } catch (error) {
       this.lost(client, error instanceof Error ? error : new Error(String(error)));
       return;
@@ -128,7 +143,7 @@ export class ProjectChanges {
     const checkMs = this.options.checkMs ?? CHECK_MS;
     const timeout = setTimeout(() => this.lost(client, new Error(`no answer within ${checkMs} ms`)), checkMs);
     timeout.unref();
-    announcing(client).then(
+    this.answering(client).then(
       () => clearTimeout(timeout),
       (error: unknown) => {
         clearTimeout(timeout);

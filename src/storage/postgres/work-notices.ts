@@ -8,8 +8,8 @@ import type { Database } from '../schema.js';
 export const WORK_CHANNEL = 'herald_work';
 
 /**
- * The least time between two announcements of one process: under a stream of accepts a notice goes
- * out at most this often (and a round trip), while the first after a quiet spell goes at once.
+ * The least time between the starts of two notices of one process: at most 200 a second under any
+ * load. The first after a quiet spell goes at once; one within this time of the last waits the rest.
  */
 const SPACING_MS = 5;
 
@@ -21,12 +21,14 @@ const SPACING_MS = 5;
  * the queue's loop; their own process's notices they ignore, since it woke them already.
  *
  * A notice is a hint: one lost (the listening connection down, the NOTIFY failed) is made up by the
- * poll. Announcements that come while one is being sent go out together in the next.
+ * poll. Announcements that come while a notice waits or is being sent go out together in the next.
  */
 export class WorkNotices {
   readonly #token = randomBytes(8).toString('hex');
   readonly #pending = new Set<QueueTable>();
   #sending: Promise<void> | null = null;
+  /** When the last notice was sent: the next waits until SPACING_MS after it. */
+  #sentAt = -Infinity;
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -51,6 +53,9 @@ export class WorkNotices {
   async #send(): Promise<void> {
     try {
       while (this.#pending.size > 0) {
+        const wait = this.#sentAt + SPACING_MS - performance.now();
+        if (wait > 0) await delay(wait);
+        this.#sentAt = performance.now();
         const notices = [...this.#pending].map(
           (table) => sql`pg_notify(${WORK_CHANNEL}, ${`${table} ${this.#token}`})`,
         );
@@ -60,7 +65,6 @@ export class WorkNotices {
         } catch {
           // A hint only: the workers' poll finds what it announced.
         }
-        if (this.#pending.size > 0) await delay(SPACING_MS);
       }
     } finally {
       this.#sending = null;
