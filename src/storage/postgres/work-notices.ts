@@ -50,11 +50,16 @@ export class WorkNotices {
     await this.#sending;
   }
 
+  #spacingLeft(): number {
+    return this.#sentAt + SPACING_MS - performance.now();
+  }
+
   async #send(): Promise<void> {
     try {
       while (this.#pending.size > 0) {
-        const wait = this.#sentAt + SPACING_MS - performance.now();
-        if (wait > 0) await delay(wait);
+        // Timers fire to the millisecond, sometimes a fraction early: wait until the time has come.
+        for (let wait = this.#spacingLeft(); wait > 0; wait = this.#spacingLeft())
+          await delay(Math.ceil(wait));
         this.#sentAt = performance.now();
         const notices = [...this.#pending].map(
           (table) => sql`pg_notify(${WORK_CHANNEL}, ${`${table} ${this.#token}`})`,
