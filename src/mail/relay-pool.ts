@@ -49,19 +49,50 @@ function connectionLost(error: SmtpClientError): boolean {
 const aborted = () => Object.assign(new Error('SMTP transaction aborted'), { code: 'ETIMEDOUT' });
 
 /**
- * Whether the relay's greeting came on `connection`, judged when setting it up failed with
- * `error`. nodemailer labels `CONN` a failure of the greeting (a refusal, a timeout, a greeting
- * other than 220) and also a connection lost later (during EHLO, STARTTLS or AUTH), so the label
- * cannot tell; the last reply can. No reply (or bytes that are not one): no greeting. A greeting
- * other than 220 is the reply the error carries. A 220 (the greeting, or STARTTLS's go-ahead), or
- * any reply but the error's own, came after the greeting.
+ * Counts the replies nodemailer reads on `connection` while it is being set up. nodemailer keeps
+ * each reply, and a line the relay left without its line end before closing, in
+ * `lastServerResponse`; counting what is written there tells a greeting that came before the last
+ * reply from a last reply that was the greeting. `stop` leaves the property as nodemailer made it.
  */
-function greetingCame(connection: SMTPConnection, error: SmtpClientError & { response?: unknown }): boolean {
+function watchReplies(connection: SMTPConnection): { count: () => number; stop: () => void } {
+  let replies = 0;
+  let last: unknown = connection.lastServerResponse;
+  Object.defineProperty(connection, 'lastServerResponse', {
+    configurable: true,
+    enumerable: true,
+    get: () => last,
+    set: (reply: unknown) => {
+      last = reply;
+      replies++;
+    },
+  });
+  return {
+    count: () => replies,
+    stop: () =>
+      Object.defineProperty(connection, 'lastServerResponse', {
+        configurable: true,
+        enumerable: true,
+        writable: true,
+        value: last,
+      }),
+  };
+}
+
+/**
+ * Whether the relay's greeting came on `connection`, judged when setting it up failed with
+ * `error` after `replies` replies (`watchReplies`). nodemailer labels `CONN` a failure of the
+ * greeting (a refusal, a timeout, a greeting other than 220) and also a connection lost later
+ * (during EHLO, STARTTLS or AUTH, even with a last reply such as a `421` left without its line
+ * end), so the label cannot tell; the replies can. None (or bytes that are not one): no greeting.
+ * One: the greeting, if it was a 220; a greeting other than 220 is the reply the error carries.
+ * More than one: the first was the greeting.
+ */
+function greetingCame(connection: SMTPConnection, error: SmtpClientError, replies: number): boolean {
   const command = (error as { command?: unknown }).command;
   if (command !== undefined && command !== 'CONN') return true;
+  if (replies > 1) return true;
   const last: unknown = connection.lastServerResponse;
-  if (typeof last !== 'string' || !/^\d{3}(?:[ -]|$)/.test(last)) return false;
-  return last.startsWith('220') || last !== error.response;
+  return replies === 1 && typeof last === 'string' && /^220(?:[ -]|$)/.test(last);
 }
 
 /** Whether the relay's greeting had come when `error` happened (true for failures after connecting). */
@@ -127,6 +158,7 @@ export class RelayPool {
       dnsTimeout: timeoutMs,
     });
     this.open.add(connection);
+    const replies = watchReplies(connection);
     return new Promise((resolve, reject) => {
       let settled = false;
       let stopListening = () => {};
@@ -135,7 +167,8 @@ export class RelayPool {
         if (settled) return;
         settled = true;
         stopListening();
-        const greeted = greetingCame(connection, error);
+        const greeted = greetingCame(connection, error, replies.count());
+        replies.stop();
         deadline.greeted = greeted;
         connection.close();
         reject(Object.assign(error, { greeted }));
@@ -145,6 +178,7 @@ export class RelayPool {
         if (settled) return;
         settled = true;
         stopListening();
+        replies.stop();
         deadline.greeted = true;
         resolve(connection);
       };

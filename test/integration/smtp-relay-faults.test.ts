@@ -102,6 +102,25 @@ describe('relay faults', () => {
     expect(send.failure).toMatchObject({ kind: 'transient', reached: true });
   });
 
+  it('reports a 421 to EHLO left without its line end, then a close, as reached', async () => {
+    const port = await rawServer((socket) => {
+      socket.write('220 busy.example ESMTP\r\n');
+      socket.once('data', () => socket.end('421 4.3.2 Too busy, closing'));
+    });
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: true });
+  });
+
+  it('reports a 421 greeting left without its line end, then a close, as not reached', async () => {
+    const port = await rawServer((socket) => socket.end('421 4.7.0 Too many connections'));
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: false });
+  });
+
   it('reports bytes that are no reply, then a close, as not reached', async () => {
     const port = await rawServer((socket) => socket.end('xyz'));
     const send = await failureOf(
