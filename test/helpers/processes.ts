@@ -345,3 +345,85 @@ export async function sendNotifications(options: {
 export function requestIdOf(reply: HttpReply): string {
   return (JSON.parse(reply.body) as { request_id: string }).request_id;
 }
+
+/**
+ * A project and its `welcome` template, made with the CLI as a user makes them; returns the
+ * project's API key.
+ */
+export async function cliProjectWithTemplate(
+  env: Record<string, string>,
+  project: string,
+  template: { subject?: string; text?: string } = {},
+): Promise<string> {
+  const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
+    ['project', 'create', '--name', project, '--from-email', `noreply@${project}.example`],
+    env,
+  );
+  await heraldJson(
+    [
+      'template',
+      'create',
+      '--project',
+      project,
+      '--name',
+      'welcome',
+      '--subject',
+      template.subject ?? 'Hi',
+      '--text',
+      template.text ?? 'Hello',
+    ],
+    env,
+  );
+  return apiKey;
+}
+
+/** An HTTP endpoint for webhook calls, answering each with a 204: `calls` holds their bodies. */
+export class WebhookReceiver {
+  readonly calls: string[] = [];
+  private readonly server = http.createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      this.calls.push(body);
+      response.writeHead(204).end();
+    });
+  });
+
+  /** Listens on a loopback port; resolves with the URL to register. */
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as { port: number }).port}/hooks`;
+  }
+
+  close(): void {
+    this.server.closeAllConnections();
+    this.server.close();
+  }
+}
+
+/** Schedules a `welcome` send an hour ahead through `url` and cancels it; returns its request_id. */
+export async function scheduleAndCancel(url: string, apiKey: string): Promise<string> {
+  const scheduled = await httpRequest(`${url}/api/v1/notifications`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+    body: {
+      template: 'welcome',
+      to: 'later@example.org',
+      send_at: new Date(Date.now() + 3_600_000).toISOString(),
+    },
+  });
+  if (scheduled.status !== 202)
+    throw new Error(`the scheduled send got ${scheduled.status}: ${scheduled.body}`);
+  const requestId = requestIdOf(scheduled);
+  const canceled = await httpRequest(`${url}/api/v1/notifications/${requestId}`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
+  if (canceled.status !== 200) throw new Error(`the cancel got ${canceled.status}: ${canceled.body}`);
+  return requestId;
+}
+
+/** Waits for the receiver's first call (`what` names it in a timeout); returns its body, parsed. */
+export async function firstCall(receiver: WebhookReceiver, what: string): Promise<unknown> {
+  const [call] = await waitUntil(() => (receiver.calls.length > 0 ? receiver.calls : undefined), { what });
+  return JSON.parse(call!) as unknown;
+}

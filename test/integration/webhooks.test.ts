@@ -128,6 +128,13 @@ class Receiver {
     return `http://127.0.0.1:${this.port}/hooks/herald`;
   }
 
+  /** Holds every answer until the returned function is called. */
+  holdAnswers(): () => void {
+    let release!: () => void;
+    this.hold = new Promise((resolve) => (release = resolve));
+    return release;
+  }
+
   /** Hits whose signature verified, of one type. */
   of(type: string): Hit[] {
     return this.hits.filter((hit) => hit.event?.type === type);
@@ -856,8 +863,7 @@ describe('an endpoint with a backlog', () => {
   it('is called again as each call ends, not at the next poll', async () => {
     const { projectId, apiKey } = await seedProject(stack.ctx.services);
     const r = await receiver();
-    let answer!: () => void;
-    r.hold = new Promise((resolve) => (answer = resolve));
+    const answer = r.holdAnswers();
     const endpoint = await h.hook(projectId, r);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(await h.send(apiKey, { to: `backlog${i}@example.org` }));
@@ -876,8 +882,7 @@ describe('an endpoint with a backlog', () => {
   it('is called once per poll while its calls fail, whatever else frees a lane meanwhile', async () => {
     const { projectId, apiKey } = await seedProject(stack.ctx.services);
     const healthy = await receiver();
-    let answer!: () => void;
-    healthy.hold = new Promise((resolve) => (answer = resolve));
+    const answer = healthy.holdAnswers();
     await h.hook(projectId, healthy);
     const failing = await receiver();
     failing.reply = () => 500;
@@ -954,8 +959,7 @@ describe('events recorded outside delivery', () => {
   it('calls an endpoint enabled again at once for what waited, not at the next poll', async () => {
     const { projectId, apiKey } = await seedProject(stack.ctx.services);
     const r = await receiver();
-    let answer!: () => void;
-    r.hold = new Promise((resolve) => (answer = resolve));
+    const answer = r.holdAnswers();
     const endpoint = await h.hook(projectId, r);
     const first = await h.send(apiKey, { to: 'jane@example.org' });
     expect((await h.settled(apiKey, first)).status).toBe('sent');

@@ -1,7 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -12,7 +10,14 @@ import { WORK_CHANNEL } from '../../src/storage/postgres/work-notices.js';
 import type { QueueTable } from '../../src/storage/queue.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { createPostgresDatabase } from '../helpers/database.js';
-import { heraldJson, ProcessGroup } from '../helpers/processes.js';
+import {
+  cliProjectWithTemplate,
+  firstCall,
+  heraldJson,
+  ProcessGroup,
+  scheduleAndCancel,
+  WebhookReceiver,
+} from '../helpers/processes.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -146,21 +151,13 @@ describe('an api process and a worker process polling once a minute', () => {
   let sink: SmtpSink;
   let dataDir: string;
   let env: Record<string, string>;
-  const calls: string[] = [];
-  const receiver = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => {
-      calls.push(body);
-      response.writeHead(204).end();
-    });
-  });
+  const receiver = new WebhookReceiver();
+  let hooks: string;
 
   beforeAll(async () => {
     sink = await new SmtpSink().start();
     dataDir = mkdtempSync(path.join(tmpdir(), 'herald-notices-'));
-    receiver.listen(0, '127.0.0.1');
-    await once(receiver, 'listening');
+    hooks = await receiver.start();
     env = {
       HERALD_DATABASE_URL: database.url,
       HERALD_DATA_DIR: dataDir,
@@ -173,44 +170,15 @@ describe('an api process and a worker process polling once a minute', () => {
   });
   afterAll(async () => {
     await group.killAll();
-    receiver.closeAllConnections();
     receiver.close();
     await sink?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it("delivers each send and calls each cancel's webhook at once", { timeout: 120_000 }, async () => {
-    const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
-      ['project', 'create', '--name', 'notices', '--from-email', 'noreply@notices.example'],
-      env,
-    );
+    const apiKey = await cliProjectWithTemplate(env, 'notices');
     await heraldJson(
-      [
-        'template',
-        'create',
-        '--project',
-        'notices',
-        '--name',
-        'welcome',
-        '--subject',
-        'Hi',
-        '--text',
-        'Hello',
-      ],
-      env,
-    );
-    const { port } = receiver.address() as AddressInfo;
-    await heraldJson(
-      [
-        'webhook',
-        'create',
-        '--project',
-        'notices',
-        '--events',
-        'notification.failed',
-        '--url',
-        `http://127.0.0.1:${port}/hooks`,
-      ],
+      ['webhook', 'create', '--project', 'notices', '--events', 'notification.failed', '--url', hooks],
       env,
     );
     const { url } = await group.http('api', 'api', env);
@@ -230,21 +198,8 @@ describe('an api process and a worker process polling once a minute', () => {
       });
     }
 
-    const scheduled = await post({
-      to: 'later@example.org',
-      send_at: new Date(Date.now() + 3_600_000).toISOString(),
-    });
-    expect(scheduled.status).toBe(202);
-    const { request_id: requestId } = (await scheduled.json()) as { request_id: string };
-    const canceled = await fetch(`${url}/api/v1/notifications/${requestId}`, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${apiKey}` },
-    });
-    expect(canceled.status).toBe(200);
-    const [call] = await waitUntil(() => (calls.length > 0 ? calls : undefined), {
-      what: "the cancel's webhook call",
-    });
-    expect(JSON.parse(call!)).toMatchObject({
+    const requestId = await scheduleAndCancel(url, apiKey);
+    expect(await firstCall(receiver, "the cancel's webhook call")).toMatchObject({
       type: 'notification.failed',
       data: { request_id: requestId, error_message: 'Canceled' },
     });

@@ -1,9 +1,13 @@
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
-import { HeraldProcess, heraldJson } from '../helpers/processes.js';
+import {
+  cliProjectWithTemplate,
+  firstCall,
+  HeraldProcess,
+  heraldJson,
+  scheduleAndCancel,
+  WebhookReceiver,
+} from '../helpers/processes.js';
 import { testEnv } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -65,25 +69,7 @@ describe('role all', () => {
     'delivers from a child process, restarts it when it dies, and stops both on SIGTERM',
     { timeout: 120_000 },
     async () => {
-      const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
-        ['project', 'create', '--name', 'all', '--from-email', 'noreply@all.example'],
-        env,
-      );
-      await heraldJson(
-        [
-          'template',
-          'create',
-          '--project',
-          'all',
-          '--name',
-          'welcome',
-          '--subject',
-          'Hi {{name}}',
-          '--text',
-          'Hello',
-        ],
-        env,
-      );
+      const apiKey = await cliProjectWithTemplate(env, 'all', { subject: 'Hi {{name}}' });
       herald = new HeraldProcess('all', ['serve'], env);
       const url = await herald.url();
       const started = herald.output();
@@ -134,25 +120,7 @@ describe('role all', () => {
     'stops once when SIGTERM reaches the whole process group: mail in flight finishes, none is sent twice',
     { timeout: 120_000 },
     async () => {
-      const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
-        ['project', 'create', '--name', 'group', '--from-email', 'noreply@group.example'],
-        env,
-      );
-      await heraldJson(
-        [
-          'template',
-          'create',
-          '--project',
-          'group',
-          '--name',
-          'welcome',
-          '--subject',
-          'Hi',
-          '--text',
-          'Hello',
-        ],
-        env,
-      );
+      const apiKey = await cliProjectWithTemplate(env, 'group');
       herald = new HeraldProcess('all-group', ['serve'], env);
       const url = await herald.url();
       sink.hold();
@@ -184,73 +152,21 @@ describe('role all', () => {
     "tells its delivery process of a cancel's webhook at once, not at the next poll",
     { timeout: 120_000 },
     async () => {
-      const { api_key: apiKey } = await heraldJson<{ api_key: string }>(
-        ['project', 'create', '--name', 'cancels', '--from-email', 'noreply@cancels.example'],
-        env,
-      );
-      await heraldJson(
-        [
-          'template',
-          'create',
-          '--project',
-          'cancels',
-          '--name',
-          'welcome',
-          '--subject',
-          'Hi',
-          '--text',
-          'Hello',
-        ],
-        env,
-      );
-      const calls: string[] = [];
-      const receiver = http.createServer((request, response) => {
-        let body = '';
-        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        request.on('end', () => {
-          calls.push(body);
-          response.writeHead(204).end();
-        });
-      });
-      receiver.listen(0, '127.0.0.1');
-      await once(receiver, 'listening');
+      const apiKey = await cliProjectWithTemplate(env, 'cancels');
+      const receiver = new WebhookReceiver();
       try {
-        const { port } = receiver.address() as AddressInfo;
-        await heraldJson(
-          ['webhook', 'create', '--project', 'cancels', '--url', `http://127.0.0.1:${port}/hooks`],
-          env,
-        );
+        await heraldJson(['webhook', 'create', '--project', 'cancels', '--url', await receiver.start()], env);
         // The poll is far beyond the wait: the API process's cancel must reach the delivery
         // process as a wake (on SQLite it also sees the commit; on PostgreSQL only the wake tells).
         herald = new HeraldProcess('all-cancel', ['serve'], { ...env, HERALD_DELIVERY_POLL_MS: '60000' });
-        const url = await herald.url();
-        const response = await fetch(`${url}/api/v1/notifications`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({
-            template: 'welcome',
-            to: 'later@example.org',
-            send_at: new Date(Date.now() + 3_600_000).toISOString(),
-          }),
-        });
-        expect(response.status).toBe(202);
-        const { request_id: requestId } = (await response.json()) as { request_id: string };
-        const canceled = await fetch(`${url}/api/v1/notifications/${requestId}`, {
-          method: 'DELETE',
-          headers: { authorization: `Bearer ${apiKey}` },
-        });
-        expect(canceled.status).toBe(200);
-        const [call] = await waitUntil(() => (calls.length > 0 ? calls : undefined), {
-          what: "the cancel's webhook call",
-        });
-        expect(JSON.parse(call!)).toMatchObject({
+        const requestId = await scheduleAndCancel(await herald.url(), apiKey);
+        expect(await firstCall(receiver, "the cancel's webhook call")).toMatchObject({
           type: 'notification.failed',
           data: { request_id: requestId, error_message: 'Canceled' },
         });
         herald.kill('SIGTERM');
         expect(await herald.exited).toBe(0);
       } finally {
-        receiver.closeAllConnections();
         receiver.close();
       }
     },
