@@ -168,6 +168,14 @@ export async function openServices(
       else if (listenerFailed) logger.info(`listening for ${what} again`);
       listenerFailed = !state.listening;
     },
+    onWorkNotices: (state) => {
+      if (!state.sending)
+        logger.warn(
+          { error: state.error.message },
+          'cannot tell other processes of queued work; their workers find it at their poll until this is back',
+        );
+      else logger.info('telling other processes of queued work again');
+    },
   });
   let secretKey: string;
   try {

@@ -5,7 +5,10 @@ import type { Storage } from './storage.js';
 
 /** What a long-running process asks of either backend beyond its connection. */
 export type StorageOptions = SqliteOptions &
-  Pick<PostgresOptions, 'watchProjects' | 'watchWork' | 'onProjectChanges' | 'projectChangesCheckMs'>;
+  Pick<
+    PostgresOptions,
+    'watchProjects' | 'watchWork' | 'onProjectChanges' | 'onWorkNotices' | 'projectChangesCheckMs'
+  >;
 
 export function openStorage(config: DatabaseConfig, options: StorageOptions = {}): Storage {
   return config.kind === 'postgres'
@@ -15,6 +18,7 @@ export function openStorage(config: DatabaseConfig, options: StorageOptions = {}
         watchProjects: options.watchProjects,
         watchWork: options.watchWork,
         onProjectChanges: options.onProjectChanges,
+        onWorkNotices: options.onWorkNotices,
         projectChangesCheckMs: options.projectChangesCheckMs,
       })
     : openSqlite(config.file, options);

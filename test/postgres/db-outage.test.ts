@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -17,6 +16,7 @@ import {
   type HttpReply,
 } from '../helpers/processes.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -26,46 +26,6 @@ import { waitUntil } from '../helpers/wait.js';
  * queue notification`, never 202, and /readyz answers 503; once it is back, everything accepted
  * before and after the outage is delivered.
  */
-
-/** A TCP proxy in front of PostgreSQL that can be cut and restored on the same port. */
-class TcpProxy {
-  private server: net.Server | null = null;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async start(): Promise<void> {
-    const server = net.createServer((downstream) => {
-      const upstream = net.connect(this.target);
-      for (const socket of [downstream, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        // A cut destroys both ends; whichever fails first takes the other down with it.
-        socket.on('error', () => {
-          downstream.destroy();
-          upstream.destroy();
-        });
-      }
-      downstream.pipe(upstream).pipe(downstream);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as net.AddressInfo).port;
-    this.server = server;
-  }
-
-  /** Drops every connection and stops listening: new connections are refused. */
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
-  }
-}
 
 const QUEUE_FAILED = { error: 'Failed to queue notification' };
 
@@ -87,12 +47,9 @@ beforeAll(async () => {
   const direct = new URL(database.url);
   proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
   await proxy.start();
-  const throughProxy = new URL(database.url);
-  throughProxy.hostname = '127.0.0.1';
-  throughProxy.port = String(proxy.port);
 
   const env = {
-    HERALD_DATABASE_URL: throughProxy.toString(),
+    HERALD_DATABASE_URL: proxy.via(database.url),
     HERALD_DATA_DIR: dataDir,
     HERALD_SECRET_KEY: 'o'.repeat(64),
     HERALD_DEFAULT_QUOTA: 'unlimited',

@@ -2,12 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/storage/postgres/open.js';
 import type { ProjectChangesState } from '../../src/storage/postgres/project-changes.js';
-import { WORK_CHANNEL } from '../../src/storage/postgres/work-notices.js';
+import { WORK_CHANNEL, WorkNotices, type WorkNoticesState } from '../../src/storage/postgres/work-notices.js';
 import type { QueueTable } from '../../src/storage/queue.js';
+import type { Database } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { createPostgresDatabase } from '../helpers/database.js';
 import {
@@ -19,6 +21,7 @@ import {
   WebhookReceiver,
 } from '../helpers/processes.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -142,6 +145,45 @@ describe('notices of queued work', () => {
       await alone?.close();
       await admin.query('ALTER TABLE projects ENABLE TRIGGER projects_changed');
       await admin.end();
+    }
+  });
+});
+
+describe('notices that cannot be sent', () => {
+  it('are reported when they stop going out and when they go out again, once each', async () => {
+    const direct = new URL(database.url);
+    const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    await proxy.start();
+    const pool = new pg.Pool({ connectionString: proxy.via(database.url), connectionTimeoutMillis: 5_000 });
+    // A cut fails the query and, as with Herald's own pool, emits 'error' on its client and the pool.
+    pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const states: WorkNoticesState[] = [];
+    const notices = new WorkNotices(db, (state) => states.push(state));
+    // close() waits for the notice being sent; the next announcement starts another.
+    const notice = async (table: QueueTable) => {
+      notices.announce(table);
+      await notices.close();
+    };
+    try {
+      await notice('notifications');
+      expect(states).toEqual([]);
+
+      await proxy.cut();
+      await notice('notifications');
+      await notice('webhook_deliveries');
+      expect(states).toHaveLength(1);
+      expect(states[0]).toMatchObject({ sending: false });
+      expect((states[0] as { error: Error }).error).toBeInstanceOf(Error);
+
+      await proxy.start();
+      await notice('notifications');
+      await notice('notifications');
+      expect(states.map((state) => state.sending)).toEqual([false, true]);
+    } finally {
+      await db.destroy();
+      await proxy.cut();
     }
   });
 });

@@ -9,7 +9,7 @@ import { insertFileChunks } from '../notification-files.js';
 import { insertAcceptedPostgres } from './insert-accepted.js';
 import { migrationsFor, POSTGRES_TYPES } from '../migrations.js';
 import { changesSettleMs, ProjectChanges, type ProjectChangesState } from './project-changes.js';
-import { WorkNotices } from './work-notices.js';
+import { WorkNotices, type WorkNoticesState } from './work-notices.js';
 
 // Ids and epoch-millisecond timestamps are BIGINT; they stay far below 2^53, so numbers are exact.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -30,6 +30,8 @@ export interface PostgresOptions {
   readonly watchWork?: boolean;
   /** Told when the listening connection starts listening and when it is lost. */
   readonly onProjectChanges?: (state: ProjectChangesState) => void;
+  /** Told when this process's notices of queued work stop going out, and when they go out again. */
+  readonly onWorkNotices?: (state: WorkNoticesState) => void;
   /** How often the listening connection is checked (tests shorten it); the same in every process. */
   readonly projectChangesCheckMs?: number;
 }
@@ -54,7 +56,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     client.on('error', () => {});
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const notices = new WorkNotices(db);
+  const notices = new WorkNotices(db, options.onWorkNotices);
   const workListeners: ((table: QueueTable) => void)[] = [];
   // Called from the listening connection's events: a listener that throws must not end the process.
   const tell = (table: QueueTable) => {

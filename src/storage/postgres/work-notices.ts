@@ -13,6 +13,10 @@ export const WORK_CHANNEL = 'herald_work';
  */
 const SPACING_MS = 5;
 
+/** Whether notices go out: told at the first that fails, and at the first sent after a failure. */
+export type WorkNoticesState =
+  { readonly sending: true } | { readonly sending: false; readonly error: Error };
+
 /**
  * PostgreSQL cannot tell a worker cheaply that another process committed work (SQLite's
  * data_version can), so a worker idle in another process would find it only at its poll. A process
@@ -21,7 +25,8 @@ const SPACING_MS = 5;
  * the queue's loop; their own process's notices they ignore, since it woke them already.
  *
  * A notice is a hint: one lost (the listening connection down, the NOTIFY failed) is made up by the
- * poll. Announcements that come while a notice waits or is being sent go out together in the next.
+ * poll, and a failed NOTIFY never fails the work it announces; `onState` hears when notices stop
+ * going out and when they go out again, so the slower pickup is not silent. Announcements that come while a notice waits or is being sent go out together in the next.
  */
 export class WorkNotices {
   readonly #token = randomBytes(8).toString('hex');
@@ -29,8 +34,13 @@ export class WorkNotices {
   #sending: Promise<void> | null = null;
   /** When the last notice was sent: the next waits until SPACING_MS after it. */
   #sentAt = -Infinity;
+  #failing = false;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Must not throw. */
+    private readonly onState: (state: WorkNoticesState) => void = () => {},
+  ) {}
 
   /** Work was committed in this queue: tells the other processes' workers. */
   announce(table: QueueTable): void {
@@ -54,6 +64,11 @@ export class WorkNotices {
     return this.#sentAt + SPACING_MS - performance.now();
   }
 
+  #report(state: WorkNoticesState): void {
+    this.#failing = !state.sending;
+    this.onState(state);
+  }
+
   async #send(): Promise<void> {
     try {
       while (this.#pending.size > 0) {
@@ -67,8 +82,14 @@ export class WorkNotices {
         this.#pending.clear();
         try {
           await sql`SELECT ${sql.join(notices)}`.execute(this.db);
-        } catch {
+          if (this.#failing) this.#report({ sending: true });
+        } catch (error) {
           // A hint only: the workers' poll finds what it announced.
+          if (!this.#failing)
+            this.#report({
+              sending: false,
+              error: error instanceof Error ? error : new Error(String(error)),
+            });
         }
       }
     } finally {
