@@ -101,6 +101,8 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
         values: EditorValues;
         error?: string | null;
         testError?: string | null;
+        /** The test email's recipient as typed; the project's contact address until then. */
+        testTo?: string;
         updatedAt?: number | null;
         template?: Template | null;
         /** Adding a locale variant: the editor asks for its tag. */
@@ -120,6 +122,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
       limits: TEMPLATE_LIMITS,
       error: state.error ?? null,
       testError: state.testError ?? null,
+      testTo: state.testTo ?? state.project.contactEmail ?? '',
       updatedAt: state.updatedAt ?? null,
       notice: notice(request, NOTICES),
     }),
@@ -242,17 +245,29 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     const project = await projects.get(row.id);
     const template = await templates.get(row.id, request.params.name);
     const form = fieldsOf(request.body);
-    const values = { ...valuesOf(form), name: template.name };
+    // The editor comes back with the saved variant the test was sent from and the sample data
+    // and recipient as typed: the test form carries only those.
+    const testTo = text(form, 'to').trim();
+    const values = { ...templateValues(template, text(form, 'locale').trim()), data: text(form, 'data') };
     const fail = (message: string) =>
       editor(
         request,
         reply,
-        { project, mode: 'edit', values, testError: message, updatedAt: template.updatedAt, template },
+        {
+          project,
+          mode: 'edit',
+          values,
+          testError: message,
+          testTo,
+          updatedAt: template.updatedAt,
+          template,
+        },
         400,
       );
 
-    const to = parseMailbox(text(form, 'to'));
-    if (to === null) return fail('Enter the address to send the test email to.');
+    if (testTo === '') return fail('Enter the address to send the test email to.');
+    const to = parseMailbox(testTo);
+    if (to === null) return fail('The recipient is not an email address: enter one such as you@example.org.');
     const data = parseSampleData(values.data);
     if ('error' in data) return fail(data.error);
     const outcome = await accept.accept({

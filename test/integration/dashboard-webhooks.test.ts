@@ -4,7 +4,7 @@ import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { SUPPRESSION_PAGE } from '../../src/services/suppressions.js';
 import { addSuppressions } from '../../src/storage/suppressions.js';
 import { backend } from '../helpers/database.js';
-import { dashboardApp } from '../helpers/dashboard.js';
+import { csrfOf, dashboardApp, dashboardClient } from '../helpers/dashboard.js';
 import { sendOk } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -22,7 +22,6 @@ let projectA: number;
 let projectB: number;
 let apiKeyA: string;
 
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const HOOK = 'http://127.0.0.1:9/hook';
 
 beforeAll(async () => {
@@ -31,7 +30,7 @@ beforeAll(async () => {
   ({ projectId: projectA, apiKey: apiKeyA } = await seedProject(ctx.services, { name: 'shop-a' }));
   ({ projectId: projectB } = await seedProject(ctx.services, { name: 'shop-b' }));
   const page = await get(`/projects/${projectA}/webhooks`);
-  csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
+  csrf = csrfOf(page);
 });
 afterAll(async () => {
   await app?.close();
@@ -40,28 +39,14 @@ afterAll(async () => {
 
 const db = () => ctx.services.storage.db;
 
-function get(url: string): Promise<LightMyRequestResponse> {
-  return app.inject({ url, cookies: { herald_session: session } });
-}
+const get = (url: string): Promise<LightMyRequestResponse> => dashboardClient(app, session).get(url);
 
 /** A form POST as the browser sends it; repeated fields (checkboxes) as arrays. */
-function post(
+const post = (
   url: string,
   fields: Record<string, string | readonly string[]> = {},
   token: string | null = csrf,
-): Promise<LightMyRequestResponse> {
-  const body = new URLSearchParams();
-  if (token !== null) body.append('_csrf', token);
-  for (const [name, value] of Object.entries(fields))
-    for (const v of typeof value === 'string' ? [value] : value) body.append(name, v);
-  return app.inject({
-    method: 'POST',
-    url,
-    headers: FORM,
-    cookies: { herald_session: session },
-    payload: body.toString(),
-  });
-}
+): Promise<LightMyRequestResponse> => dashboardClient(app, session).post(url, fields, token);
 
 async function createEndpoint(
   projectId: number,

@@ -1,0 +1,106 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { csrfOf, dashboardApp, dashboardClient, type DashboardClient } from '../helpers/dashboard.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+
+/**
+ * The template editor's "Send a test email" form through `inject`: a refused test keeps the saved
+ * template on the page and says what was wrong; a test sent from a locale variant's page sends
+ * that variant; the recipient starts as the project's contact address.
+ */
+
+let ctx: TestContext;
+let client: DashboardClient;
+let close: () => Promise<void>;
+let projectId: number;
+let csrf: string;
+
+const EDIT = () => `/projects/${projectId}/templates/edit/user_created`;
+const TEST = () => `/projects/${projectId}/templates/test/user_created`;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  const { app, session } = await dashboardApp(ctx);
+  close = () => app.close();
+  client = dashboardClient(app, session);
+  ({ projectId } = await seedProject(ctx.services, { contactEmail: 'dev@shop.example' }));
+  await ctx.services.templates.create(projectId, {
+    name: 'user_created',
+    locale: 'fr',
+    subject: 'Bienvenue {{user_name}}',
+    text: 'Bonjour {{user_name}}.',
+  });
+  csrf = csrfOf(await client.get(EDIT()));
+});
+afterAll(async () => {
+  await close?.();
+  await ctx?.close();
+});
+
+/** An attribute's text as the browser reads it. */
+const unescape = (value: string) =>
+  value
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
+
+/** The value of the input with this id on the page. */
+function inputValue(page: LightMyRequestResponse, id: string): string | undefined {
+  const tag = new RegExp(`<input[^>]*\\bid="${id}"[^>]*>`).exec(page.body)?.[0];
+  return tag === undefined ? undefined : unescape(/\bvalue="([^"]*)"/.exec(tag)?.[1] ?? '');
+}
+
+describe('sending a test email from the template editor', () => {
+  it('starts with the project contact address as the recipient', async () => {
+    expect(inputValue(await client.get(EDIT()), 'test-to')).toBe('dev@shop.example');
+  });
+
+  it('keeps the saved template on the page when the recipient is not an address, and says so', async () => {
+    const page = await client.post(TEST(), { data: '{"user_name":"Jane"}', to: 'not-an-email' }, csrf);
+    expect(page.statusCode).toBe(400);
+    expect(page.body).toContain('The recipient is not an email address');
+    expect(inputValue(page, 'subject')).toBe('Welcome {{user_name}}');
+    expect(page.body).toContain('Hello {{user_name}}, your role is {{role}}.');
+    // The recipient as typed, to correct it.
+    expect(inputValue(page, 'test-to')).toBe('not-an-email');
+  });
+
+  it('asks for a recipient when none is given', async () => {
+    const page = await client.post(TEST(), { data: '{}', to: '  ' }, csrf);
+    expect(page.statusCode).toBe(400);
+    expect(page.body).toContain('Enter the address to send the test email to.');
+    expect(inputValue(page, 'subject')).toBe('Welcome {{user_name}}');
+  });
+
+  it('keeps the saved template when the sample data is not JSON', async () => {
+    const page = await client.post(TEST(), { data: '{not json', to: 'jane@example.org' }, csrf);
+    expect(page.statusCode).toBe(400);
+    expect(inputValue(page, 'subject')).toBe('Welcome {{user_name}}');
+    expect(inputValue(page, 'test-to')).toBe('jane@example.org');
+  });
+
+  it('sends the variant whose page the test was sent from', async () => {
+    const page = await client.get(`${EDIT()}?locale=fr`);
+    expect(inputValue(page, 'subject')).toBe('Bienvenue {{user_name}}');
+    // The test form as the page has it: its hidden fields, and the recipient typed in.
+    const form = new RegExp(`<form[^>]*action="${TEST()}"[^>]*>([\\s\\S]*?)</form>`).exec(page.body)![1]!;
+    const hidden = Object.fromEntries(
+      [...form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [
+        m[1]!,
+        unescape(m[2]!),
+      ]),
+    );
+    const { _csrf: token, ...fields } = hidden;
+    const sent = await client.post(TEST(), { ...fields, to: 'jeanne@example.org' }, token!);
+    expect(sent.statusCode).toBe(303);
+    const requestId = decodeURIComponent(/\/messages\/([^?]+)/.exec(sent.headers.location as string)![1]!);
+    const row = await ctx.services.storage.db
+      .selectFrom('notifications')
+      .select(['locale', 'recipient'])
+      .where('request_id', '=', requestId)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ locale: 'fr', recipient: 'jeanne@example.org' });
+  });
+});
