@@ -3,6 +3,8 @@ import { parseQuotaLimit, parseQuotaPeriod } from '../config.js';
 import type { ProjectInput } from '../services/projects.js';
 import { given, servicesAction } from './context.js';
 import { projectJson } from '../services/json-views.js';
+import { senderFor } from '../domain/sender.js';
+import { terminalSafe } from './output.js';
 
 interface ProjectOptions {
   name?: string;
@@ -38,7 +40,7 @@ export function projectCommands(): Command {
   withProjectOptions(project.command('create').description('create a project; prints its API key once'))
     .requiredOption('--name <name>', 'project name')
     .action(
-      servicesAction(async ({ projects }, out, options: ProjectOptions & { name: string }) => {
+      servicesAction(async ({ projects, defaultFrom }, out, options: ProjectOptions & { name: string }) => {
         const { project: created, apiKey } = await projects.create({
           ...projectInput(options),
           name: options.name,
@@ -47,6 +49,15 @@ export function projectCommands(): Command {
           { ...projectJson(created), api_key: apiKey },
           `Created project ${created.name} (id ${created.id}).\n\nAPI key (shown only now, store it on your server):\n  ${apiKey}\n`,
         );
+        // Accepted sends of a project without a From would all fail later; say so now.
+        if (senderFor({ project: created, smtp: null, defaultFrom }) === null)
+          process.stderr.write(
+            terminalSafe(
+              `herald: project ${created.name} has no from address, so its sends will fail until it has one: ` +
+                `herald project update ${created.name} --from-email ADDRESS, a from address in its SMTP ` +
+                'settings (herald smtp set --from-email), or HERALD_SMTP_FROM for every project.\n',
+            ),
+          );
       }),
     );
 

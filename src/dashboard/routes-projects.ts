@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { checkQuotaPeriod, MAX_QUOTA_LIMIT, parseQuotaLimit } from '../domain/quota.js';
 import { chooseTransport } from '../domain/delivery-plan.js';
+import { senderFor } from '../domain/sender.js';
 import { errors } from '../domain/errors.js';
 import type { Project, ProjectInput } from '../services/projects.js';
 import type { SmtpSettingsView } from '../services/smtp-settings.js';
@@ -12,6 +13,11 @@ export type TransportState = 'project' | 'global' | 'capture' | 'none';
 
 export function transportState(deps: DashboardDeps, smtp: SmtpSettingsView | null): TransportState {
   return chooseTransport<unknown>(smtp, deps.services.globalSmtp, deps.services.config.production).kind;
+}
+
+/** Whether the project's mail has no From at all (every send fails), for the same banners. */
+export function senderMissing(deps: DashboardDeps, project: Project, smtp: SmtpSettingsView | null): boolean {
+  return senderFor({ project, smtp, defaultFrom: deps.services.defaultFrom }) === null;
 }
 
 const NOTICES: Record<string, string> = {
@@ -115,6 +121,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
         recent,
         templateCount: templates.length,
         transport: transportState(deps, smtp),
+        noSender: senderMissing(deps, project, smtp),
         values: state.values ?? formValues(project),
         error: state.error ?? null,
         notice: notice(request, NOTICES),

@@ -26,7 +26,7 @@ import {
   type IdParams,
 } from './context.js';
 import { fieldsOf, idParam, optional, text, type Fields } from './forms.js';
-import { transportState } from './routes-projects.js';
+import { senderMissing, transportState } from './routes-projects.js';
 
 /** The outcome of "verify" or "send test email": the relay's own words, shown as text. */
 export interface SmtpCheckResult {
@@ -121,6 +121,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         tab: 'smtp',
         settings: view,
         transport: transportState(deps, view),
+        noSender: senderMissing(deps, project, view),
         globalSmtp: deps.services.globalSmtp === null ? null : describeSmtpTarget(deps.services.globalSmtp),
         securities: SMTP_SECURITY,
         values:

@@ -367,6 +367,22 @@ describe('herald CLI', () => {
     expect(found).not.toHaveProperty('template_missing');
   });
 
+  it('warns at creation of a project whose sends would have no from address', async () => {
+    const run = (...args: string[]) =>
+      exec(process.execPath, [...HERALD_CLI, 'project', 'create', ...args], {
+        env: { ...process.env, ...env },
+      });
+    const bare = await run('--name', 'no-sender');
+    expect(bare.stdout).toContain('Created project no-sender');
+    expect(bare.stderr).toContain('herald: project no-sender has no from address');
+    expect(bare.stderr).toContain('herald project update no-sender --from-email ADDRESS');
+    // Any source of a From will do: the contact email is one.
+    const contact = await run('--name', 'contact-sender', '--contact-email', 'ops@contact.example', '--json');
+    expect(contact.stderr).toBe('');
+    const withFrom = await run('--name', 'from-sender', '--from-email', 'noreply@from.example');
+    expect(withFrom.stderr).toBe('');
+  });
+
   it('migrates idempotently', async () => {
     expect(await herald('migrate')).toMatchObject({ migrated: true });
   });
