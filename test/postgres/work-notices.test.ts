@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openPostgres } from '../../src/storage/postgres/open.js';
 import type { ProjectChangesState } from '../../src/storage/postgres/project-changes.js';
 import { WORK_CHANNEL, WorkNotices, type WorkNoticesState } from '../../src/storage/postgres/work-notices.js';
@@ -160,7 +160,12 @@ describe('notices that cannot be sent', () => {
     pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const states: WorkNoticesState[] = [];
-    const notices = new WorkNotices(db, (state) => states.push(state));
+    // A listener that throws changes nothing: the same reports, and no rejection nobody handles.
+    const complaints = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const notices = new WorkNotices(db, (state) => {
+      states.push(state);
+      throw new Error('the listener failed');
+    });
     // close() waits for the notice being sent; the next announcement starts another.
     const notice = async (table: QueueTable) => {
       notices.announce(table);
@@ -181,7 +186,9 @@ describe('notices that cannot be sent', () => {
       await notice('notifications');
       await notice('notifications');
       expect(states.map((state) => state.sending)).toEqual([false, true]);
+      expect(complaints).toHaveBeenCalledTimes(2);
     } finally {
+      complaints.mockRestore();
       await db.destroy();
       await proxy.cut();
     }

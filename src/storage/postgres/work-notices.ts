@@ -38,7 +38,6 @@ export class WorkNotices {
 
   constructor(
     private readonly db: Kysely<Database>,
-    /** Must not throw. */
     private readonly onState: (state: WorkNoticesState) => void = () => {},
   ) {}
 
@@ -66,7 +65,12 @@ export class WorkNotices {
 
   #report(state: WorkNoticesState): void {
     this.#failing = !state.sending;
-    this.onState(state);
+    // Called from the send loop, which nothing awaits: a listener that throws must not end it.
+    try {
+      this.onState(state);
+    } catch (error) {
+      console.error('a listener of work notices failed', error);
+    }
   }
 
   async #send(): Promise<void> {
@@ -80,17 +84,15 @@ export class WorkNotices {
           (table) => sql`pg_notify(${WORK_CHANNEL}, ${`${table} ${this.#token}`})`,
         );
         this.#pending.clear();
+        let failure: Error | null = null;
         try {
           await sql`SELECT ${sql.join(notices)}`.execute(this.db);
-          if (this.#failing) this.#report({ sending: true });
         } catch (error) {
           // A hint only: the workers' poll finds what it announced.
-          if (!this.#failing)
-            this.#report({
-              sending: false,
-              error: error instanceof Error ? error : new Error(String(error)),
-            });
+          failure = error instanceof Error ? error : new Error(String(error));
         }
+        if (failure !== null && !this.#failing) this.#report({ sending: false, error: failure });
+        else if (failure === null && this.#failing) this.#report({ sending: true });
       }
     } finally {
       this.#sending = null;
