@@ -113,6 +113,17 @@ describe('relay faults', () => {
     expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: true });
   });
 
+  it('reports a greeting taken as 220 without a space after the code, then a close, as reached', async () => {
+    const port = await rawServer((socket) => {
+      socket.write('220terse.example\r\n');
+      socket.once('data', () => socket.destroy());
+    });
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', reached: true });
+  });
+
   it('reports a 421 greeting left without its line end, then a close, as not reached', async () => {
     const port = await rawServer((socket) => socket.end('421 4.7.0 Too many connections'));
     const send = await failureOf(
