@@ -1,7 +1,8 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminTokenPrefix } from '../domain/admin-token.js';
-import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
+import { bearerToken } from '../domain/api-key.js';
+import { loggedTokenPrefix } from './api-log-hooks.js';
 import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 import type { AdminToken } from '../services/admin-tokens.js';
 import type { Project } from '../services/projects.js';
@@ -37,10 +38,12 @@ declare module 'fastify' {
 function authenticate(deps: AdminDeps) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const token = bearerToken(request.headers.authorization);
-    // The API log keeps as much of what was sent as it keeps of a project's key, never more.
-    if (token !== null)
-      request.apiLog.keyPrefix = token.startsWith('hrla_') ? adminTokenPrefix(token) : apiKeyPrefix(token);
-    const admin = await deps.adminTokens.authenticate(token);
+    let admin: AdminToken | null = null;
+    try {
+      admin = await deps.adminTokens.authenticate(token);
+    } finally {
+      request.apiLog.keyPrefix = admin === null ? loggedTokenPrefix(token) : adminTokenPrefix(token!);
+    }
     if (admin === null) {
       reply.header('WWW-Authenticate', 'Bearer realm="herald-admin"');
       return sendError(reply, 401, Messages.invalidAdminToken);

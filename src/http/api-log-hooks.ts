@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { adminTokenPrefix, isWellFormedAdminToken } from '../domain/admin-token.js';
+import { apiKeyPrefix, isWellFormedApiKey } from '../domain/api-key.js';
 import type { ApiLogService } from '../services/api-log.js';
 import type { ProjectRow } from '../storage/schema.js';
 
@@ -21,6 +23,18 @@ declare module 'fastify' {
 }
 
 const MAX_PATH = 500;
+
+/**
+ * What the API log keeps of a bearer token that was not accepted: the part an API key or an admin
+ * token shows in lists, and only for a string of one of those shapes (checksum included), so that
+ * nothing of a secret sent by mistake (another service's key, an admin token's body) is stored.
+ */
+export function loggedTokenPrefix(token: string | null): string | null {
+  if (token === null) return null;
+  if (isWellFormedApiKey(token)) return apiKeyPrefix(token);
+  if (isWellFormedAdminToken(token)) return adminTokenPrefix(token);
+  return null;
+}
 
 /** Every request under /api/v1 is recorded once its response is sent (buffered, off the hot path). */
 export function registerApiLog(app: FastifyInstance, apiLogs: ApiLogService): void {

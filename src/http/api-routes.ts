@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
+import { loggedTokenPrefix } from './api-log-hooks.js';
 import { HeraldError, Messages, errors } from '../domain/errors.js';
 import type { QuotaState } from '../domain/quota.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH, type AcceptOutcome, type AcceptService } from '../services/accept.js';
@@ -75,8 +76,13 @@ function methodNotAllowed(allow: string) {
 function authenticate(projects: ProjectService) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const token = bearerToken(request.headers.authorization);
-    if (token !== null) request.apiLog.keyPrefix = apiKeyPrefix(token);
-    const project = await projects.authenticate(token);
+    let project: ProjectRow | null = null;
+    try {
+      project = await projects.authenticate(token);
+    } finally {
+      // An accepted key is well formed: only a refused one (or a failed lookup) needs the check.
+      request.apiLog.keyPrefix = project === null ? loggedTokenPrefix(token) : apiKeyPrefix(token!);
+    }
     if (project === null) {
       // RFC 9110 §15.5.2: a 401 names the scheme the client must use.
       reply.header('WWW-Authenticate', 'Bearer realm="herald"');

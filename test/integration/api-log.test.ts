@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminTokenPrefix, generateAdminToken } from '../../src/domain/admin-token.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
 import { createJanitor } from '../../src/compose.js';
 import { createLogger } from '../../src/logger.js';
@@ -95,6 +96,23 @@ describe('API log', () => {
       expect(text).not.toContain(apiKey);
       expect(text).not.toContain(wrongKey);
     }
+  });
+
+  it("keeps nothing of a bearer string that is not one of Herald's keys, and an admin token's shown part", async () => {
+    const before = (await logRows()).length;
+    const foreign = 'sk_live_51Hx9ExampleSecretOfAnotherService';
+    const mistyped = `${generateApiKey().key.slice(0, -1)}!`;
+    const admin = generateAdminToken().key;
+    for (const token of [foreign, mistyped, admin])
+      expectError(
+        await send(ctx.app, token, { template: 'user_created', to: 'jane@example.org' }),
+        401,
+        'Invalid or missing API key',
+      );
+    const rows = await newRows(before, 3);
+    expect(rows.map((row) => row.key_prefix)).toEqual([null, null, adminTokenPrefix(admin)]);
+    expect(adminTokenPrefix(admin)).toBe(admin.slice(0, 13));
+    expect(JSON.stringify(rows)).not.toContain('sk_live');
   });
 
   it('logs the path without its query string, so a key put there is not stored', async () => {
