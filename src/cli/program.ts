@@ -13,8 +13,21 @@ import { layoutCommands } from './layout-commands.js';
 import { suppressionCommands } from './suppression-commands.js';
 import { webhookCommands } from './webhook-commands.js';
 
+/**
+ * How a command reports a usage error (an unknown option, a missing value): as commander's line
+ * with the help after it, or, under `--json`, as `{"error": …}` on stderr like every other error.
+ */
+function reportUsageErrors(command: Command, json: boolean): Command {
+  if (!json) return command.showHelpAfterError();
+  return command.configureOutput({
+    outputError: (text, write) =>
+      write(JSON.stringify({ error: text.replace(/^error: /, '').trim() }) + '\n'),
+  });
+}
+
 /** `herald`: the server and the operator's commands, over the same services as the API. */
-export function buildProgram(): Command {
+export function buildProgram(options: { json?: boolean } = {}): Command {
+  const json = options.json ?? false;
   const program = new Command('herald')
     .description('Herald: self-hosted email notifications over any SMTP relay')
     .option('--json', 'print one JSON object on stdout')
@@ -23,8 +36,8 @@ export function buildProgram(): Command {
     // Options of `herald` itself only before a command: `template rollback --version N` is the
     // command's own option, never a request for Herald's version.
     .enablePositionalOptions()
-    .showHelpAfterError()
     .exitOverride();
+  reportUsageErrors(program, json);
   for (const command of [
     serveCommand(),
     migrateCommand(),
@@ -49,15 +62,16 @@ export function buildProgram(): Command {
       sub
         .option('--json', 'print one JSON object on stdout')
         .option('--data-dir <dir>', 'data directory (overrides HERALD_DATA_DIR)')
-        .exitOverride()
-        .showHelpAfterError();
+        .exitOverride();
+      reportUsageErrors(sub, json);
     }
   }
   return program;
 }
 
 export async function run(argv: readonly string[]): Promise<void> {
-  const program = buildProgram();
+  const json = argv.includes('--json');
+  const program = buildProgram({ json });
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
@@ -68,7 +82,7 @@ export async function run(argv: readonly string[]): Promise<void> {
     const known =
       error instanceof HeraldError || error instanceof ConfigError || error instanceof StartupError;
     const message = error instanceof Error ? error.message : String(error);
-    if (argv.includes('--json')) process.stderr.write(JSON.stringify({ error: message }) + '\n');
+    if (json) process.stderr.write(JSON.stringify({ error: message }) + '\n');
     else process.stderr.write(`herald: ${message}\n`);
     // Anything but a domain or configuration error is a bug: its stack belongs in the report.
     if (!known && error instanceof Error && error.stack) process.stderr.write(error.stack + '\n');

@@ -338,6 +338,21 @@ describe('herald CLI', () => {
     expect(badQuota.code).toBe(1);
     const usage = await heraldFails('project', 'create');
     expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("error: required option '--name <name>' not specified");
+    expect(usage.stderr).toContain('Usage: herald project create');
+    // Under --json a usage error is one JSON object too, without the help.
+    for (const [args, error] of [
+      [['project', 'create', '--json'], "required option '--name <name>' not specified"],
+      [['project', 'create', '--name', 'x', '--quota-period', 'week', '--json'], "option '--quota-period"],
+      [['project', 'nope', '--json'], "unknown command 'nope'"],
+    ] as const) {
+      const failed = await heraldFails(...args);
+      expect(failed.code).toBe(2);
+      expect(failed.stdout).toBe('');
+      const lines = failed.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect((JSON.parse(lines[0]!) as { error: string }).error).toContain(error);
+    }
   });
 
   it('shows what rendered blank, and the closest name for a template that does not exist', async () => {
