@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { errors } from '../domain/errors.js';
 import { iso, templateJson, versionJson } from '../services/json-views.js';
 import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
 
@@ -58,14 +59,19 @@ export function templateCommands(): Command {
     .option('--locale <tag>', 'change this locale variant instead of the default')
     .action(
       servicesAction(async ({ templates }, out, options: TemplateOptions) => {
-        const updated = await templates.update(
-          options.project,
-          options.name,
-          given(options, 'subject', 'text', 'html', 'layout', 'locale'),
-        );
+        const changes = given(options, 'subject', 'text', 'html', 'layout');
+        if (Object.keys(changes).length === 0)
+          throw errors.invalidInput('Nothing to change: give --subject, --text, --html or --layout');
+        const before = await templates.get(options.project, options.name);
+        const updated = await templates.update(options.project, options.name, {
+          ...changes,
+          ...given(options, 'locale'),
+        });
         out.print(
           templateJson(updated),
-          `Updated template ${updated.name}${variantOf(options)}, now version ${updated.version}.`,
+          updated.version === before.version
+            ? `Template ${updated.name}${variantOf(options)} already is that: still version ${updated.version}.`
+            : `Updated template ${updated.name}${variantOf(options)}, now version ${updated.version}.`,
         );
       }),
     );

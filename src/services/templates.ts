@@ -228,6 +228,9 @@ export class TemplateService {
       input.layout === undefined
         ? current.version.layout_id
         : ((await this.layoutFor(project.id, input.layout))?.id ?? null);
+    // The content as it already is (a form saved without a change) makes no version.
+    if (sameContent(current, variants, layoutId))
+      return this.update(project.id, name, { sampleData: input.sampleData });
     await this.saveVersion(current, variants, 'handlebars', layoutId, null, input.sampleData);
     return this.get(project.id, name);
   }

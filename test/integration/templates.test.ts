@@ -117,6 +117,22 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(message!.parsed.subject).toBe('One');
   });
 
+  it('makes no version when a change gives the content it already has, and keeps its sample data', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    await templates.create(projectId, { name: 'same', subject: 'One', text: 'first', html: '<p>x</p>' });
+    // As the editor's form saves it: every part, unchanged, and new sample data.
+    const saved = await templates.update(projectId, 'same', {
+      subject: 'One',
+      text: 'first',
+      html: '<p>x</p>',
+      sampleData: '{"name":"Jane"}',
+    });
+    expect(saved).toMatchObject({ version: 1, sampleData: '{"name":"Jane"}' });
+    expect((await templates.versions(projectId, 'same')).map((v) => v.version)).toEqual([1]);
+    expect(await templates.update(projectId, 'same', { subject: 'Two' })).toMatchObject({ version: 2 });
+  });
+
   it('rewrites a template saved before Handlebars when one part changes, so the others render the same bytes', async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;

@@ -137,6 +137,18 @@ describe('herald CLI', () => {
       'Hi',
     );
     expect(updated).toMatchObject({ subject: 'Hi', text: 'Hello {{ user_name }}, role {{role}}' });
+    // Nothing to change is refused; the same content again makes no version and says so.
+    const nothing = await heraldFails('template', 'update', '--project', 'shop', '--name', 'user_created');
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toContain('Nothing to change: give --subject, --text, --html or --layout');
+    const same = await exec(
+      process.execPath,
+      [...HERALD_CLI, 'template', 'update', '--project', 'shop', '--name', 'user_created', '--subject', 'Hi'],
+      { env: { ...process.env, ...env } },
+    );
+    expect(same.stdout).toContain(
+      `Template user_created already is that: still version ${String(updated.version)}.`,
+    );
     const list = await herald('template', 'list', '--project', 'shop');
     expect((list.templates as { name: string }[]).map((t) => t.name)).toEqual(['user_created']);
 
