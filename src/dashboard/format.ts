@@ -87,8 +87,14 @@ function badge(n: { state: NotificationState; error_message: string | null }): {
   return { cls: status, label: status };
 }
 
+/** Whether the message was captured (rendered and kept, not sent): not a failure in capture mode. */
+function captured(n: { state: NotificationState; transport: string | null }): boolean {
+  return n.transport === 'capture' && publicStatus(n.state) === 'sent';
+}
+
 export const helpers = {
   badge,
+  captured,
   time,
   iso,
   inputTime,

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker } from '../../src/compose.js';
 import { MASK } from '../../src/domain/sensitive.js';
 import { backend } from '../helpers/database.js';
-import { sendOk } from '../helpers/http.js';
+import { sendOk, settledStatus } from '../helpers/http.js';
 import { dashboardApp } from '../helpers/dashboard.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
@@ -91,6 +92,31 @@ describe(`message page (${backend})`, () => {
     expect(shown.body).toContain('<span class="badge neutral" data-testid="message-status">canceled</span>');
     const list = await app.inject({ url: '/messages', cookies: { herald_session: session } });
     expect(list.body).toContain('<span class="badge neutral">canceled</span>');
+  });
+
+  it('marks a captured message as captured, and a failed one in capture mode as failed only', async () => {
+    const worker = createWorker(ctx.services);
+    worker.start();
+    try {
+      const { project, apiKey: noSenderKey } = await ctx.services.projects.create({
+        name: 'capture-no-sender',
+      });
+      await ctx.services.templates.create(project.id, { name: 'welcome', subject: 'Hi', text: 'Hello' });
+      const failed = await sendOk(ctx.app, noSenderKey, { template: 'welcome', to: 'jane@example.org' });
+      const kept = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
+      expect((await settledStatus(ctx.app, noSenderKey, failed.request_id)).status).toBe('failed');
+      expect((await settledStatus(ctx.app, apiKey, kept.request_id)).status).toBe('sent');
+      expect((await open(failed.request_id)).body).not.toContain('captured, not sent');
+      expect((await open(kept.request_id)).body).toContain('captured, not sent');
+      const list = await app.inject({
+        url: `/messages?project=${project.id}`,
+        cookies: { herald_session: session },
+      });
+      expect(list.body).toContain('No from address configured');
+      expect(list.body).not.toContain('<span class="badge neutral">captured</span>');
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('answers 200 for a message whose stored data is nested 4,000 levels deep', async () => {
