@@ -2,16 +2,7 @@ import { Command } from 'commander';
 import { errors } from '../domain/errors.js';
 import { servicesAction, withServices } from './context.js';
 import { iso } from './output.js';
-
-/** The whole of stdin, minus one trailing line break (what `echo` or a here-string adds). */
-async function readPassword(): Promise<string> {
-  if (process.stdin.isTTY) process.stderr.write('Password (then Enter and Ctrl-D): ');
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .replace(/\r?\n$/, '');
-}
+import { readSecret } from './read-secret.js';
 
 export function adminCommands(): Command {
   const admin = new Command('admin').description('dashboard administrators');
@@ -24,7 +15,7 @@ export function adminCommands(): Command {
     .action(async (options: { email: string; passwordStdin?: boolean }, command: Command) => {
       if (!options.passwordStdin)
         throw errors.invalidInput('pass the password on stdin with --password-stdin');
-      const password = await readPassword();
+      const password = await readSecret('Password');
       await withServices(command, async (services, out) => {
         const created = await services.admins.create(options.email, password);
         out.print(

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { relayStatusJson, smtpJson } from '../services/json-views.js';
 import { urlHost } from '../domain/url-host.js';
 import { given, projectSubcommand, servicesAction } from './context.js';
+import { readSecret } from './read-secret.js';
 
 export function smtpCommands(): Command {
   const smtp = new Command('smtp').description("a project's own SMTP relay");
@@ -17,6 +18,10 @@ export function smtpCommands(): Command {
     )
     .option('--from-email <email>', 'sender address when the project has none')
     .option('--from-name <name>', 'sender display name')
+    .option(
+      '--password-stdin',
+      "read the relay's password from stdin instead of the URL (smtp://user@host:port), out of the process list and shell history",
+    )
     .action(
       servicesAction(
         async (
@@ -28,13 +33,13 @@ export function smtpCommands(): Command {
             fallbackUrl?: string;
             fromEmail?: string;
             fromName?: string;
+            passwordStdin?: boolean;
           },
         ) => {
-          const view = await smtpSettings.setFromUrl(
-            options.project,
-            options.url,
-            given(options, 'fromEmail', 'fromName', 'fallbackUrl'),
-          );
+          const view = await smtpSettings.setFromUrl(options.project, options.url, {
+            ...given(options, 'fromEmail', 'fromName', 'fallbackUrl'),
+            ...(options.passwordStdin && { password: await readSecret('SMTP password') }),
+          });
           const fallback =
             view.fallback === null ? '' : `, fallback ${urlHost(view.fallback.host)}:${view.fallback.port}`;
           out.print(

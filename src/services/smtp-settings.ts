@@ -196,18 +196,28 @@ export class SmtpSettingsService {
   /**
    * `herald smtp set --url smtp://user:pass@host:port [--fallback-url URL]`. Without `fallbackUrl`
    * the stored fallback stays; an empty one removes it. A fallback URL without a password keeps the
-   * stored one while its host, port and user are the same.
+   * stored one while its host, port and user are the same. `password` is the relay's password
+   * given apart from the URL (read from stdin), which must then carry none.
    */
   async setFromUrl(
     projectRef: string | number,
     url: string,
-    options: { fromEmail?: string | null; fromName?: string | null; fallbackUrl?: string | null } = {},
+    options: {
+      fromEmail?: string | null;
+      fromName?: string | null;
+      fallbackUrl?: string | null;
+      password?: string;
+    } = {},
   ): Promise<SmtpSettingsView> {
-    const { fallbackUrl, ...from } = options;
+    const { fallbackUrl, password, ...from } = options;
     const target = parseSmtpUrl(url);
+    if (password !== undefined && target.password !== null)
+      throw errors.invalidInput('Give the SMTP password in the URL or apart from it, not both');
+    if (password !== undefined && target.username === null)
+      throw errors.invalidInput('A password needs a user in the SMTP URL: smtp://user@host:port');
     return this.set(projectRef, {
       ...target,
-      password: target.password,
+      password: password ?? target.password,
       ...from,
       ...(fallbackUrl !== undefined && { fallback: parseFallbackUrl(fallbackUrl) }),
     });

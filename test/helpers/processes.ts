@@ -31,22 +31,24 @@ export interface CommandResult {
   readonly stderr: string;
 }
 
-/** Runs one `herald …` command to completion. */
+/** Runs one `herald …` command to completion, with `input` on its stdin when given. */
 export function runHerald(
   args: readonly string[],
   env: Record<string, string>,
   timeoutMs = 60_000,
+  input?: string,
 ): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...HERALD_CLI, ...args], {
       cwd: REPO_ROOT,
       env: heraldProcessEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
+    if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`herald ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stderr}`));

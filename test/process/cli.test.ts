@@ -8,7 +8,7 @@ import { closeServices, openServices, type Services } from '../../src/compose.js
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
-import { HERALD_CLI } from '../helpers/processes.js';
+import { HERALD_CLI, runHerald } from '../helpers/processes.js';
 import { testEnv } from '../helpers/services.js';
 
 /**
@@ -250,6 +250,52 @@ describe('herald CLI', () => {
     expect((await services.smtpSettings.forDelivery(stored.project_id))?.target.password).toBe(
       'hunter2-secret',
     );
+    expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
+  });
+
+  it('reads the SMTP password from stdin, keeping it off the command line', async () => {
+    const url = 'smtp://mailer@relay.example:2525';
+    const set = await runHerald(
+      ['smtp', 'set', '--project', 'shop', '--url', url, '--password-stdin', '--json'],
+      env,
+      60_000,
+      'hunter3 from stdin\n',
+    );
+    expect(set.stderr).toBe('');
+    expect(JSON.parse(set.stdout)).toMatchObject({ username: 'mailer', has_password: true });
+    expect(set.stdout).not.toContain('hunter3');
+    const { project_id: projectId } = await services.storage.db
+      .selectFrom('smtp_settings')
+      .select('project_id')
+      .executeTakeFirstOrThrow();
+    // The line end that ends the input is not part of the password.
+    expect((await services.smtpSettings.forDelivery(projectId))?.target.password).toBe('hunter3 from stdin');
+
+    const both = await runHerald(
+      [
+        'smtp',
+        'set',
+        '--project',
+        'shop',
+        '--url',
+        'smtp://mailer:inline@relay.example:2525',
+        '--password-stdin',
+      ],
+      env,
+      60_000,
+      'hunter4\n',
+    );
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('Give the SMTP password in the URL or apart from it, not both');
+    const noUser = await runHerald(
+      ['smtp', 'set', '--project', 'shop', '--url', 'smtp://relay.example:2525', '--password-stdin'],
+      env,
+      60_000,
+      'hunter5\n',
+    );
+    expect(noUser.code).toBe(1);
+    expect(noUser.stderr).toContain('A password needs a user in the SMTP URL');
+    expect((await services.smtpSettings.forDelivery(projectId))?.target.password).toBe('hunter3 from stdin');
     expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
   });
 
