@@ -2,10 +2,13 @@ import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
 import { hasContentPlaceholder } from '../domain/template/handlebars.js';
 import type { Database, TemplateLayoutRow } from '../storage/schema.js';
-import { countLayoutUsers, deleteLayout, layoutRows } from '../storage/template-layouts.js';
+import { deleteLayout, layoutRows, layoutUsers } from '../storage/template-layouts.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
 import { checkName, checkSizes, compileChecked, invalidTemplate } from './template-checks.js';
+
+/** How many of the templates that use a layout its refused deletion names. */
+const NAMED_USERS = 5;
 
 export interface Layout {
   readonly id: number;
@@ -113,16 +116,19 @@ export class LayoutService {
     return (await layoutRows.list(this.db, project.id)).map(toLayout);
   }
 
-  /** Refused while a template's current version uses it, naming how many do. */
+  /** Refused while a template's current version uses it, naming how many do and which. */
   async delete(projectRef: string | number, name: string): Promise<void> {
     const project = await this.projects.resolve(projectRef);
     const row = await layoutRows.find(this.db, project.id, name);
     if (row === undefined) throw errors.layoutNotFound(name);
-    const users = await countLayoutUsers(this.db, row.id);
-    if (users > 0)
+    const { names, count } = await layoutUsers(this.db, row.id, NAMED_USERS);
+    if (count > 0) {
+      const more = count > names.length ? `, and ${count - names.length} more` : '';
       throw errors.conflict(
-        `Layout ${name} is used by ${users} template${users === 1 ? '' : 's'}; attach them elsewhere first`,
+        `Layout ${name} is used by ${count} template${count === 1 ? '' : 's'} (${names.join(', ')}${more}); ` +
+          'attach them elsewhere first',
       );
+    }
     await deleteLayout(this.db, row.id);
   }
 }

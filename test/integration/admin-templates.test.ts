@@ -210,7 +210,7 @@ describe(`layouts (${backend})`, () => {
     expectError(
       await admin.delete(path('/layouts/frame')),
       409,
-      'Layout frame is used by 1 template; attach them elsewhere first',
+      'Layout frame is used by 1 template (framed); attach them elsewhere first',
     );
     ok(await admin.put(path('/templates/framed'), { subject: 's', text: 'body' }));
     expect(ok(await admin.delete(path('/layouts/frame')))).toEqual({ deleted: true, name: 'frame' });

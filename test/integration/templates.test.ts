@@ -214,8 +214,14 @@ describe('templates with logic, layouts, locales and versions', () => {
     await templates.create(projectId, { name: 'a', subject: 'A', text: 'a', layout: 'l' });
     await templates.create(projectId, { name: 'b', subject: 'B', text: 'b', layout: 'l' });
     expect(await refusal(() => layouts.delete(projectId, 'l'))).toBe(
-      'Layout l is used by 2 templates; attach them elsewhere first',
+      'Layout l is used by 2 templates (a, b); attach them elsewhere first',
     );
+    for (const name of ['c', 'd', 'e', 'f'])
+      await templates.create(projectId, { name, subject: name, text: name, layout: 'l' });
+    expect(await refusal(() => layouts.delete(projectId, 'l'))).toBe(
+      'Layout l is used by 6 templates (a, b, c, d, e, and 1 more); attach them elsewhere first',
+    );
+    for (const name of ['c', 'd', 'e', 'f']) await templates.delete(projectId, name);
     await templates.update(projectId, 'a', { layout: '' });
     await templates.delete(projectId, 'b');
     await layouts.delete(projectId, 'l');
