@@ -24,6 +24,9 @@ const NOTICES: Record<string, string> = {
   welcome: 'Welcome to Herald. Create a project to get an API key.',
   saved: 'Project settings saved.',
 };
+/** The welcome after setup where projects exist already (made with the CLI before it). */
+const WELCOME_WITH_PROJECTS =
+  'Welcome to Herald. Your projects are below; create another to get a new API key.';
 
 /** The project form; an empty quota means unlimited. */
 function projectInput(form: Fields): ProjectInput & { name: string } {
@@ -62,10 +65,11 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
     const rows = await Promise.all(
       list.map(async (project) => ({ project, usage: await deps.usage.forProject(project) })),
     );
+    const shown = notice(request, NOTICES);
     return page(request, reply, deps, 'projects', {
       title: 'Projects',
       rows,
-      notice: notice(request, NOTICES),
+      notice: shown === NOTICES.welcome && rows.length > 0 ? WELCOME_WITH_PROJECTS : shown,
     });
   });
 

@@ -3,8 +3,9 @@ import { dashboardApp, dashboardClient, type DashboardClient } from '../helpers/
 import { createTestContext, type TestContext } from '../helpers/services.js';
 
 /**
- * A project whose mail has no From at all accepts sends that all fail: its overview and SMTP
- * pages say so, and stop saying so once any source of a From is set.
+ * The projects' pages: a project whose mail has no From at all accepts sends that all fail, and
+ * its overview and SMTP pages say so until any source of a From is set; the welcome after setup
+ * fits whether projects exist.
  */
 
 let ctx: TestContext;
@@ -45,5 +46,14 @@ describe('a project without a from address', () => {
       fromEmail: 'mail@smtp.example',
     });
     expect((await client.get(`/projects/${project.id}`)).body).not.toContain(BANNER);
+  });
+});
+
+describe('the welcome after setup', () => {
+  it('asks for a first project only when there is none', async () => {
+    // This file's other tests made projects already: the welcome points at them.
+    const page = await client.get('/projects?notice=welcome');
+    expect(page.body).toContain('Welcome to Herald. Your projects are below');
+    expect(page.body).not.toContain('Create a project to get an API key.');
   });
 });
