@@ -73,7 +73,8 @@ export const Messages = {
 export const errors = {
   invalidApiKey: () => new HeraldError(ErrorCode.InvalidApiKey, Messages.invalidApiKey),
   invalidJson: () => new HeraldError(ErrorCode.InvalidJson, Messages.invalidJson),
-  invalidTemplate: () => new HeraldError(ErrorCode.InvalidTemplate, Messages.invalidTemplate),
+  invalidTemplate: (hint?: string) =>
+    new HeraldError(ErrorCode.InvalidTemplate, Messages.invalidTemplate, hint === undefined ? {} : { hint }),
   invalidRecipient: () => new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient),
   invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
   invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),

@@ -168,6 +168,14 @@ function parseReplyTo(value: unknown): Mailbox | null {
   return mailbox;
 }
 
+/** For a missing field sent under another case (`Template`): what to write instead, as a hint. */
+function misspelledField(fields: Record<string, unknown>, name: string): string | undefined {
+  const given = Object.keys(fields).find((key) => key !== name && key.toLowerCase() === name);
+  return given === undefined
+    ? undefined
+    : `Field names are case-sensitive: '${given.slice(0, 100)}' is not '${name}'`;
+}
+
 /** Refuses the first field of the body Herald does not know (product.md §12). */
 function refuseUnknownFields(fields: Record<string, unknown>): void {
   for (const name of Object.keys(fields))
@@ -192,7 +200,7 @@ export function parseSendRequest(
     template.length > MAX_TEMPLATE_NAME_LENGTH ||
     template.includes('\0')
   ) {
-    throw errors.invalidTemplate();
+    throw errors.invalidTemplate(template === undefined ? misspelledField(fields, 'template') : undefined);
   }
 
   if (fields.type !== undefined && fields.type !== 'email') throw errors.invalidType();

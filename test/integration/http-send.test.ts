@@ -115,6 +115,18 @@ describe("400 Missing or invalid 'template'", () => {
       expectError(await send(ctx.app, apiKey, raw), 400, TEMPLATE_ERROR);
     }
   });
+
+  it('with a hint when the field was sent under another case', async () => {
+    const response = await send(ctx.app, apiKey, { Template: 'user_created', to: 'jane@example.org' });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({
+      error: TEMPLATE_ERROR,
+      hint: "Field names are case-sensitive: 'Template' is not 'template'",
+    });
+    // Only a missing field gets it: a bad value is not a misspelled name.
+    const bad = await send(ctx.app, apiKey, { template: '', TEMPLATE: 'x', to: 'jane@example.org' });
+    expect(bad.json()).toEqual({ error: TEMPLATE_ERROR });
+  });
 });
 
 describe("400 Missing or invalid 'to' (recipient email)", () => {
