@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { errors } from '../domain/errors.js';
+import { ErrorCode, errors, HeraldError } from '../domain/errors.js';
 import { iso, templateJson, versionJson } from '../services/json-views.js';
 import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
 
@@ -36,13 +36,25 @@ export function templateCommands(): Command {
           out,
           options: Required<Pick<TemplateOptions, 'subject' | 'text'>> & TemplateOptions,
         ) => {
-          const created = await templates.create(options.project, {
-            name: options.name,
-            subject: options.subject,
-            text: options.text,
-            html: options.html ?? null,
-            ...given(options, 'layout', 'locale'),
-          });
+          const created = await templates
+            .create(options.project, {
+              name: options.name,
+              subject: options.subject,
+              text: options.text,
+              html: options.html ?? null,
+              ...given(options, 'layout', 'locale'),
+            })
+            .catch((error: unknown) => {
+              // A variant is added to a template that exists: say which one is missing, and how.
+              if (
+                options.locale === undefined ||
+                !(error instanceof HeraldError && error.code === ErrorCode.TemplateNotFound)
+              )
+                throw error;
+              throw errors.invalidInput(
+                `Template ${options.name} not found: create it without --locale first, then add its ${options.locale} variant`,
+              );
+            });
           out.print(
             templateJson(created),
             `Created template ${created.name}${variantOf(options)}, version ${created.version} (placeholders: ${created.placeholders.join(', ') || 'none'}).`,

@@ -207,6 +207,24 @@ describe('herald CLI', () => {
       '{{#each lines}}- {{this}}\n{{/each}}',
     );
     expect(v2).toMatchObject({ version: 2, locales: { fr: { subject: 'Commande {{id}}' } } });
+    // A variant of a template that does not exist says which, and what to do.
+    const orphan = await heraldFails(
+      'template',
+      'create',
+      ...project,
+      '--name',
+      'invoice',
+      '--locale',
+      'fr',
+      '--subject',
+      'Facture',
+      '--text',
+      'x',
+    );
+    expect(orphan.code).toBe(1);
+    expect(orphan.stderr).toContain(
+      'herald: Template invoice not found: create it without --locale first, then add its fr variant',
+    );
     const versions = await herald('template', 'versions', ...project, '--name', 'order');
     expect((versions.versions as { version: number }[]).map((v) => v.version)).toEqual([2, 1]);
     // --version here is the command's own option, not a request for Herald's version.
