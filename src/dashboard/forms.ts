@@ -17,6 +17,14 @@ export function text(fields: Fields, name: string): string {
   return fields[name] ?? '';
 }
 
+/**
+ * A textarea's value with `\n` line ends: browsers send `\r\n` (HTML's form encoding), which
+ * stored as such would change every line of a template saved from the dashboard.
+ */
+export function multiline(fields: Fields, name: string): string {
+  return text(fields, name).replace(/\r\n?/g, '\n');
+}
+
 /** Trimmed, and null when empty: optional form inputs that map to nullable columns. */
 export function optional(fields: Fields, name: string): string | null {
   const value = (fields[name] ?? '').trim();

@@ -9,7 +9,7 @@ import {
   type IdParams,
   type NameParams,
 } from './context.js';
-import { fieldsOf, refusal, text } from './forms.js';
+import { fieldsOf, multiline, refusal, text } from './forms.js';
 
 const NOTICES: Record<string, string> = {
   created: 'Layout created.',
@@ -53,7 +53,7 @@ export async function layoutRoutes(app: FastifyInstance, deps: DashboardDeps): P
 
   const valuesOf = (body: unknown): LayoutValues => {
     const form = fieldsOf(body);
-    return { name: text(form, 'name'), html: text(form, 'html'), text: text(form, 'text') };
+    return { name: text(form, 'name'), html: multiline(form, 'html'), text: multiline(form, 'text') };
   };
 
   app.get<IdParams>('/projects/:id/layouts', async (request, reply) => {

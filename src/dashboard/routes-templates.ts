@@ -14,8 +14,18 @@ import {
   type IdParams,
   type NameParams,
 } from './context.js';
-import { fieldsOf, idParam, parseSampleData, refusal, sampleDataFor, text, type Fields } from './forms.js';
+import {
+  fieldsOf,
+  idParam,
+  multiline,
+  parseSampleData,
+  refusal,
+  sampleDataFor,
+  text,
+  type Fields,
+} from './forms.js';
 import { previewTemplate } from '../services/template-preview.js';
+import { canonicalLocale } from '../domain/template/locale.js';
 
 const NOTICES: Record<string, string> = {
   created: 'Template created.',
@@ -49,9 +59,9 @@ function valuesOf(form: Fields): EditorValues {
   return {
     name: text(form, 'name'),
     subject: text(form, 'subject'),
-    text: text(form, 'text'),
-    html: text(form, 'html'),
-    data: text(form, 'data'),
+    text: multiline(form, 'text'),
+    html: multiline(form, 'html'),
+    data: multiline(form, 'data'),
     layout: text(form, 'layout'),
     locale: text(form, 'locale').trim(),
   };
@@ -248,7 +258,13 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     // The editor comes back with the saved variant the test was sent from and the sample data
     // and recipient as typed: the test form carries only those.
     const testTo = text(form, 'to').trim();
-    const values = { ...templateValues(template, text(form, 'locale').trim()), data: text(form, 'data') };
+    // The page's variant, checked as the API checks a send's locale.
+    const asked = text(form, 'locale').trim();
+    const locale = asked === '' ? '' : canonicalLocale(asked);
+    const values = {
+      ...templateValues(template, locale ?? ''),
+      data: multiline(form, 'data'),
+    };
     const fail = (message: string) =>
       editor(
         request,
@@ -265,6 +281,8 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
         400,
       );
 
+    if (locale === null)
+      return fail('That is not a locale: the test email goes in a variant the template has.');
     if (testTo === '') return fail('Enter the address to send the test email to.');
     const to = parseMailbox(testTo);
     if (to === null) return fail('The recipient is not an email address: enter one such as you@example.org.');

@@ -104,3 +104,59 @@ describe('sending a test email from the template editor', () => {
     expect(row).toEqual({ locale: 'fr', recipient: 'jeanne@example.org' });
   });
 });
+
+describe("the test form's locale", () => {
+  it("is checked as a send's locale is: a tag in another case is the same variant, anything else is refused", async () => {
+    const sent = await client.post(TEST(), { data: '{}', to: 'jeanne@example.org', locale: 'FR' }, csrf);
+    expect(sent.statusCode).toBe(303);
+    const requestId = decodeURIComponent(/\/messages\/([^?]+)/.exec(sent.headers.location as string)![1]!);
+    const row = await ctx.services.storage.db
+      .selectFrom('notifications')
+      .select('locale')
+      .where('request_id', '=', requestId)
+      .executeTakeFirstOrThrow();
+    expect(row.locale).toBe('fr');
+
+    for (const locale of ['<img src=x onerror=alert(1)>', 'x'.repeat(3000), 'fr_FR']) {
+      const refused = await client.post(TEST(), { data: '{}', to: 'jeanne@example.org', locale }, csrf);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.body).toContain('That is not a locale');
+      expect(refused.body).not.toContain('<img src=x');
+    }
+  });
+});
+
+describe('saving the template editor', () => {
+  it('makes no version when nothing changed, whatever line ends the browser sends', async () => {
+    await ctx.services.templates.create(projectId, {
+      name: 'multiline',
+      subject: 'Lines',
+      text: 'Hello\n\nBye\n',
+      html: '<p>Hello</p>\n<p>Bye</p>\n',
+    });
+    const url = `/projects/${projectId}/templates/edit/multiline`;
+    const page = await client.get(url);
+    // Browsers send a textarea's lines ended by CRLF (HTML's form encoding).
+    const crlf = (value: string) => value.replace(/\n/g, '\r\n');
+    const saved = await client.post(
+      url,
+      {
+        subject: 'Lines',
+        text: crlf('Hello\n\nBye\n'),
+        html: crlf('<p>Hello</p>\n<p>Bye</p>\n'),
+        data: crlf('{\n  "name": "Jane"\n}'),
+        layout: '',
+        locale: '',
+      },
+      csrfOf(page),
+    );
+    expect(saved.statusCode).toBe(303);
+    const template = await ctx.services.templates.get(projectId, 'multiline');
+    expect(template).toMatchObject({
+      version: 1,
+      text: 'Hello\n\nBye\n',
+      html: '<p>Hello</p>\n<p>Bye</p>\n',
+      sampleData: '{\n  "name": "Jane"\n}',
+    });
+  });
+});
