@@ -7,6 +7,7 @@ import { createJanitor } from '../../src/compose.js';
 import { createLogger } from '../../src/logger.js';
 import { ApiLogService } from '../../src/services/api-log.js';
 import type { ApiLogRow, NewApiLogRow } from '../../src/storage/schema.js';
+import { adminClient, clientWith } from '../helpers/admin.js';
 import { SEND_PATH, expectError, getStatus, send } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -112,6 +113,24 @@ describe('API log', () => {
     const rows = await newRows(before, 3);
     expect(rows.map((row) => row.key_prefix)).toEqual([null, null, adminTokenPrefix(admin)]);
     expect(adminTokenPrefix(admin)).toBe(admin.slice(0, 13));
+    expect(JSON.stringify(rows)).not.toContain('sk_live');
+  });
+
+  it('keeps the same on the management API: the shown part of a token or key, nothing of anything else', async () => {
+    const before = (await logRows()).length;
+    const unknownAdmin = generateAdminToken().key;
+    const projectKey = generateApiKey().key;
+    const admin = await adminClient(ctx.app, ctx.services);
+    for (const token of ['sk_live_51Hx9ExampleSecretOfAnotherService', unknownAdmin, projectKey])
+      expect((await clientWith(ctx.app, token).get('/projects')).statusCode).toBe(401);
+    expect((await admin.get('/projects')).statusCode).toBe(200);
+    const rows = await newRows(before, 4);
+    expect(rows.map((row) => row.key_prefix)).toEqual([
+      null,
+      adminTokenPrefix(unknownAdmin),
+      projectKey.slice(0, 12),
+      adminTokenPrefix(admin.token),
+    ]);
     expect(JSON.stringify(rows)).not.toContain('sk_live');
   });
 
