@@ -20,8 +20,10 @@ import { webhookCommands } from './webhook-commands.js';
 function reportUsageErrors(command: Command, json: boolean): Command {
   if (!json) return command.showHelpAfterError();
   return command.configureOutput({
-    outputError: (text, write) =>
-      write(JSON.stringify({ error: text.replace(/^error: /, '').trim() }) + '\n'),
+    // The help commander shows for a missing command is reported by run() instead.
+    writeErr: () => {},
+    outputError: (text) =>
+      process.stderr.write(JSON.stringify({ error: text.replace(/^error: /, '').trim() }) + '\n'),
   });
 }
 
@@ -69,6 +71,16 @@ export function buildProgram(options: { json?: boolean } = {}): Command {
   return program;
 }
 
+/** The command words of a command line (`project`, `template versions`), without options and their values. */
+function commandWords(args: readonly string[]): string[] {
+  const words: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--data-dir') i++;
+    else if (!args[i]!.startsWith('-')) words.push(args[i]!);
+  }
+  return words;
+}
+
 export async function run(argv: readonly string[]): Promise<void> {
   const json = argv.includes('--json');
   const program = buildProgram({ json });
@@ -77,6 +89,13 @@ export async function run(argv: readonly string[]): Promise<void> {
   } catch (error) {
     if (error instanceof CommanderError) {
       process.exitCode = error.exitCode === 0 ? 0 : 2;
+      // A command that needs one of its own was given none: commander's help, as JSON one line.
+      if (json && error.code === 'commander.help') {
+        const called = ['herald', ...commandWords(argv.slice(2))].join(' ');
+        process.stderr.write(
+          JSON.stringify({ error: `${called} needs a command: see ${called} --help` }) + '\n',
+        );
+      }
       return;
     }
     const known =

@@ -50,14 +50,16 @@ export function projectCommands(): Command {
           `Created project ${created.name} (id ${created.id}).\n\nAPI key (shown only now, store it on your server):\n  ${apiKey}\n`,
         );
         // Accepted sends of a project without a From would all fail later; say so now.
-        if (senderFor({ project: created, smtp: null, defaultFrom }) === null)
+        if (senderFor({ project: created, smtp: null, defaultFrom }) === null) {
+          const ref = /^[\w.@-]+$/.test(created.name) ? created.name : String(created.id);
           process.stderr.write(
             terminalSafe(
               `herald: project ${created.name} has no from address, so its sends will fail until it has one: ` +
-                `herald project update ${created.name} --from-email ADDRESS, a from address in its SMTP ` +
-                'settings (herald smtp set --from-email), or HERALD_SMTP_FROM for every project.\n',
+                `herald project update ${ref} --from-email ADDRESS (or --contact-email), a from address ` +
+                "in its SMTP settings (herald smtp set … --from-email), or the server's HERALD_SMTP_FROM.\n",
             ),
           );
+        }
       }),
     );
 

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { errors } from '../domain/errors.js';
 import { relayStatusJson, smtpJson } from '../services/json-views.js';
 import { urlHost } from '../domain/url-host.js';
 import { given, projectSubcommand, servicesAction } from './context.js';
@@ -36,9 +37,15 @@ export function smtpCommands(): Command {
             passwordStdin?: boolean;
           },
         ) => {
+          let password: string | undefined;
+          if (options.passwordStdin) {
+            password = await readSecret('SMTP password');
+            // An unset variable piped in must not erase the stored password; a URL without one does that.
+            if (password === '') throw errors.invalidInput('No password on stdin (--password-stdin)');
+          }
           const view = await smtpSettings.setFromUrl(options.project, options.url, {
             ...given(options, 'fromEmail', 'fromName', 'fallbackUrl'),
-            ...(options.passwordStdin && { password: await readSecret('SMTP password') }),
+            ...(password !== undefined && { password }),
           });
           const fallback =
             view.fallback === null ? '' : `, fallback ${urlHost(view.fallback.host)}:${view.fallback.port}`;

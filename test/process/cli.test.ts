@@ -313,6 +313,15 @@ describe('herald CLI', () => {
     );
     expect(noUser.code).toBe(1);
     expect(noUser.stderr).toContain('A password needs a user in the SMTP URL');
+    // Nothing on stdin (an unset variable piped in) keeps the stored password.
+    const empty = await runHerald(
+      ['smtp', 'set', '--project', 'shop', '--url', url, '--password-stdin'],
+      env,
+      60_000,
+      '\n',
+    );
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toContain('No password on stdin');
     expect((await services.smtpSettings.forDelivery(projectId))?.target.password).toBe('hunter3 from stdin');
     expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
   });
@@ -421,6 +430,7 @@ describe('herald CLI', () => {
       [['project', 'create', '--json'], "required option '--name <name>' not specified"],
       [['project', 'create', '--name', 'x', '--quota-period', 'week', '--json'], "option '--quota-period"],
       [['project', 'nope', '--json'], "unknown command 'nope'"],
+      [['template', '--json'], 'herald template needs a command: see herald template --help'],
     ] as const) {
       const failed = await heraldFails(...args);
       expect(failed.code).toBe(2);
