@@ -237,7 +237,11 @@ describe('herald serve --role bounces', () => {
         smtp.close();
       }
       expect(dripped).toBeGreaterThan(0);
-      expect(proc.output()).toContain('bounce listener session deadline reached');
+      // The log line goes through the process's stdout, which may arrive after the close.
+      await waitUntil(
+        () => (proc.output().includes('bounce listener session deadline reached') ? true : undefined),
+        { what: "the listener's log line of the deadline" },
+      );
       proc.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
     },
