@@ -34,7 +34,7 @@ export function buildProgram(options: { json?: boolean } = {}): Command {
     .description('Herald: self-hosted email notifications over any SMTP relay')
     .option('--json', 'print one JSON object on stdout')
     .option('--data-dir <dir>', 'data directory (overrides HERALD_DATA_DIR)')
-    .version(VERSION, '-V, --version', 'print the version')
+    .version(json ? JSON.stringify({ version: VERSION }) : VERSION, '-V, --version', 'print the version')
     // Options of `herald` itself only before a command: `template rollback --version N` is the
     // command's own option, never a request for Herald's version.
     .enablePositionalOptions()

@@ -74,6 +74,10 @@ describe('herald CLI', () => {
     });
     const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
     expect(stdout.trim()).toBe(version);
+    const asJson = await exec(process.execPath, [...HERALD_CLI, '--version', '--json'], {
+      env: { ...process.env, ...env },
+    });
+    expect(JSON.parse(asJson.stdout)).toEqual({ version });
   });
 
   it('creates a project and shows its key only at creation', async () => {
@@ -289,39 +293,26 @@ describe('herald CLI', () => {
     // The line end that ends the input is not part of the password.
     expect((await services.smtpSettings.forDelivery(projectId))?.target.password).toBe('hunter3 from stdin');
 
-    const both = await runHerald(
+    // Refused, the stored password kept: a password in the URL too, a URL without a user, and
+    // nothing on stdin (an unset variable piped in).
+    for (const [refusedUrl, input, error] of [
       [
-        'smtp',
-        'set',
-        '--project',
-        'shop',
-        '--url',
         'smtp://mailer:inline@relay.example:2525',
-        '--password-stdin',
+        'hunter4\n',
+        'Give the SMTP password in the URL or apart from it, not both',
       ],
-      env,
-      60_000,
-      'hunter4\n',
-    );
-    expect(both.code).toBe(1);
-    expect(both.stderr).toContain('Give the SMTP password in the URL or apart from it, not both');
-    const noUser = await runHerald(
-      ['smtp', 'set', '--project', 'shop', '--url', 'smtp://relay.example:2525', '--password-stdin'],
-      env,
-      60_000,
-      'hunter5\n',
-    );
-    expect(noUser.code).toBe(1);
-    expect(noUser.stderr).toContain('A password needs a user in the SMTP URL');
-    // Nothing on stdin (an unset variable piped in) keeps the stored password.
-    const empty = await runHerald(
-      ['smtp', 'set', '--project', 'shop', '--url', url, '--password-stdin'],
-      env,
-      60_000,
-      '\n',
-    );
-    expect(empty.code).toBe(1);
-    expect(empty.stderr).toContain('No password on stdin');
+      ['smtp://relay.example:2525', 'hunter5\n', 'A password needs a user in the SMTP URL'],
+      [url, '\n', 'No password on stdin'],
+    ] as const) {
+      const refused = await runHerald(
+        ['smtp', 'set', '--project', 'shop', '--url', refusedUrl, '--password-stdin'],
+        env,
+        60_000,
+        input,
+      );
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(error);
+    }
     expect((await services.smtpSettings.forDelivery(projectId))?.target.password).toBe('hunter3 from stdin');
     expect(await herald('smtp', 'clear', '--project', 'shop')).toEqual({ cleared: true });
   });
