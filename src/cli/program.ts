@@ -71,14 +71,23 @@ export function buildProgram(options: { json?: boolean } = {}): Command {
   return program;
 }
 
-/** The command words of a command line (`project`, `template versions`), without options and their values. */
-function commandWords(args: readonly string[]): string[] {
-  const words: string[] = [];
+/**
+ * The command a command line reached (`herald template`): its words matched against the
+ * program's commands, options and their values skipped.
+ */
+function reachedCommand(program: Command, args: readonly string[]): string {
+  const path = ['herald'];
+  let command = program;
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--data-dir') i++;
-    else if (!args[i]!.startsWith('-')) words.push(args[i]!);
+    const arg = args[i]!;
+    if (arg === '--data-dir') i++;
+    if (arg.startsWith('-')) continue;
+    const sub = command.commands.find((candidate) => candidate.name() === arg);
+    if (sub === undefined) break;
+    command = sub;
+    path.push(arg);
   }
-  return words;
+  return path.join(' ');
 }
 
 export async function run(argv: readonly string[]): Promise<void> {
@@ -90,8 +99,9 @@ export async function run(argv: readonly string[]): Promise<void> {
     if (error instanceof CommanderError) {
       process.exitCode = error.exitCode === 0 ? 0 : 2;
       // A command that needs one of its own was given none: commander's help, as JSON one line.
-      if (json && error.code === 'commander.help') {
-        const called = ['herald', ...commandWords(argv.slice(2))].join(' ');
+      // (`herald help` asked for it: exit 0, nothing to report.)
+      if (json && error.code === 'commander.help' && error.exitCode !== 0) {
+        const called = reachedCommand(program, argv.slice(2));
         process.stderr.write(
           JSON.stringify({ error: `${called} needs a command: see ${called} --help` }) + '\n',
         );

@@ -46,6 +46,12 @@ const unescape = (value: string) =>
     .replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&');
 
+/** A textarea's value as a browser reads it: HTML drops one line feed right after the tag. */
+function textareaValue(page: LightMyRequestResponse, id: string): string {
+  const inner = new RegExp(`<textarea[^>]*\\bid="${id}"[^>]*>([\\s\\S]*?)</textarea>`).exec(page.body)![1]!;
+  return unescape(inner.replace(/^\r?\n/, ''));
+}
+
 /** The value of the input with this id on the page. */
 function inputValue(page: LightMyRequestResponse, id: string): string | undefined {
   const tag = new RegExp(`<input[^>]*\\bid="${id}"[^>]*>`).exec(page.body)?.[0];
@@ -131,19 +137,20 @@ describe('saving the template editor', () => {
     await ctx.services.templates.create(projectId, {
       name: 'multiline',
       subject: 'Lines',
-      text: 'Hello\n\nBye\n',
+      text: '\nHello\n\nBye\n',
       html: '<p>Hello</p>\n<p>Bye</p>\n',
     });
     const url = `/projects/${projectId}/templates/edit/multiline`;
     const page = await client.get(url);
-    // Browsers send a textarea's lines ended by CRLF (HTML's form encoding).
+    // As a browser posts the page back: each textarea as it reads it, its lines ended by CRLF
+    // (HTML's form encoding).
     const crlf = (value: string) => value.replace(/\n/g, '\r\n');
     const saved = await client.post(
       url,
       {
-        subject: 'Lines',
-        text: crlf('Hello\n\nBye\n'),
-        html: crlf('<p>Hello</p>\n<p>Bye</p>\n'),
+        subject: inputValue(page, 'subject')!,
+        text: crlf(textareaValue(page, 'text')),
+        html: crlf(textareaValue(page, 'html')),
         data: crlf('{\n  "name": "Jane"\n}'),
         layout: '',
         locale: '',
@@ -154,7 +161,7 @@ describe('saving the template editor', () => {
     const template = await ctx.services.templates.get(projectId, 'multiline');
     expect(template).toMatchObject({
       version: 1,
-      text: 'Hello\n\nBye\n',
+      text: '\nHello\n\nBye\n',
       html: '<p>Hello</p>\n<p>Bye</p>\n',
       sampleData: '{\n  "name": "Jane"\n}',
     });

@@ -430,6 +430,11 @@ describe('herald CLI', () => {
       expect(lines).toHaveLength(1);
       expect((JSON.parse(lines[0]!) as { error: string }).error).toContain(error);
     }
+    // Help asked for is no error.
+    const help = await runHerald(['help', 'template', '--json'], env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: herald template');
+    expect(help.stderr).toBe('');
   });
 
   it('shows what rendered blank, and the closest name for a template that does not exist', async () => {
