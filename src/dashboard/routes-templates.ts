@@ -198,14 +198,18 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
   app.get<NameParams>('/projects/:id/templates/edit/:name', async (request, reply) => {
     const project = await projectOf(deps, request.params);
     const template = await templates.get(project.id, request.params.name);
-    const locale = fieldsOf(request.query).locale ?? '';
+    const asked = fieldsOf(request.query).locale ?? '';
+    const newLocale = asked === 'new';
+    // A tag in any case opens its variant (`FR` is `fr`); anything else the default, so a save
+    // never writes into a variant the page did not show.
+    const locale = newLocale || asked === '' ? '' : (canonicalLocale(asked) ?? '');
     return editor(request, reply, {
       project,
       mode: 'edit',
-      values: templateValues(template, locale === 'new' ? '' : locale),
+      values: templateValues(template, locale),
       updatedAt: template.updatedAt,
       template,
-      newLocale: locale === 'new',
+      newLocale,
     });
   });
 

@@ -132,6 +132,18 @@ describe("the test form's locale", () => {
   });
 });
 
+describe('the editor of a locale variant', () => {
+  it('opens the variant for its tag in any case, and the default for anything else', async () => {
+    const upper = await client.get(`${EDIT()}?locale=FR`);
+    expect(inputValue(upper, 'subject')).toBe('Bienvenue {{user_name}}');
+    expect(upper.body).toContain('<input type="hidden" name="locale" value="fr">');
+    const bad = await client.get(`${EDIT()}?locale=${encodeURIComponent('fr_FR')}`);
+    expect(bad.statusCode).toBe(200);
+    expect(inputValue(bad, 'subject')).toBe('Welcome {{user_name}}');
+    expect(bad.body).not.toContain('fr_FR');
+  });
+});
+
 describe('saving the template editor', () => {
   it('makes no version when nothing changed, whatever line ends the browser sends', async () => {
     await ctx.services.templates.create(projectId, {
