@@ -197,14 +197,7 @@ export class TemplateService {
       input.text !== undefined ||
       input.html !== undefined ||
       input.layout !== undefined;
-    if (!changesContent) {
-      const row = await templateRows.update(this.db, project.id, name, {
-        ...(input.sampleData !== undefined && { sample_data: input.sampleData }),
-        updated_at: this.now(),
-      });
-      if (row === undefined) throw errors.templateNotFound();
-      return this.get(project.id, name);
-    }
+    if (!changesContent) return this.keepContent(project.id, name, input.sampleData);
     const current = await findCurrentTemplate(this.db, project.id, name);
     if (current === undefined) throw errors.templateNotFound();
     const saved = variantsOf(current).get(locale);
@@ -229,10 +222,23 @@ export class TemplateService {
         ? current.version.layout_id
         : ((await this.layoutFor(project.id, input.layout))?.id ?? null);
     // The content as it already is (a form saved without a change) makes no version.
-    if (sameContent(current, variants, layoutId))
-      return this.update(project.id, name, { sampleData: input.sampleData });
+    if (sameContent(current, variants, layoutId)) return this.keepContent(project.id, name, input.sampleData);
     await this.saveVersion(current, variants, 'handlebars', layoutId, null, input.sampleData);
     return this.get(project.id, name);
+  }
+
+  /** An update that makes no version: only the sample data, when given, changes. */
+  private async keepContent(
+    projectId: number,
+    name: string,
+    sampleData: string | null | undefined,
+  ): Promise<Template> {
+    const row = await templateRows.update(this.db, projectId, name, {
+      ...(sampleData !== undefined && { sample_data: sampleData }),
+      updated_at: this.now(),
+    });
+    if (row === undefined) throw errors.templateNotFound();
+    return this.get(projectId, name);
   }
 
   /** Removes a locale variant: a new version without it. The default variant is the template. */
