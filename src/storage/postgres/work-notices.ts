@@ -26,7 +26,8 @@ export type WorkNoticesState =
  *
  * A notice is a hint: one lost (the listening connection down, the NOTIFY failed) is made up by the
  * poll, and a failed NOTIFY never fails the work it announces; `onState` hears when notices stop
- * going out and when they go out again, so the slower pickup is not silent. Announcements that come while a notice waits or is being sent go out together in the next.
+ * going out and when they go out again, so the slower pickup is not silent. Announcements that
+ * come while a notice waits or is being sent go out together in the next.
  */
 export class WorkNotices {
   readonly #token = randomBytes(8).toString('hex');
