@@ -227,14 +227,19 @@ export class TemplateService {
     return this.get(project.id, name);
   }
 
-  /** An update that makes no version: only the sample data, when given, changes. */
+  /**
+   * An update that makes no version: only the sample data, when given and different, changes, and
+   * only then does the template count as updated.
+   */
   private async keepContent(
     projectId: number,
     name: string,
     sampleData: string | null | undefined,
   ): Promise<Template> {
+    const template = await this.get(projectId, name);
+    if (sampleData === undefined || sampleData === template.sampleData) return template;
     const row = await templateRows.update(this.db, projectId, name, {
-      ...(sampleData !== undefined && { sample_data: sampleData }),
+      sample_data: sampleData,
       updated_at: this.now(),
     });
     if (row === undefined) throw errors.templateNotFound();

@@ -48,6 +48,11 @@ async function delivered(apiKey: string, body: Record<string, unknown>) {
   return { status, message };
 }
 
+/** Resolves once the clock has moved past `time`, so that a write after it has a later stamp. */
+async function passMillisecond(time: number): Promise<void> {
+  while (Date.now() <= time) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
 async function refusal(run: () => Promise<unknown>): Promise<string> {
   try {
     await run();
@@ -130,6 +135,18 @@ describe('templates with logic, layouts, locales and versions', () => {
     });
     expect(saved).toMatchObject({ version: 1, sampleData: '{"name":"Jane"}' });
     expect((await templates.versions(projectId, 'same')).map((v) => v.version)).toEqual([1]);
+    // Saved again exactly as it is, nothing changes: not even when it was last updated.
+    await passMillisecond(saved.updatedAt);
+    const again = await templates.update(projectId, 'same', {
+      subject: 'One',
+      text: 'first',
+      sampleData: '{"name":"Jane"}',
+    });
+    expect(again).toEqual(saved);
+    await passMillisecond(saved.updatedAt);
+    expect((await templates.update(projectId, 'same', { sampleData: '{}' })).updatedAt).toBeGreaterThan(
+      saved.updatedAt,
+    );
     expect(await templates.update(projectId, 'same', { subject: 'Two' })).toMatchObject({ version: 2 });
   });
 
