@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The body as JSON with object keys sorted, so one body with its keys in another order is the
@@ -64,5 +64,5 @@ export function jsonByteLength(value: unknown): number {
 
 /** The fingerprint of a request body an Idempotency-Key is bound to: SHA-256 of its canonical JSON. */
 export function bodyFingerprint(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  return hash('sha256', canonicalJson(value), 'hex');
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * 32 random bytes, base64url: 256 bits, far beyond guessing, so a plain SHA-256 suffices to store
@@ -10,7 +10,7 @@ export function randomToken(): string {
 
 /** Equal-time comparison of two secrets of any length (their digests have the same length). */
 export function secretsMatch(sent: string, expected: string): boolean {
-  const a = createHash('sha256').update(sent).digest();
-  const b = createHash('sha256').update(expected).digest();
+  const a = hash('sha256', sent, 'buffer');
+  const b = hash('sha256', expected, 'buffer');
   return timingSafeEqual(a, b) && sent.length > 0;
 }

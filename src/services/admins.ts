@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { parseMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
@@ -61,7 +61,7 @@ function toAdmin(row: AdminRow): Admin {
 }
 
 export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 function checkEmail(raw: string): string {
