@@ -126,4 +126,18 @@ describe('waiting for the write lock', () => {
       /no such table/,
     );
   });
+
+  it('reports the error that ended a transaction, not the ROLLBACK that found none left', async () => {
+    // As a full disk does (SQLITE_FULL), a trigger's RAISE(ROLLBACK) ends the whole transaction.
+    await sql`create trigger disk_full before insert on lock_test when new.v < 0
+      begin select raise(rollback, 'database or disk is full'); end`.execute(storage.db);
+    const write = storage.db.transaction().execute(async (tx) => {
+      await insertValue(tx, 1);
+      await insertValue(tx, -1);
+    });
+    await expect(write).rejects.toThrow('database or disk is full');
+    expect(await values()).toEqual([]);
+    await insertValue(storage.db, 2);
+    expect(await values()).toEqual([2]);
+  });
 });

@@ -126,8 +126,14 @@ class LockWaitingDriver implements Driver {
     return this.inner.commitTransaction(connection);
   }
 
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.rollbackTransaction(connection);
+  /**
+   * After some errors (SQLITE_FULL or SQLITE_IOERR from a full or failing disk, a trigger's
+   * RAISE(ROLLBACK)) SQLite has already rolled the whole transaction back. A ROLLBACK then fails
+   * with "no transaction is active", and that error would be reported in place of the one that
+   * says what went wrong.
+   */
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.wait.inTransaction()) await this.inner.rollbackTransaction(connection);
   }
 
   savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
