@@ -7,6 +7,7 @@ import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 import type { AdminToken } from '../services/admin-tokens.js';
 import type { Project } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
+import { NoQuery } from './admin-schemas.js';
 import { adminNotificationRoutes } from './admin-notifications.js';
 import { adminProjectRoutes } from './admin-projects.js';
 import { adminSettingsRoutes } from './admin-settings.js';
@@ -117,6 +118,10 @@ export async function adminApi(app: FastifyInstance, deps: AdminDeps): Promise<v
       });
       const methods = new Map<string, Set<string>>();
       admin.addHook('onRoute', (route) => {
+        // A parameter a route does not name is refused (a script's `?limit=` on a route without
+        // pages would otherwise seem to work). The 405 routes answer before any check.
+        if (route.schema?.querystring === undefined && route.config?.wrongMethod !== true)
+          route.schema = { ...route.schema, querystring: NoQuery };
         const url = route.url.slice(ADMIN_PREFIX.length);
         const set = methods.get(url) ?? new Set<string>();
         for (const method of [route.method].flat()) set.add(method);

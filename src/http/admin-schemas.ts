@@ -285,6 +285,9 @@ export const SuppressionList = Type.Object({
   next_offset: Nullable(Type.Integer(), 'The `offset` of the next page; null on the last.'),
 });
 
+/** The query of a route that takes no parameters: any parameter is refused, not ignored. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const PageQuery = Type.Object(
   {
     limit: Type.Optional(Type.String({ description: 'Entries per page, 1–1000 (100).' })),

@@ -161,6 +161,10 @@ describe(`requests (${backend})`, () => {
         "Invalid 'locales.fr.subject' (a string)",
       ],
       [admin.get('/projects/x/notifications?colour=red'), 400, "Unknown parameter 'colour'"],
+      // Routes that take no parameters refuse them too, rather than seem to page or sort.
+      [admin.get('/projects?sort=name'), 400, "Unknown parameter 'sort'"],
+      [admin.get('/projects/x/templates?limit=10'), 400, "Unknown parameter 'limit'"],
+      [admin.post('/projects?dry_run=1', { name: 'a' }), 400, "Unknown parameter 'dry_run'"],
       [admin.get('/projects/x/suppressions?limit=1&limit=2'), 400, "Invalid 'limit' (a string)"],
     ];
     for (const [response, status, error] of cases) expectError(await response, status, error);
@@ -190,6 +194,12 @@ describe(`requests (${backend})`, () => {
     const wrong = await admin.put('/projects', { name: 'x' });
     expectError(wrong, 405, 'Method PUT is not allowed here; use GET, HEAD, POST');
     expect(wrong.headers.allow).toBe('GET, HEAD, POST');
+    // The method is what is wrong, whatever the query says.
+    expectError(
+      await admin.put('/projects?x=1', { name: 'x' }),
+      405,
+      'Method PUT is not allowed here; use GET, HEAD, POST',
+    );
     expect((await admin.post('/projects/x/templates/y', {})).headers.allow).toBe('DELETE, GET, HEAD, PUT');
     expectNotFoundPage(await admin.get('/nothing-here'));
     expectNotFoundPage(await admin.get('/projects/x/templates/y/z/w'));
