@@ -27,6 +27,11 @@ export interface PostOptions {
   readonly outbound: OutboundPolicy;
   /** At most this many bytes of the answer are read and kept; default 1024. */
   readonly excerptBytes?: number;
+  /**
+   * How long the excerpt may take to come once the status line has arrived (within the deadline);
+   * default 1000 ms. The answer is known by then: a receiver that drips its body holds no lane.
+   */
+  readonly excerptWaitMs?: number;
   /** Default 'Herald-Webhooks/1'. */
   readonly userAgent?: string;
 }
@@ -45,6 +50,7 @@ export interface PostResult {
 }
 
 const DEFAULT_EXCERPT_BYTES = 1024;
+const DEFAULT_EXCERPT_WAIT_MS = 1000;
 const DEFAULT_USER_AGENT = 'Herald-Webhooks/1';
 /** Error texts end up in every attempt row and on the dashboard: an OpenSSL message can be long. */
 const MAX_ERROR_CHARS = 300;
@@ -143,7 +149,8 @@ function excerptText(bytes: Buffer, cut: boolean): string {
 
 /**
  * The state of one attempt. It settles exactly once: on the answer's end, on the excerpt being
- * full, on an error, or at the deadline, whichever comes first; settling destroys the socket.
+ * full, on an error, when the excerpt has had its time, or at the deadline, whichever comes first;
+ * settling destroys the socket.
  */
 class Attempt {
   private readonly started = performance.now();
@@ -153,11 +160,12 @@ class Attempt {
   private answeredAfter = 0;
   private request: ClientRequest | null = null;
   private settled = false;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
 
   constructor(
     private readonly timeoutMs: number,
     private readonly excerptBytes: number,
+    private readonly excerptWaitMs: number,
     private readonly resolve: (result: PostResult) => void,
   ) {
     this.timer = setTimeout(() => this.expire(), timeoutMs);
@@ -178,6 +186,11 @@ class Attempt {
     this.statusCode = response.statusCode ?? null;
     this.answeredAfter = this.elapsed();
     if (this.excerptBytes <= 0) return this.answered();
+    const left = this.timeoutMs - this.answeredAfter;
+    if (this.excerptWaitMs < left) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.expire(), this.excerptWaitMs);
+    }
     response.on('data', (chunk: Buffer) => this.keep(chunk));
     response.on('end', () => this.answered());
     // A body cut off by the peer still leaves an answer: its status and what came of its body.
@@ -198,8 +211,9 @@ class Attempt {
   }
 
   /**
-   * At the deadline an answer whose body is still coming counts as an answer: the receiver gave
-   * its status line, and a 2xx means it took the event; only what arrived of the body is kept.
+   * At the deadline (or once the excerpt has had its time) an answer whose body is still coming
+   * counts as an answer: the receiver gave its status line, and a 2xx means it took the event;
+   * only what arrived of the body is kept.
    */
   private expire(): void {
     if (this.statusCode !== null) this.answered();
@@ -247,7 +261,12 @@ function requestHeaders(post: WebhookPost, userAgent: string): Record<string, st
  */
 export function postWebhook(post: WebhookPost, options: PostOptions): Promise<PostResult> {
   return new Promise((resolve) => {
-    const attempt = new Attempt(options.timeoutMs, options.excerptBytes ?? DEFAULT_EXCERPT_BYTES, resolve);
+    const attempt = new Attempt(
+      options.timeoutMs,
+      options.excerptBytes ?? DEFAULT_EXCERPT_BYTES,
+      options.excerptWaitMs ?? DEFAULT_EXCERPT_WAIT_MS,
+      resolve,
+    );
     try {
       const url = new URL(post.url);
       if (url.protocol !== 'http:' && url.protocol !== 'https:')

@@ -195,6 +195,19 @@ describe('postWebhook against hostile answers', () => {
     },
   );
 
+  // The deadline is far beyond the test's own timeout: only the excerpt's own wait can settle this.
+  it('gives a dripping body a second after the status line, not the whole deadline', async () => {
+    const receiver = await peer((req, res) => {
+      res.writeHead(200);
+      res.write('a');
+      const drip = setInterval(() => res.write('a'), 100);
+      res.on('close', () => clearInterval(drip));
+    });
+    const result = await post(receiver.url, { timeoutMs: 600_000 });
+    expect(result).toMatchObject({ ok: true, statusCode: 200, error: null });
+    expect(result.excerpt).toMatch(/^a+$/);
+  });
+
   it('keeps exactly excerptBytes of a 10 MB body', async () => {
     const receiver = await peer(answer(200, Buffer.alloc(10 * 1024 * 1024, 'x')));
     expect((await post(receiver.url)).excerpt).toBe('x'.repeat(1024));
