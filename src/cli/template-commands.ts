@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { ErrorCode, errors, HeraldError } from '../domain/errors.js';
 import { iso, templateJson, versionJson } from '../services/json-views.js';
 import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
@@ -14,6 +14,13 @@ interface TemplateOptions {
 }
 
 const variantOf = (options: { locale?: string }) => (options.locale ? ` (${options.locale})` : '');
+
+/** `--version`: a version number as `template versions` lists them. */
+function versionNumber(value: string): number {
+  if (!/^\d{1,9}$/.test(value))
+    throw new InvalidArgumentError('A version is a whole number (see template versions).');
+  return Number(value);
+}
 
 export function templateCommands(): Command {
   const template = new Command('template').description("manage a project's templates");
@@ -146,12 +153,11 @@ export function templateCommands(): Command {
     "make a new version with an earlier version's content",
     'template name',
   )
-    .requiredOption('--version <n>', 'the version whose content to restore')
+    .requiredOption('--version <n>', 'the version whose content to restore', versionNumber)
     .action(
       servicesAction(
-        async ({ templates }, out, options: { project: string; name: string; version: string }) => {
-          const n = /^\d+$/.test(options.version) ? Number(options.version) : NaN;
-          const updated = await templates.rollback(options.project, options.name, n);
+        async ({ templates }, out, options: { project: string; name: string; version: number }) => {
+          const updated = await templates.rollback(options.project, options.name, options.version);
           out.print(
             templateJson(updated),
             `Restored version ${options.version} of ${updated.name} as version ${updated.version}.`,
