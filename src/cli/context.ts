@@ -17,13 +17,14 @@ export async function withServices(
   body: (services: Services, out: Output) => Promise<void>,
 ): Promise<void> {
   const config = cliConfig(command);
-  warnIfNewDatabase(config);
+  const out = outputOf(command);
+  warnIfNewDatabase(config, out);
   // Command output goes to stdout; the service log to stderr (warnings and worse, unless
   // HERALD_LOG_LEVEL says otherwise).
   const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
   const services = await openServices(config, logger);
   try {
-    await body(services, outputOf(command));
+    await body(services, out);
   } finally {
     await closeServices(services);
   }
@@ -83,10 +84,10 @@ export function cliConfig(command: Command): Config {
  * A command run from the wrong directory would silently create an empty database there and report
  * "No projects yet"; say on stderr where the new database is and how to point at the right one.
  */
-export function warnIfNewDatabase(config: Config): void {
+export function warnIfNewDatabase(config: Config, out: Output): void {
   if (config.database.kind !== 'sqlite' || existsSync(config.database.file)) return;
-  process.stderr.write(
-    `herald: no database at ${config.database.file}; creating a new one. ` +
-      'If your server keeps its data elsewhere, pass --data-dir DIR or set HERALD_DATA_DIR.\n',
+  out.warn(
+    `no database at ${config.database.file}; creating a new one. ` +
+      'If your server keeps its data elsewhere, pass --data-dir DIR or set HERALD_DATA_DIR.',
   );
 }

@@ -17,6 +17,8 @@ export interface Output {
     empty: string,
     line: (item: T) => string,
   ): void;
+  /** A warning on stderr: `{"warning": …}` with --json, else `herald: …`. */
+  warn(text: string): void;
 }
 
 /**
@@ -52,6 +54,11 @@ export function createOutput(asJson: boolean): Output {
     },
     printList(key, items, json, empty, line) {
       this.print({ [key]: items.map(json) }, items.length === 0 ? empty : items.map(line).join('\n'));
+    },
+    warn(text) {
+      process.stderr.write(
+        asJson ? JSON.stringify({ warning: text }) + '\n' : terminalSafe(`herald: ${text}\n`),
+      );
     },
   };
 }

@@ -4,7 +4,6 @@ import type { ProjectInput } from '../services/projects.js';
 import { given, servicesAction } from './context.js';
 import { projectJson } from '../services/json-views.js';
 import { senderFor } from '../domain/sender.js';
-import { terminalSafe } from './output.js';
 
 interface ProjectOptions {
   name?: string;
@@ -52,12 +51,10 @@ export function projectCommands(): Command {
         // Accepted sends of a project without a From would all fail later; say so now.
         if (senderFor({ project: created, smtp: null, defaultFrom }) === null) {
           const ref = /^[\w.@-]+$/.test(created.name) ? created.name : String(created.id);
-          process.stderr.write(
-            terminalSafe(
-              `herald: project ${created.name} has no from address, so its sends will fail until it has one: ` +
-                `herald project update ${ref} --from-email ADDRESS (or --contact-email), a from address ` +
-                "in its SMTP settings (herald smtp set … --from-email), or the server's HERALD_SMTP_FROM.\n",
-            ),
+          out.warn(
+            `project ${created.name} has no from address, so its sends will fail until it has one: ` +
+              `herald project update ${ref} --from-email ADDRESS (or --contact-email), a from address ` +
+              "in its SMTP settings (herald smtp set … --from-email), or the server's HERALD_SMTP_FROM.",
           );
         }
       }),

@@ -120,7 +120,7 @@ export function migrateCommand(): Command {
     .description('create or upgrade the database schema (safe to run from several processes at once)')
     .action(async (_options: unknown, command: Command) => {
       const config = cliConfig(command);
-      warnIfNewDatabase(config);
+      warnIfNewDatabase(config, outputOf(command));
       const storage = openStorage(config.database);
       try {
         await storage.migrate();

@@ -24,6 +24,13 @@ describe('herald backup and --data-dir', () => {
     const second = await runHerald(['--data-dir', dataDir, 'project', 'list'], env);
     expect(second.code).toBe(0);
     expect(second.stderr).not.toContain('creating a new one');
+    // Under --json the warning is JSON too, as errors are.
+    const json = await runHerald(['project', 'list', '--json', '--data-dir', path.join(root, 'json')], env);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stderr)).toEqual({
+      warning: expect.stringMatching(/^no database at .*herald\.db; creating a new one\. /),
+    });
+    expect(JSON.parse(json.stdout)).toEqual({ projects: [] });
   });
 
   it('copies a live SQLite database that restores with its data', async () => {

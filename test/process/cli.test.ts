@@ -234,6 +234,17 @@ describe('herald CLI', () => {
     // --version here is the command's own option, not a request for Herald's version.
     const v3 = await herald('template', 'rollback', ...project, '--name', 'order', '--version', '1');
     expect(v3).toMatchObject({ version: 3, locales: {} });
+    const notNumber = await heraldFails(
+      'template',
+      'rollback',
+      ...project,
+      '--name',
+      'order',
+      '--version',
+      'v2',
+    );
+    expect(notNumber.code).toBe(2);
+    expect(notNumber.stderr).toContain('A version is a whole number (see template versions).');
     // A layout in use cannot go; a template that does not parse is refused with its place.
     const inUse = await heraldFails('layout', 'delete', ...project, '--name', 'frame');
     expect(inUse.code).toBe(1);
@@ -474,6 +485,10 @@ describe('herald CLI', () => {
     expect(bare.stderr).toContain('herald: project no-sender has no from address');
     expect(bare.stderr).toContain('herald project update no-sender --from-email ADDRESS');
     // Any source of a From will do: the contact email is one.
+    const quiet = await run('--name', 'no-sender-json', '--json');
+    expect(JSON.parse(quiet.stderr)).toEqual({
+      warning: expect.stringContaining('project no-sender-json has no from address'),
+    });
     const contact = await run('--name', 'contact-sender', '--contact-email', 'ops@contact.example', '--json');
     expect(contact.stderr).toBe('');
     const withFrom = await run('--name', 'from-sender', '--from-email', 'noreply@from.example');
