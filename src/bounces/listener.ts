@@ -163,9 +163,13 @@ export class BounceListener {
       throw reply(550, '5.1.1 Unknown bounce address');
   }
 
-  /** RFC 5321 §4.5.1: postmaster@ the domain must be accepted; it is read as a report without a token. */
+  /**
+   * RFC 5321 §4.5.1: postmaster@ the domain, and `Postmaster` with no domain, must be accepted
+   * (the local part in any case); such mail is read as a report without a token.
+   */
   private isPostmaster(address: string): boolean {
-    return address.trim().toLowerCase() === `postmaster@${this.options.domain}`;
+    const lower = address.trim().toLowerCase();
+    return lower === 'postmaster' || lower === `postmaster@${this.options.domain.toLowerCase()}`;
   }
 
   private async receive(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {

@@ -532,6 +532,13 @@ describe('reports without a token', () => {
     expect(await suppression(message.to)).toMatchObject({ reason: 'hard_bounce' });
   });
 
+  it('takes `Postmaster` with no domain too (RFC 5321 §4.5.1)', async () => {
+    const message = await sendThroughRelay(uniqueRecipient('bare-postmaster'));
+    const raw = fixture('dsn-with-headers-only', message, { tokenAddress: `postmaster@${DOMAIN}` });
+    expect(await report('Postmaster', raw)).toMatchObject({ ok: true, responseCode: 250 });
+    expect((await status(message.requestId)).status).toBe('failed');
+  });
+
   it('a complaint from a feedback loop to plain bounces@ is matched the same way', async () => {
     const message = await sendThroughRelay(uniqueRecipient('fbl'));
     const plain = `bounces@${DOMAIN}`;
