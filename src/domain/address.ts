@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import { HEADER_BREAK } from './header-break.js';
 
 export interface Mailbox {
@@ -86,15 +87,34 @@ function parseName(raw: string): string | null {
   return name.length > MAX_NAME_LENGTH ? null : name;
 }
 
-/** The address with its domain lower-cased, or null when it is not a plain dot-atom@domain. */
+// eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
+const NOT_ASCII = /[^\u0000-\u007f]/;
+const EDGE_HYPHEN = /(?:^|\.)-|-(?:$|\.)/;
+
+/**
+ * The domain as mail carries it without SMTPUTF8: lower case, and an internationalised name
+ * (`bücher.example`) in its ASCII form (`xn--bcher-kva.example`, UTS #46, as browsers do), so an
+ * address compares equal however it was written; '' when it has no such form.
+ */
+function asciiDomain(domain: string): string {
+  if (!NOT_ASCII.test(domain)) return domain.toLowerCase();
+  // A label may not begin or end with a hyphen in either form (RFC 5891 §4.2.3.1).
+  return EDGE_HYPHEN.test(domain) ? '' : domainToASCII(domain);
+}
+
+/**
+ * The address with its domain lower-cased (an internationalised one in its ASCII form), or null
+ * when it is not a plain dot-atom@domain. The local part must be ASCII: a non-ASCII one needs
+ * SMTPUTF8 at every hop, which Herald does not ask relays for.
+ */
 function parseAddress(value: string): string | null {
   if (value.length > MAX_ADDRESS_LENGTH) return null;
   const at = value.indexOf('@');
   if (at < 0 || at !== value.lastIndexOf('@')) return null;
   const local = value.slice(0, at);
-  const domain = value.slice(at + 1).toLowerCase();
+  const domain = asciiDomain(value.slice(at + 1));
   if (local.length > MAX_LOCAL_LENGTH || !DOT_ATOM.test(local)) return null;
-  if (domain.length > MAX_DOMAIN_LENGTH) return null;
+  if (domain.length > MAX_DOMAIN_LENGTH || local.length + 1 + domain.length > MAX_ADDRESS_LENGTH) return null;
   const labels = domain.split('.');
   if (labels.length < 2 || !labels.every((label) => LABEL.test(label))) return null;
   // A numeric TLD would make 192.168.0.1 look like a domain; IP literals are not accepted.

@@ -88,6 +88,21 @@ describe('delivery over SMTP', () => {
     expect(message!.raw.toString('latin1')).not.toMatch(/[^\r]\n/);
   });
 
+  it('sends to an internationalised domain in its ASCII form, and reports that form', async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    const before = sink.messages.length;
+    const requestId = await send(apiKey, { template: 'user_created', to: 'Jürgen <jurgen@Bücher.example>' });
+    const body = await settled(apiKey, requestId);
+    expect(body).toMatchObject({ status: 'sent', to: '"Jürgen" <jurgen@xn--bcher-kva.example>' });
+    await sink.waitFor(before + 1);
+    const message = sink.messages.find((m) => m.parsed.headers.get('x-herald-request-id') === requestId);
+    // smtp-server shows the envelope's domain decoded; the header holds what went on the wire.
+    expect(message!.envelopeTo).toEqual(['jurgen@bücher.example']);
+    expect(message!.raw.toString('latin1')).toMatch(
+      /^To: =\?UTF-8\?Q\?J=C3=BCrgen\?= <jurgen@xn--bcher-kva\.example>\r$/m,
+    );
+  });
+
   it('renders placeholders with no matching key blank and raises no error', async () => {
     const { apiKey } = await seedProject(ctx.services);
     const requestId = await send(apiKey, {

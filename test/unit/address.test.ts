@@ -24,6 +24,10 @@ describe('parseMailbox: valid', () => {
     ],
     ['a@b.c1', { address: 'a@b.c1' }],
     ['a@1.example', { address: 'a@1.example' }],
+    // Internationalised domains in their ASCII form, so that either spelling is the same address.
+    ['jane@exämple.org', { address: 'jane@xn--exmple-cua.org' }],
+    ['Jane <JANE@Bücher.Example>', { name: 'Jane', address: 'JANE@xn--bcher-kva.example' }],
+    ['x@例え.テスト', { address: 'x@xn--r8jz45g.xn--zckzah' }],
   ])('%j', (input, expected) => {
     expect(parseMailbox(input)).toEqual(expected);
   });
@@ -74,7 +78,9 @@ describe('parseMailbox: invalid', () => {
     'jane(comment)@example.org',
     'jane@example.org (Jane)',
     'jäne@example.org',
-    'jane@exämple.org',
+    'jane@-bücher.example',
+    'jane@bücher-.example',
+    'jane@bücher',
     'Jane <jane@example.org',
     'Jane jane@example.org>',
     '< jane@example.org>',
