@@ -218,7 +218,14 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     const values = { ...valuesOf(fieldsOf(request.body)), name: request.params.name };
     let saved: Template;
     try {
-      saved = await templates.update(project.id, request.params.name, { ...values, sampleData: values.data });
+      // The editor fills the box with a generated sample when none is saved: posted back as it
+      // was, it is no sample data of the user's, and saving it would count as a change.
+      const current = await templates.get(project.id, request.params.name);
+      const generated = current.sampleData === null && values.data === sampleDataFor(current.placeholders);
+      saved = await templates.update(project.id, request.params.name, {
+        ...values,
+        sampleData: generated ? undefined : values.data,
+      });
     } catch (error) {
       const template = await templates.get(project.id, request.params.name);
       return editor(

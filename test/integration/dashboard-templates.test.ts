@@ -178,4 +178,34 @@ describe('saving the template editor', () => {
       sampleData: '{\n  "name": "Jane"\n}',
     });
   });
+
+  it('keeps a template without sample data untouched when the generated sample comes back as it was', async () => {
+    const created = await ctx.services.templates.create(projectId, {
+      name: 'no-sample',
+      subject: 'Hi {{name}}',
+      text: 'Hello {{name}}',
+    });
+    const url = `/projects/${projectId}/templates/edit/no-sample`;
+    const page = await client.get(url);
+    const generated = textareaValue(page, 'data');
+    expect(generated).toContain('"name"');
+    while (Date.now() <= created.updatedAt) await new Promise((resolve) => setTimeout(resolve, 1));
+    const form = {
+      subject: inputValue(page, 'subject')!,
+      text: textareaValue(page, 'text'),
+      html: '',
+      data: generated.replace(/\n/g, '\r\n'),
+      layout: '',
+      locale: '',
+    };
+    expect((await client.post(url, form, csrfOf(page))).statusCode).toBe(303);
+    expect(await ctx.services.templates.get(projectId, 'no-sample')).toEqual(created);
+    // Sample data the user wrote is saved.
+    const edited = { ...form, data: '{"name": "Ada"}' };
+    expect((await client.post(url, edited, csrfOf(page))).statusCode).toBe(303);
+    expect(await ctx.services.templates.get(projectId, 'no-sample')).toMatchObject({
+      version: 1,
+      sampleData: '{"name": "Ada"}',
+    });
+  });
 });
