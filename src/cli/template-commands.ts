@@ -18,7 +18,9 @@ const variantOf = (options: { locale?: string }) => (options.locale ? ` (${optio
 /** `--version`: a version number as `template versions` lists them. */
 function versionNumber(value: string): number {
   if (!/^\d{1,9}$/.test(value))
-    throw new InvalidArgumentError('A version is a whole number (see template versions).');
+    throw new InvalidArgumentError(
+      'A version is a whole number of up to 9 digits, as template versions lists them.',
+    );
   return Number(value);
 }
 

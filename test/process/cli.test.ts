@@ -244,7 +244,9 @@ describe('herald CLI', () => {
       'v2',
     );
     expect(notNumber.code).toBe(2);
-    expect(notNumber.stderr).toContain('A version is a whole number (see template versions).');
+    expect(notNumber.stderr).toContain(
+      'A version is a whole number of up to 9 digits, as template versions lists them.',
+    );
     // A layout in use cannot go; a template that does not parse is refused with its place.
     const inUse = await heraldFails('layout', 'delete', ...project, '--name', 'frame');
     expect(inUse.code).toBe(1);
