@@ -1,4 +1,4 @@
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 import { HEADER_BREAK } from './header-break.js';
 
 export interface Mailbox {
@@ -89,7 +89,7 @@ function parseName(raw: string): string | null {
 
 // eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
 const NOT_ASCII = /[^\u0000-\u007f]/;
-const EDGE_HYPHEN = /(?:^|\.)-|-(?:$|\.)/;
+const BAD_HYPHENS = /^-|-$|^..--/;
 
 /**
  * The domain as mail carries it without SMTPUTF8: lower case, and an internationalised name
@@ -98,8 +98,15 @@ const EDGE_HYPHEN = /(?:^|\.)-|-(?:$|\.)/;
  */
 function asciiDomain(domain: string): string {
   if (!NOT_ASCII.test(domain)) return domain.toLowerCase();
-  // A label may not begin or end with a hyphen in either form (RFC 5891 §4.2.3.1).
-  return EDGE_HYPHEN.test(domain) ? '' : domainToASCII(domain);
+  const ascii = domainToASCII(domain);
+  // Checked once mapped (which drops soft hyphens and turns full-width stops and hyphens into
+  // ASCII ones): an internationalised label may not begin or end with a hyphen, nor have two in
+  // its third and fourth places (RFC 5891 §4.2.3.1).
+  const unicode = domainToUnicode(ascii).split('.');
+  const badLabel = ascii
+    .split('.')
+    .some((label, i) => label.startsWith('xn--') && BAD_HYPHENS.test(unicode[i] ?? ''));
+  return badLabel ? '' : ascii;
 }
 
 /**
@@ -120,4 +127,21 @@ function parseAddress(value: string): string | null {
   // A numeric TLD would make 192.168.0.1 look like a domain; IP literals are not accepted.
   if (ALL_DIGITS.test(labels[labels.length - 1] ?? '')) return null;
   return `${local}@${domain}`;
+}
+
+/** The full stops UTS #46 maps to `.` (ideographic, full-width, half-width ideographic). */
+const LABEL_SEPARATORS = /[.\u3002\uff0e\uff61]/;
+
+/**
+ * Text to look for in stored addresses, which keep an internationalised domain in its ASCII form:
+ * each whole label of the domain part (after the last `@`, or all of it without one) that is not
+ * ASCII becomes its ASCII form, so `bücher` finds `xn--bcher-kva`. Part of such a label (`büch`)
+ * finds nothing: its ASCII form is not a part of the whole label's.
+ */
+export function addressSearchText(text: string): string {
+  if (!NOT_ASCII.test(text)) return text;
+  const at = text.lastIndexOf('@');
+  const labels = text.slice(at + 1).split(LABEL_SEPARATORS);
+  const ascii = labels.map((label) => (NOT_ASCII.test(label) ? domainToASCII(label) || label : label));
+  return `${text.slice(0, at + 1)}${ascii.join('.')}`;
 }

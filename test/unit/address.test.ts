@@ -80,6 +80,12 @@ describe('parseMailbox: invalid', () => {
     'jäne@example.org',
     'jane@-bücher.example',
     'jane@bücher-.example',
+    // The same, once mapped: a soft hyphen dropped, full-width stops and hyphens made ASCII.
+    'jane@bücher-\u00ad.example',
+    'jane@bücher-。example',
+    'jane@bücher-．example',
+    'jane@－bücher.example',
+    'jane@ab--ü.example',
     'jane@bücher',
     'Jane <jane@example.org',
     'Jane jane@example.org>',
