@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { NewSession } from '../services/admins.js';
+import { adminEmail, type NewSession } from '../services/admins.js';
 import { errorPage, formPage, notice, type DashboardDeps, type ViewData } from './context.js';
 import { fieldsOf, refusal, text } from './forms.js';
 import { randomToken } from '../security/token.js';
@@ -230,7 +230,7 @@ export async function authRoutes(
   app.post('/admins/remove', async (request, reply) => {
     const email = text(fieldsOf(request.body), 'email');
     // Another admin removes you: removing yourself here would end this very session.
-    if (email.trim().toLowerCase() === request.dashSession!.admin.email)
+    if (adminEmail(email) === request.dashSession!.admin.email)
       return adminsPage(request, reply, { error: 'You cannot remove yourself; another admin can.' }, 400);
     try {
       await deps.admins.remove(email);

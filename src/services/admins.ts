@@ -64,11 +64,16 @@ export function sha256(value: string): string {
   return hash('sha256', value, 'hex');
 }
 
-function checkEmail(raw: string): string {
+/** An admin's email as it is stored, however it was typed; null when it is not one address. */
+export function adminEmail(raw: string): string | null {
   const mailbox = parseMailbox(raw.trim());
-  if (mailbox === null || mailbox.name !== undefined)
-    throw errors.invalidInput('Enter a valid email address');
-  return mailbox.address.toLowerCase();
+  return mailbox === null || mailbox.name !== undefined ? null : mailbox.address.toLowerCase();
+}
+
+function checkEmail(raw: string): string {
+  const address = adminEmail(raw);
+  if (address === null) throw errors.invalidInput('Enter a valid email address');
+  return address;
 }
 
 function checkPassword(password: string): string {
@@ -175,7 +180,8 @@ export class AdminService {
 
   /** The admin with this email and password, or null; unknown emails cost as much time as known ones. */
   async authenticate(email: string, password: string): Promise<Admin | null> {
-    const row = await findAdminByEmail(this.db, email.trim().toLowerCase());
+    const address = adminEmail(email);
+    const row = address === null ? undefined : await findAdminByEmail(this.db, address);
     const ok = await verifyPassword(
       password.slice(0, PASSWORD_LIMITS.max),
       row?.password_hash ?? (await decoyHash()),

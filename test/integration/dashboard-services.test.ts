@@ -106,6 +106,11 @@ describe('AdminService', () => {
     expect(await admins.authenticate('CASE@herald.example', 'ten chars!')).toMatchObject({ id: created.id });
     expect(await admins.authenticate('case@herald.example', 'ten chars?')).toBeNull();
     expect(await admins.authenticate('nobody@herald.example', 'ten chars!')).toBeNull();
+    // An internationalised domain is stored in its ASCII form and found by either spelling.
+    const idn = await admins.create('ops@Bücher.example', 'ten chars!');
+    expect(idn.email).toBe('ops@xn--bcher-kva.example');
+    for (const typed of ['ops@bücher.example', ' OPS@xn--bcher-kva.example ', '<ops@bücher.example>'])
+      expect(await admins.authenticate(typed, 'ten chars!'), typed).toMatchObject({ id: idn.id });
     await expect(admins.create('short@herald.example', 'too short')).rejects.toThrow(/at least|10/);
     await expect(admins.create('case@herald.example', 'another password')).rejects.toThrow(/already exists/);
   });
