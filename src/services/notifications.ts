@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { addressSearchText } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
 import { canceled } from '../domain/lifecycle.js';
 import { notificationView, type NotificationView } from '../domain/notification.js';
@@ -164,9 +165,13 @@ export class NotificationService {
    * search goes on from there.
    */
   async search(search: NotificationSearch): Promise<SearchPage> {
-    const { metadata: values, before, limit, ...conditions } = search;
+    const { metadata: values, before, limit, recipient, ...conditions } = search;
     const metadata = Object.entries(values ?? {}).map(([key, value]) => ({ key, value }));
-    const filter = { ...conditions, ...(metadata.length > 0 && { metadata }) };
+    const filter = {
+      ...conditions,
+      ...(recipient !== undefined && { recipient: addressSearchText(recipient) }),
+      ...(metadata.length > 0 && { metadata }),
+    };
     const filtered = Object.values(filter).some((value) => value !== undefined);
     const windowEnd = filtered ? (before ?? (await this.newestId()) + 1) : before;
     const fromId = filtered && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;

@@ -182,4 +182,29 @@ describe(`notification search (${backend})`, () => {
         "Invalid 'metadata' filter",
       );
   });
+
+  it('finds an internationalised domain by its labels, however they are typed', async () => {
+    const other = await seedProject(ctx.services);
+    const id = await addNotification(ctx.services.storage.db, other.projectId, {
+      state: 'sent',
+      template: 'welcome',
+      recipient: 'Jürgen <jurgen@xn--bcher-kva.example>',
+      created_at: T0,
+    });
+    const inOther = async (recipient: string) =>
+      found(
+        ok<Page>(
+          await admin.get(`/projects/${other.name}/notifications?recipient=${encodeURIComponent(recipient)}`),
+        ),
+      );
+    for (const typed of [
+      'jurgen@bücher.example',
+      'bücher',
+      '@BÜCHER.example',
+      'xn--bcher-kva',
+      'bücher。example',
+    ])
+      expect(await inOther(typed), typed).toEqual([id]);
+    expect(await inOther('büch')).toEqual([]);
+  });
 });
