@@ -1,7 +1,8 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll } from 'vitest';
 import { dashboardPlugin } from '../../src/dashboard/plugin.js';
 import { buildApp } from '../../src/http/app.js';
-import type { TestContext } from './services.js';
+import { createTestContext, type TestContext } from './services.js';
 
 /**
  * The app with the dashboard mounted, and the session token of a signed-in admin, for tests that
@@ -54,4 +55,31 @@ export function dashboardClient(app: FastifyInstance, session: string): Dashboar
       });
     },
   };
+}
+
+/** A suite's test context and signed-in dashboard client, set before its first test. */
+export interface DashboardSuite {
+  readonly ctx: TestContext;
+  readonly client: DashboardClient;
+}
+
+/**
+ * Registers the hooks of a suite that reads dashboard pages as a signed-in admin: a new test
+ * context and the dashboard app before the suite's tests, both closed after them. The fields of
+ * what it returns are there once the suite's first `beforeAll` has run.
+ */
+export function dashboardSuite(): DashboardSuite {
+  const suite = {} as { ctx: TestContext; client: DashboardClient };
+  let close = async () => {};
+  beforeAll(async () => {
+    suite.ctx = await createTestContext();
+    const { app, session } = await dashboardApp(suite.ctx);
+    close = () => app.close();
+    suite.client = dashboardClient(app, session);
+  });
+  afterAll(async () => {
+    await close();
+    await suite.ctx?.close();
+  });
+  return suite;
 }

@@ -21,3 +21,8 @@ export async function waitUntil<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** Resolves once the clock has moved past `time`, so that a write after it has a later stamp. */
+export async function passMillisecond(time: number): Promise<void> {
+  while (Date.now() <= time) await new Promise((resolve) => setTimeout(resolve, 1));
+}

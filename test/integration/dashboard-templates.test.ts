@@ -1,7 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { csrfOf, dashboardApp, dashboardClient, type DashboardClient } from '../helpers/dashboard.js';
-import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { csrfOf, dashboardSuite } from '../helpers/dashboard.js';
+import { seedProject } from '../helpers/services.js';
+import { passMillisecond } from '../helpers/wait.js';
 
 /**
  * The template editor's "Send a test email" form through `inject`: a refused test keeps the saved
@@ -9,9 +10,7 @@ import { createTestContext, seedProject, type TestContext } from '../helpers/ser
  * that variant; the recipient starts as the project's contact address.
  */
 
-let ctx: TestContext;
-let client: DashboardClient;
-let close: () => Promise<void>;
+const suite = dashboardSuite();
 let projectId: number;
 let csrf: string;
 
@@ -19,22 +18,14 @@ const EDIT = () => `/projects/${projectId}/templates/edit/user_created`;
 const TEST = () => `/projects/${projectId}/templates/test/user_created`;
 
 beforeAll(async () => {
-  ctx = await createTestContext();
-  const { app, session } = await dashboardApp(ctx);
-  close = () => app.close();
-  client = dashboardClient(app, session);
-  ({ projectId } = await seedProject(ctx.services, { contactEmail: 'dev@shop.example' }));
-  await ctx.services.templates.create(projectId, {
+  ({ projectId } = await seedProject(suite.ctx.services, { contactEmail: 'dev@shop.example' }));
+  await suite.ctx.services.templates.create(projectId, {
     name: 'user_created',
     locale: 'fr',
     subject: 'Bienvenue {{user_name}}',
     text: 'Bonjour {{user_name}}.',
   });
-  csrf = csrfOf(await client.get(EDIT()));
-});
-afterAll(async () => {
-  await close?.();
-  await ctx?.close();
+  csrf = csrfOf(await suite.client.get(EDIT()));
 });
 
 /** An attribute's text as the browser reads it. */
@@ -60,11 +51,11 @@ function inputValue(page: LightMyRequestResponse, id: string): string | undefine
 
 describe('sending a test email from the template editor', () => {
   it('starts with the project contact address as the recipient', async () => {
-    expect(inputValue(await client.get(EDIT()), 'test-to')).toBe('dev@shop.example');
+    expect(inputValue(await suite.client.get(EDIT()), 'test-to')).toBe('dev@shop.example');
   });
 
   it('keeps the saved template on the page when the recipient is not an address, and says so', async () => {
-    const page = await client.post(TEST(), { data: '{"user_name":"Jane"}', to: 'not-an-email' }, csrf);
+    const page = await suite.client.post(TEST(), { data: '{"user_name":"Jane"}', to: 'not-an-email' }, csrf);
     expect(page.statusCode).toBe(400);
     expect(page.body).toContain('The recipient is not an email address');
     expect(inputValue(page, 'subject')).toBe('Welcome {{user_name}}');
@@ -74,21 +65,21 @@ describe('sending a test email from the template editor', () => {
   });
 
   it('asks for a recipient when none is given', async () => {
-    const page = await client.post(TEST(), { data: '{}', to: '  ' }, csrf);
+    const page = await suite.client.post(TEST(), { data: '{}', to: '  ' }, csrf);
     expect(page.statusCode).toBe(400);
     expect(page.body).toContain('Enter the address to send the test email to.');
     expect(inputValue(page, 'subject')).toBe('Welcome {{user_name}}');
   });
 
   it('keeps the saved template when the sample data is not JSON', async () => {
-    const page = await client.post(TEST(), { data: '{not json', to: 'jane@example.org' }, csrf);
+    const page = await suite.client.post(TEST(), { data: '{not json', to: 'jane@example.org' }, csrf);
     expect(page.statusCode).toBe(400);
     expect(inputValue(page, 'subject')).toBe('Welcome {{user_name}}');
     expect(inputValue(page, 'test-to')).toBe('jane@example.org');
   });
 
   it('sends the variant whose page the test was sent from', async () => {
-    const page = await client.get(`${EDIT()}?locale=fr`);
+    const page = await suite.client.get(`${EDIT()}?locale=fr`);
     expect(inputValue(page, 'subject')).toBe('Bienvenue {{user_name}}');
     // The test form as the page has it: its hidden fields, and the recipient typed in.
     const form = new RegExp(`<form[^>]*action="${TEST()}"[^>]*>([\\s\\S]*?)</form>`).exec(page.body)![1]!;
@@ -99,10 +90,10 @@ describe('sending a test email from the template editor', () => {
       ]),
     );
     const { _csrf: token, ...fields } = hidden;
-    const sent = await client.post(TEST(), { ...fields, to: 'jeanne@example.org' }, token!);
+    const sent = await suite.client.post(TEST(), { ...fields, to: 'jeanne@example.org' }, token!);
     expect(sent.statusCode).toBe(303);
     const requestId = decodeURIComponent(/\/messages\/([^?]+)/.exec(sent.headers.location as string)![1]!);
-    const row = await ctx.services.storage.db
+    const row = await suite.ctx.services.storage.db
       .selectFrom('notifications')
       .select(['locale', 'recipient'])
       .where('request_id', '=', requestId)
@@ -113,10 +104,14 @@ describe('sending a test email from the template editor', () => {
 
 describe("the test form's locale", () => {
   it("is checked as a send's locale is: a tag in another case is the same variant, anything else is refused", async () => {
-    const sent = await client.post(TEST(), { data: '{}', to: 'jeanne@example.org', locale: 'FR' }, csrf);
+    const sent = await suite.client.post(
+      TEST(),
+      { data: '{}', to: 'jeanne@example.org', locale: 'FR' },
+      csrf,
+    );
     expect(sent.statusCode).toBe(303);
     const requestId = decodeURIComponent(/\/messages\/([^?]+)/.exec(sent.headers.location as string)![1]!);
-    const row = await ctx.services.storage.db
+    const row = await suite.ctx.services.storage.db
       .selectFrom('notifications')
       .select('locale')
       .where('request_id', '=', requestId)
@@ -124,7 +119,7 @@ describe("the test form's locale", () => {
     expect(row.locale).toBe('fr');
 
     for (const locale of ['<img src=x onerror=alert(1)>', 'x'.repeat(3000), 'fr_FR']) {
-      const refused = await client.post(TEST(), { data: '{}', to: 'jeanne@example.org', locale }, csrf);
+      const refused = await suite.client.post(TEST(), { data: '{}', to: 'jeanne@example.org', locale }, csrf);
       expect(refused.statusCode).toBe(400);
       expect(refused.body).toContain('That is not a locale');
       expect(refused.body).not.toContain('<img src=x');
@@ -134,10 +129,10 @@ describe("the test form's locale", () => {
 
 describe('the editor of a locale variant', () => {
   it('opens the variant for its tag in any case, and the default for anything else', async () => {
-    const upper = await client.get(`${EDIT()}?locale=FR`);
+    const upper = await suite.client.get(`${EDIT()}?locale=FR`);
     expect(inputValue(upper, 'subject')).toBe('Bienvenue {{user_name}}');
     expect(upper.body).toContain('<input type="hidden" name="locale" value="fr">');
-    const bad = await client.get(`${EDIT()}?locale=${encodeURIComponent('fr_FR')}`);
+    const bad = await suite.client.get(`${EDIT()}?locale=${encodeURIComponent('fr_FR')}`);
     expect(bad.statusCode).toBe(200);
     expect(inputValue(bad, 'subject')).toBe('Welcome {{user_name}}');
     expect(bad.body).not.toContain('fr_FR');
@@ -146,18 +141,18 @@ describe('the editor of a locale variant', () => {
 
 describe('saving the template editor', () => {
   it('makes no version when nothing changed, whatever line ends the browser sends', async () => {
-    await ctx.services.templates.create(projectId, {
+    await suite.ctx.services.templates.create(projectId, {
       name: 'multiline',
       subject: 'Lines',
       text: '\nHello\n\nBye\n',
       html: '<p>Hello</p>\n<p>Bye</p>\n',
     });
     const url = `/projects/${projectId}/templates/edit/multiline`;
-    const page = await client.get(url);
+    const page = await suite.client.get(url);
     // As a browser posts the page back: each textarea as it reads it, its lines ended by CRLF
     // (HTML's form encoding).
     const crlf = (value: string) => value.replace(/\n/g, '\r\n');
-    const saved = await client.post(
+    const saved = await suite.client.post(
       url,
       {
         subject: inputValue(page, 'subject')!,
@@ -170,7 +165,7 @@ describe('saving the template editor', () => {
       csrfOf(page),
     );
     expect(saved.statusCode).toBe(303);
-    const template = await ctx.services.templates.get(projectId, 'multiline');
+    const template = await suite.ctx.services.templates.get(projectId, 'multiline');
     expect(template).toMatchObject({
       version: 1,
       text: '\nHello\n\nBye\n',
@@ -180,16 +175,16 @@ describe('saving the template editor', () => {
   });
 
   it('keeps a template without sample data untouched when the generated sample comes back as it was', async () => {
-    const created = await ctx.services.templates.create(projectId, {
+    const created = await suite.ctx.services.templates.create(projectId, {
       name: 'no-sample',
       subject: 'Hi {{name}}',
       text: 'Hello {{name}}',
     });
     const url = `/projects/${projectId}/templates/edit/no-sample`;
-    const page = await client.get(url);
+    const page = await suite.client.get(url);
     const generated = textareaValue(page, 'data');
     expect(generated).toContain('"name"');
-    while (Date.now() <= created.updatedAt) await new Promise((resolve) => setTimeout(resolve, 1));
+    await passMillisecond(created.updatedAt);
     const form = {
       subject: inputValue(page, 'subject')!,
       text: textareaValue(page, 'text'),
@@ -198,12 +193,12 @@ describe('saving the template editor', () => {
       layout: '',
       locale: '',
     };
-    expect((await client.post(url, form, csrfOf(page))).statusCode).toBe(303);
-    expect(await ctx.services.templates.get(projectId, 'no-sample')).toEqual(created);
+    expect((await suite.client.post(url, form, csrfOf(page))).statusCode).toBe(303);
+    expect(await suite.ctx.services.templates.get(projectId, 'no-sample')).toEqual(created);
     // Sample data the user wrote is saved.
     const edited = { ...form, data: '{"name": "Ada"}' };
-    expect((await client.post(url, edited, csrfOf(page))).statusCode).toBe(303);
-    expect(await ctx.services.templates.get(projectId, 'no-sample')).toMatchObject({
+    expect((await suite.client.post(url, edited, csrfOf(page))).statusCode).toBe(303);
+    expect(await suite.ctx.services.templates.get(projectId, 'no-sample')).toMatchObject({
       version: 1,
       sampleData: '{"name": "Ada"}',
     });

@@ -4,6 +4,7 @@ import { HeraldError } from '../../src/domain/errors.js';
 import { settledStatus } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
+import { passMillisecond } from '../helpers/wait.js';
 
 /**
  * Templates people write (product.md §11), end to end: saved through the services, sent over
@@ -46,11 +47,6 @@ async function delivered(apiKey: string, body: Record<string, unknown>) {
       ? sink.messages.find((m) => m.parsed.headers.get('x-herald-request-id') === requestId)
       : undefined;
   return { status, message };
-}
-
-/** Resolves once the clock has moved past `time`, so that a write after it has a later stamp. */
-async function passMillisecond(time: number): Promise<void> {
-  while (Date.now() <= time) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 
 async function refusal(run: () => Promise<unknown>): Promise<string> {
