@@ -51,9 +51,18 @@ export function parseSmtpUrl(raw: string): SmtpTarget {
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port,
     security,
-    username: url.username === '' ? null : decodeURIComponent(url.username),
-    password: url.password === '' ? null : decodeURIComponent(url.password),
+    username: url.username === '' ? null : decoded(url.username, 'user name'),
+    password: url.password === '' ? null : decoded(url.password, 'password'),
   };
+}
+
+/** A user name or password from the URL, its %XX escapes decoded: a `%` of its own is written `%25`. */
+function decoded(part: string, what: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw errors.invalidInput(`SMTP URL ${what} has a % that starts no %XX escape: write a % as %25`);
+  }
 }
 
 /**

@@ -95,6 +95,17 @@ describe(`SMTP settings (${backend})`, () => {
     for (const [body, viaService] of cases)
       expectError(await admin.put(path('/smtp'), body), 400, await refusal(viaService));
     expectError(await admin.put(path('/smtp'), {}), 400, "Missing 'url'");
+    // A password with a % of its own, in the main URL or the fallback's.
+    const percent = 'SMTP URL password has a % that starts no %XX escape: write a % as %25';
+    expectError(await admin.put(path('/smtp'), { url: 'smtp://u:50%off@mail.example' }), 400, percent);
+    expectError(
+      await admin.put(path('/smtp'), {
+        url: 'smtp://mail.example',
+        fallback_url: 'smtp://u:p%ZZ@backup.example',
+      }),
+      400,
+      percent,
+    );
     expect(await ctx.services.smtpSettings.get(project.projectId)).toBeNull();
   });
 });

@@ -124,6 +124,10 @@ describe('SMTP URLs', () => {
     });
     expect(() => parseSmtpUrl('http://relay.example')).toThrow(/smtp/);
     expect(() => parseSmtpUrl('smtp://relay.example?security=maybe')).toThrow(/security/);
+    // A % that starts no escape is the URL's mistake, said as such, not a URIError.
+    expect(() => parseSmtpUrl('smtp://u%:secret@relay.example')).toThrow(
+      'SMTP URL user name has a % that starts no %XX escape: write a % as %25',
+    );
   });
 
   it('describe a target as a URL again, with an IPv6 host in brackets and no password', () => {
