@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { MetadataFilter } from '../domain/metadata.js';
 import { insertRows } from './bulk-insert.js';
 import { hasMetadata } from './notification-metadata.js';
@@ -107,7 +107,7 @@ export async function listNotifications(
   if (filter.states !== undefined) query = query.where('state', 'in', filter.states);
   if (filter.template !== undefined) query = query.where('template', '=', filter.template);
   if (filter.recipient !== undefined)
-    query = query.where('recipient', 'like', `%${escapeLike(filter.recipient)}%`);
+    query = query.where(sql<boolean>`recipient like ${`%${escapeLike(filter.recipient)}%`} escape '\\'`);
   if (filter.metadata !== undefined && filter.metadata.length > 0)
     query = query.where(hasMetadata(filter.metadata, filter.projectId));
   if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);
@@ -126,6 +126,7 @@ export async function newestNotificationId(db: Kysely<Database>): Promise<number
   return row?.id == null ? 0 : Number(row.id);
 }
 
+/** A search's own `%`, `_` and `\` as literal characters, under `escape '\'` (SQLite has no default). */
 function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (c) => `\\${c}`);
 }

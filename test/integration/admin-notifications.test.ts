@@ -43,7 +43,7 @@ beforeAll(async () => {
     ],
     [
       'welcome-sam',
-      { state: 'sent', template: 'welcome', recipient: 'Sam <sam@shop.example>', created_at: T0 + 2000 },
+      { state: 'sent', template: 'welcome', recipient: 'Sam <sam_lee@shop.example>', created_at: T0 + 2000 },
     ],
     [
       'welcome-ann',
@@ -96,6 +96,10 @@ describe(`notification search (${backend})`, () => {
     expect(found(await search('?status=failed'))).toEqual([ids['reset-jane']]);
     expect(found(await search('?recipient=jane'))).toEqual([ids['reset-jane'], ids['welcome-jane']]);
     expect(found(await search('?recipient=%40shop.example'))).toEqual([ids['welcome-sam']]);
+    // LIKE's wildcards in the search are the characters themselves.
+    expect(found(await search('?recipient=sam_lee'))).toEqual([ids['welcome-sam']]);
+    expect(found(await search('?recipient=_'))).toEqual([ids['welcome-sam']]);
+    expect(found(await search('?recipient=%25'))).toEqual([]);
     expect(found(await search('?template=reset'))).toEqual([ids['reset-ann'], ids['reset-jane']]);
     expect(found(await search('?template=res'))).toEqual([]);
     const from = new Date(T0 + 1000).toISOString();
