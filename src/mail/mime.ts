@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 // ESM build under NodeNext. Only its encoders are used here: the message structure is fixed.
 import {
   buildHeaderValue,
+  encodeWord,
   encodeWords,
   foldLines,
   isPlainText,
@@ -162,9 +163,17 @@ function textPart(type: 'text/plain' | 'text/html', body: string): string {
   ].join(CRLF);
 }
 
-/** Header text as it is when it is printable ASCII, else as RFC 2047 encoded words. */
+/**
+ * A run of characters without white space this long (a URL, a token) is sent as encoded words
+ * even in plain ASCII: folding breaks a header only at white space, and a line may not be longer
+ * than 998 characters (RFC 5322 §2.1.1), where encoded words can be split anywhere.
+ */
+const UNFOLDABLE_RUN = /\S{900}/;
+
+/** Header text as it is when it is printable ASCII that folds, else as RFC 2047 encoded words. */
 function encodeText(value: string): string {
-  return isPlainText(value) ? value : encodeWords(value, 'Q', 52, true);
+  if (!isPlainText(value)) return encodeWords(value, 'Q', 52, true);
+  return UNFOLDABLE_RUN.test(value) ? encodeWord(value, 'Q', 52) : value;
 }
 
 function mailbox(box: Mailbox): string {
@@ -173,7 +182,8 @@ function mailbox(box: Mailbox): string {
   const name = box.name === undefined ? '' : singleLine(box.name);
   if (name === '') return box.address;
   // A quoted-string keeps commas and other specials of an ASCII name from being read as syntax.
-  return `${isPlainText(name) ? quoteString(name) : encodeWords(name, 'Q', 52, true)} <${box.address}>`;
+  const shown = isPlainText(name) && !UNFOLDABLE_RUN.test(name) ? quoteString(name) : encodeText(name);
+  return `${shown} <${box.address}>`;
 }
 
 function singleLine(value: string): string {

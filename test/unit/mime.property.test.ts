@@ -181,6 +181,36 @@ describe('composeMessage (property)', () => {
     expect(parsed.html).toBe(false);
   });
 
+  it('keeps every line within 998 characters, a long URL or token in a header too', async () => {
+    const token = `https://example.org/reset?token=${'Z'.repeat(3000)}`;
+    const raw = await composeMessage({
+      from: { address: 'no-reply@herald.example', name: `Shop ${'N'.repeat(1200)}` },
+      to: { address: 'jane@example.org', name: 'J'.repeat(1000) },
+      subject: `Welcome ${token}`,
+      text: 'x',
+      messageId: 'req_5@herald.example',
+      date: new Date(Date.UTC(2025, 0, 2)),
+      headers: { 'X-Long': 'L'.repeat(999) },
+    });
+    const lines = raw.toString('latin1').split('\r\n');
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(998);
+    // Read back as they were given.
+    const parsed = await simpleParser(raw);
+    expect(parsed.subject).toBe(`Welcome ${token}`);
+    expect(singleAddress(parsed.from).name).toBe(`Shop ${'N'.repeat(1200)}`);
+    expect(singleAddress(parsed.to).name).toBe('J'.repeat(1000));
+    // A short subject stays as it was written.
+    const plain = await composeMessage({
+      from: { address: 'no-reply@herald.example' },
+      to: { address: 'jane@example.org' },
+      subject: 'Reset at https://example.org/reset?token=abc',
+      text: 'x',
+      messageId: 'req_6@herald.example',
+      date: new Date(Date.UTC(2025, 0, 2)),
+    });
+    expect(plain.toString('latin1')).toContain('Subject: Reset at https://example.org/reset?token=abc\r\n');
+  });
+
   it('rejects what would put more than one mailbox or a foreign header into the message', async () => {
     const base = {
       from: { address: 'no-reply@herald.example' },
