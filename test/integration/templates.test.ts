@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../../src/compose.js';
 import { HeraldError } from '../../src/domain/errors.js';
+import { previewTemplate } from '../../src/services/template-preview.js';
 import { settledStatus } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -212,6 +213,31 @@ describe('templates with logic, layouts, locales and versions', () => {
       ),
     ).toMatch(/^Invalid template: subject \(fr\), line 1, column \d+: /);
     expect((await templates.get(projectId, 'good')).version).toBe(1);
+  });
+
+  it('refuses a part with more than 1,000 tags before parsing it, where it is saved and previewed', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates, layouts } = ctx.services;
+    // 500 blocks are 1,000 tags: taken. One more value is refused, at its place.
+    const blocks = '{{#if a}}x{{/if}}'.repeat(500);
+    await templates.create(projectId, { name: 'many', subject: 'Hi', text: blocks });
+    const tooMany = `${blocks}\n{{a}}`;
+    const reason =
+      'more than 1000 tags ({{…}}) in one part; repeat a part with #each rather than writing it out';
+    expect(
+      await refusal(() => templates.create(projectId, { name: 'more', subject: 'Hi', text: tooMany })),
+    ).toBe(`Invalid template: text body, line 2, column 1: ${reason}`);
+    expect(await refusal(() => templates.update(projectId, 'many', { html: `<p>${tooMany}</p>` }))).toBe(
+      `Invalid template: HTML body, line 2, column 1: ${reason}`,
+    );
+    expect(await refusal(() => layouts.create(projectId, { name: 'l', text: tooMany }))).toBe(
+      `Invalid template: text body (layout), line 2, column 1: ${reason}`,
+    );
+    // Ten thousand blocks (the size of a body that held an event loop for seconds) are refused as fast.
+    expect(previewTemplate({ subject: 'Hi', text: '{{#if a}}x{{/if}}'.repeat(10_000) }, {}).error).toBe(
+      `Invalid template: text body, line 1, column ${500 * 17 + 1}: ${reason}`,
+    );
+    expect((await templates.get(projectId, 'many')).version).toBe(1);
   });
 
   it('refuses a layout without its content placeholder, and deleting one that templates use', async () => {
