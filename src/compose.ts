@@ -121,6 +121,11 @@ export interface OpenOptions {
    * rotation waits a little over twice this. The same in every process of a deployment.
    */
   readonly projectChangesCheckMs?: number;
+  /**
+   * PostgreSQL: the token this process's notices of queued work carry, and which notices it takes
+   * for its own (storage/postgres/work-notices.ts). Role all gives its delivery child its own.
+   */
+  readonly noticeToken?: string;
 }
 
 export async function openServices(
@@ -158,6 +163,7 @@ export async function openServices(
     watchProjects: options.servesApi ?? false,
     watchWork: options.delivers ?? false,
     projectChangesCheckMs: options.projectChangesCheckMs,
+    noticeToken: options.noticeToken,
     onProjectChanges: (state) => {
       const what = listening.map(([notices]) => notices).join(' and ');
       if (!state.listening)

@@ -19,6 +19,7 @@ import { describeImap } from './domain/imap-url.js';
 import { describeSmtpTarget } from './mail/smtp-target.js';
 import type { HttpPlugin } from './http/plugin.js';
 import type { Janitor } from './services/janitor.js';
+import { newNoticeToken } from './storage/postgres/work-notices.js';
 import { countProjectSmtpSettings } from './storage/smtp-settings.js';
 import type { Logger } from 'pino';
 import {
@@ -104,6 +105,12 @@ export interface StartOptions {
    * woken by its parent over IPC, and stopping when the parent goes.
    */
   readonly childOfAll?: boolean;
+  /**
+   * PostgreSQL: the token of this process's notices of queued work (a new one unless given). Role
+   * all's child is given its parent's: the parent wakes it over IPC, and ignoring the parent's
+   * notices spares it a second, empty claim for each.
+   */
+  readonly noticeToken?: string;
 }
 
 /**
@@ -125,11 +132,15 @@ export async function startServer(
     role === 'bounces' ||
     ((options.childOfAll === true || (role === 'all' && options.workerProcess === undefined)) &&
       (config.bounces.port !== null || config.bounces.imap !== null));
-  const services = await openServices(config, logger, { longRunning: true, servesApi, delivers }).catch(
-    (error: unknown) => {
-      throw databaseError(error, config);
-    },
-  );
+  const noticeToken = options.noticeToken ?? newNoticeToken();
+  const services = await openServices(config, logger, {
+    longRunning: true,
+    servesApi,
+    delivers,
+    noticeToken,
+  }).catch((error: unknown) => {
+    throw databaseError(error, config);
+  });
   let app: FastifyInstance | null = null;
   let worker: Worker | null = null;
   let child: WorkerProcess | null = null;
@@ -177,10 +188,14 @@ export async function startServer(
       worker.start();
     }
     if (role === 'all' && options.workerProcess !== undefined) {
-      const started = (child = new WorkerProcess(options.workerProcess, {
-        stopTimeoutMs: config.delivery.stopTimeoutMs,
-        logger,
-      }));
+      const spawn = options.workerProcess;
+      const started = (child = new WorkerProcess(
+        { ...spawn, args: [...spawn.args, '--notice-token', noticeToken] },
+        {
+          stopTimeoutMs: config.delivery.stopTimeoutMs,
+          logger,
+        },
+      ));
       // Told before the child starts: work queued once it has made its first claim is not missed.
       services.accept.onAccepted(() => started.wake('mail'));
       services.webhooks.onQueued(() => started.wake('webhooks'));

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, StartupError } from '../config.js';
 import { backupSqlite } from '../storage/sqlite/backup.js';
 import type { Role } from '../config.js';
@@ -26,6 +26,18 @@ async function loadServer(): Promise<{
   return { startServer, plugins: [dashboardPlugin] };
 }
 
+interface ServeOptions {
+  readonly role: Role;
+  readonly asWorkerOfAll?: boolean;
+  readonly noticeToken?: string;
+}
+
+/** A token of notices of queued work, as `newNoticeToken` makes them. */
+function noticeToken(value: string): string {
+  if (!/^[0-9a-f]{16}$/.test(value)) throw new InvalidArgumentError('expected 16 hexadecimal digits');
+  return value;
+}
+
 export function serveCommand(): Command {
   return (
     new Command('serve')
@@ -39,7 +51,9 @@ export function serveCommand(): Command {
       )
       // Role all starts its delivery as `serve --as-worker-of-all`, a child process it supervises.
       .addOption(new Option('--as-worker-of-all').hideHelp())
-      .action(async (options: { role: Role; asWorkerOfAll?: boolean }, command: Command) => {
+      // … with its parent's token for notices of queued work, which it then takes for its own.
+      .addOption(new Option('--notice-token <token>').hideHelp().argParser(noticeToken))
+      .action(async (options: ServeOptions, command: Command) => {
         const config = cliConfig(command);
         // Readable lines for a person at a terminal, JSON lines for anything that collects them.
         const logger = createLogger(config.logLevel ?? 'info', undefined, {
@@ -65,6 +79,7 @@ export function serveCommand(): Command {
         const { startServer, plugins } = await loadServer();
         const starting = startServer(config, child ? 'worker' : options.role, logger, plugins, {
           childOfAll: child,
+          noticeToken: options.noticeToken,
           workerProcess:
             options.role === 'all' && !child
               ? {

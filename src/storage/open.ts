@@ -7,7 +7,12 @@ import type { Storage } from './storage.js';
 export type StorageOptions = SqliteOptions &
   Pick<
     PostgresOptions,
-    'watchProjects' | 'watchWork' | 'onProjectChanges' | 'onWorkNotices' | 'projectChangesCheckMs'
+    | 'watchProjects'
+    | 'watchWork'
+    | 'onProjectChanges'
+    | 'onWorkNotices'
+    | 'projectChangesCheckMs'
+    | 'noticeToken'
   >;
 
 export function openStorage(config: DatabaseConfig, options: StorageOptions = {}): Storage {
@@ -20,6 +25,7 @@ export function openStorage(config: DatabaseConfig, options: StorageOptions = {}
         onProjectChanges: options.onProjectChanges,
         onWorkNotices: options.onWorkNotices,
         projectChangesCheckMs: options.projectChangesCheckMs,
+        noticeToken: options.noticeToken,
       })
     : openSqlite(config.file, options);
 }

@@ -7,7 +7,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openPostgres } from '../../src/storage/postgres/open.js';
 import type { ProjectChangesState } from '../../src/storage/postgres/project-changes.js';
-import { WORK_CHANNEL, WorkNotices, type WorkNoticesState } from '../../src/storage/postgres/work-notices.js';
+import {
+  newNoticeToken,
+  WORK_CHANNEL,
+  WorkNotices,
+  type WorkNoticesState,
+} from '../../src/storage/postgres/work-notices.js';
 import type { QueueTable } from '../../src/storage/queue.js';
 import type { Database } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -88,6 +93,37 @@ describe('notices of queued work', () => {
     announcer.announceWork!('webhook_deliveries');
     await waitUntil(() => (heard.length > 0 ? true : undefined), { what: "the other process's notice" });
     expect(heard).toEqual(['webhook_deliveries']);
+  });
+
+  it("takes notices with the token it was given for its own, as role all's child does its parent's", async () => {
+    const token = newNoticeToken();
+    const childStates: ProjectChangesState[] = [];
+    const childHeard: QueueTable[] = [];
+    const child = openPostgres({
+      url: database.url,
+      watchWork: true,
+      noticeToken: token,
+      onProjectChanges: (s) => childStates.push(s),
+      projectChangesCheckMs: 5_000,
+    });
+    const parent = openPostgres({ url: database.url, noticeToken: token });
+    try {
+      child.onWorkElsewhere!((table) => childHeard.push(table));
+      await waitUntil(() => (childStates.at(-1)?.listening ? true : undefined), {
+        what: "the child's listener",
+      });
+      childHeard.length = 0;
+      parent.announceWork!('notifications');
+      // close() waits for the parent's notice: the other process's comes after it.
+      await parent.close();
+      announcer.announceWork!('webhook_deliveries');
+      await waitUntil(() => (childHeard.length > 0 ? true : undefined), {
+        what: "the other process's notice",
+      });
+      expect(childHeard).toEqual(['webhook_deliveries']);
+    } finally {
+      await child.close();
+    }
   });
 
   it('sends a burst of announcements as one notice, then one per queue', async () => {

@@ -62,6 +62,14 @@ async function send(url: string, apiKey: string, to: string): Promise<string> {
   return ((await response.json()) as { request_id: string }).request_id;
 }
 
+/** The token a process's notices of queued work carry, from its command line (Linux /proc). */
+async function noticeTokenOf(pid: number): Promise<string | undefined> {
+  const { readFile } = await import('node:fs/promises');
+  const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+  const at = args.indexOf('--notice-token');
+  return at === -1 ? undefined : args[at + 1];
+}
+
 const deliveredTo = (to: string) => sink.messages.filter((m) => m.envelopeTo.includes(to)).length;
 
 describe('role all', () => {
@@ -76,6 +84,10 @@ describe('role all', () => {
       const workerPid = Number(/"workerPid":(\d+)/.exec(started)?.[1]);
       expect(workerPid).toBeGreaterThan(0);
       expect(await childrenOf(herald.pid)).toContain(workerPid);
+      // The child takes its parent's notices of queued work (PostgreSQL) for its own: the parent
+      // wakes it over IPC already.
+      const token = await noticeTokenOf(workerPid);
+      expect(token).toMatch(/^[0-9a-f]{16}$/);
 
       await send(url, apiKey, 'first@example.org');
       await waitUntil(() => (deliveredTo('first@example.org') === 1 ? true : undefined), {
@@ -98,6 +110,7 @@ describe('role all', () => {
       });
       const restarted = (await childrenOf(herald.pid)).filter((pid) => pid !== workerPid);
       expect(restarted).toHaveLength(1);
+      expect(await noticeTokenOf(restarted[0]!)).toBe(token);
 
       herald.kill('SIGTERM');
       expect(await herald.exited).toBe(0);

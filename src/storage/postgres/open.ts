@@ -34,6 +34,8 @@ export interface PostgresOptions {
   readonly onWorkNotices?: (state: WorkNoticesState) => void;
   /** How often the listening connection is checked (tests shorten it); the same in every process. */
   readonly projectChangesCheckMs?: number;
+  /** The token of this process's notices of queued work (work-notices.ts); a new one unless given. */
+  readonly noticeToken?: string;
 }
 
 const QUEUE_TABLES = QUEUES.map((queue) => queue.table);
@@ -56,7 +58,7 @@ export function openPostgres(options: PostgresOptions): Storage {
     client.on('error', () => {});
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const notices = new WorkNotices(db, options.onWorkNotices);
+  const notices = new WorkNotices(db, options.onWorkNotices, options.noticeToken);
   const workListeners: ((table: QueueTable) => void)[] = [];
   // Called from the listening connection's events: a listener that throws must not end the process.
   const tell = (table: QueueTable) => {

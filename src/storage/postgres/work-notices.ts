@@ -13,6 +13,11 @@ export const WORK_CHANNEL = 'herald_work';
  */
 const SPACING_MS = 5;
 
+/** A token for a process's notices of queued work, unlike any other process's. */
+export function newNoticeToken(): string {
+  return randomBytes(8).toString('hex');
+}
+
 /** Whether notices go out: told at the first that fails, and at the first sent after a failure. */
 export type WorkNoticesState =
   { readonly sending: true } | { readonly sending: false; readonly error: Error };
@@ -30,7 +35,7 @@ export type WorkNoticesState =
  * come while a notice waits or is being sent go out together in the next.
  */
 export class WorkNotices {
-  readonly #token = randomBytes(8).toString('hex');
+  readonly #token: string;
   readonly #pending = new Set<QueueTable>();
   #sending: Promise<void> | null = null;
   /** When the last notice was sent: the next waits until SPACING_MS after it. */
@@ -40,7 +45,16 @@ export class WorkNotices {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly onState: (state: WorkNoticesState) => void = () => {},
-  ) {}
+    /**
+     * What this process's notices carry, and which notices it takes for its own: a new one unless
+     * given. Role all's delivery child carries its parent's, since the parent wakes it over IPC
+     * already: a notice of the parent's would only wake it a second time, for a claim that finds
+     * nothing.
+     */
+    token: string = newNoticeToken(),
+  ) {
+    this.#token = token;
+  }
 
   /** Work was committed in this queue: tells the other processes' workers. */
   announce(table: QueueTable): void {
