@@ -22,8 +22,11 @@ import type { Janitor } from './services/janitor.js';
 import { newNoticeToken } from './storage/postgres/work-notices.js';
 import { countProjectSmtpSettings } from './storage/smtp-settings.js';
 import type { Logger } from 'pino';
+import type { Metrics } from './metrics/metrics.js';
 import {
   WorkerProcess,
+  type MetricsReply,
+  type MetricsRequest,
   type ReadyMessage,
   type WakeMessage,
   type WorkerProcessSpawn,
@@ -199,6 +202,7 @@ export async function startServer(
       // Told before the child starts: work queued once it has made its first claim is not missed.
       services.accept.onAccepted(() => started.wake('mail'));
       services.webhooks.onQueued(() => started.wake('webhooks'));
+      services.metrics.delivery = () => started.metrics();
       await started.start();
       bouncePort = started.bouncePort;
     }
@@ -238,7 +242,7 @@ export async function startServer(
     })();
     return stopping;
   };
-  if (options.childOfAll) listenToParent(worker, bouncePort, stop, logger);
+  if (options.childOfAll) listenToParent(worker, bouncePort, services.metrics, stop, logger);
   return { services, app, worker, url, bouncePort, stop };
 }
 
@@ -249,11 +253,19 @@ export async function startServer(
 function listenToParent(
   worker: Worker | null,
   bouncePort: number | null,
+  metrics: Metrics,
   stop: () => Promise<void>,
   logger: Logger,
 ): void {
   if (process.send === undefined) return;
-  process.on('message', (message: WakeMessage) => {
+  process.on('message', (message: WakeMessage | MetricsRequest) => {
+    if (message?.type === 'metrics') {
+      void metrics.deliveryMetrics().then((list) => {
+        const reply: MetricsReply = { type: 'metrics', id: message.id, metrics: list };
+        process.send?.(reply, undefined, undefined, () => {});
+      });
+      return;
+    }
     if (message?.type !== 'wake') return;
     if (message.queue === 'mail') worker?.wake();
     else worker?.wakeWebhooks();

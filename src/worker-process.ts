@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { StartupError } from './config.js';
+import type { MetricsData } from './metrics/metrics.js';
 
 /**
  * Role `all` runs delivery (the worker, its webhooks, the bounce intake) in a child process of its
@@ -28,6 +29,19 @@ export interface WakeMessage {
   readonly queue: 'mail' | 'webhooks';
 }
 
+/** Parent → child: its delivery metrics, for the parent's `/metrics`. */
+export interface MetricsRequest {
+  readonly type: 'metrics';
+  readonly id: number;
+}
+
+/** Child → parent: the answer to a MetricsRequest. */
+export interface MetricsReply {
+  readonly type: 'metrics';
+  readonly id: number;
+  readonly metrics: MetricsData;
+}
+
 /** Parent → child: stop as SIGTERM would (finish what is in flight, give back the rest). */
 export interface StopMessage {
   readonly type: 'stop';
@@ -49,12 +63,16 @@ const RESTART_MAX_MS = 60_000;
 const HEALTHY_AFTER_MS = 60_000;
 /** How long the child may take to start (migrations done by the parent, it only connects). */
 const READY_TIMEOUT_MS = 60_000;
+/** How long a scrape waits for the child's metrics before it answers with the parent's alone. */
+const METRICS_TIMEOUT_MS = 2_000;
 
 export class WorkerProcess {
   private child: ChildProcess | null = null;
   private stopping = false;
   private restartDelay = RESTART_FIRST_MS;
   private restartTimer: NodeJS.Timeout | null = null;
+  private metricsAsked = 0;
+  private readonly metricsWaiting = new Map<number, (metrics: MetricsData | null) => void>();
   /** The last child's bounce listener port. */
   bouncePort: number | null = null;
 
@@ -98,6 +116,9 @@ export class WorkerProcess {
       });
     });
     this.bouncePort = ready.bouncePort;
+    child.on('message', (message: MetricsReply) => {
+      if (message?.type === 'metrics') this.metricsWaiting.get(message.id)?.(message.metrics);
+    });
     const startedAt = Date.now();
     child.once('exit', (code, signal) => {
       this.child = null;
@@ -118,6 +139,26 @@ export class WorkerProcess {
     const message: WakeMessage = { type: 'wake', queue };
     // A wake is a hint: one lost (the child restarting) is made up by its poll.
     child.send(message, () => {});
+  }
+
+  /** The child's delivery metrics; null when it does not answer in time (restarting, or gone). */
+  metrics(): Promise<MetricsData | null> {
+    const child = this.child;
+    if (child === null || !child.connected) return Promise.resolve(null);
+    const id = ++this.metricsAsked;
+    return new Promise((resolve) => {
+      const answer = (metrics: MetricsData | null) => {
+        clearTimeout(timer);
+        this.metricsWaiting.delete(id);
+        resolve(metrics);
+      };
+      const timer = setTimeout(() => answer(null), METRICS_TIMEOUT_MS);
+      this.metricsWaiting.set(id, answer);
+      const request: MetricsRequest = { type: 'metrics', id };
+      child.send(request, (error) => {
+        if (error) answer(null);
+      });
+    });
   }
 
   /**

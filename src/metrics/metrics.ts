@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Facts about the queue read at scrape time (one indexed query each), not kept on every change. */
 export interface QueueSnapshot {
@@ -77,6 +77,24 @@ type Definition<L extends string> = {
   readonly labelNames: readonly L[];
 };
 
+/** A registry's metrics as data (prom-client's `getMetricsAsJSON`), to pass between processes. */
+export type MetricsData = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
+/**
+ * What a delivery process counts (mail, webhooks, bounces): role all's child reports these to its
+ * parent, whose `/metrics` adds them to its own, in which they stay at zero.
+ */
+const DELIVERY_METRICS: ReadonlySet<string> = new Set([
+  COUNTERS.delivered.name,
+  COUNTERS.webhookDeliveries.name,
+  COUNTERS.bounceImapMessages.name,
+  COUNTERS.bounceReportsRefused.name,
+  HISTOGRAMS.smtpDuration.name,
+  'herald_bounce_imap_connected',
+  'herald_bounce_reports_waiting',
+  'herald_smtp_relay_window',
+]);
+
 /**
  * Herald's Prometheus metrics. One registry per running server (not prom-client's global one), so
  * several servers in one process, as in the tests, never share counts.
@@ -104,6 +122,11 @@ export class Metrics {
   apiLogBuffered: (() => number) | null = null;
   /** Bounce reports waiting for the parsing thread, read at scrape time. */
   bounceReportsWaiting: (() => number) | null = null;
+  /**
+   * Role all's parent: the delivery metrics of its child process, read at scrape time (null when the
+   * child does not answer, restarting: the scrape then has this process's own).
+   */
+  delivery: (() => Promise<MetricsData | null>) | null = null;
 
   /**
    * `snapshot` reads the queue; `relays` what every worker knows of the relays (whether each is up),
@@ -197,8 +220,16 @@ export class Metrics {
     });
   }
 
-  render(): Promise<string> {
-    return this.registry.metrics();
+  async render(): Promise<string> {
+    const delivery = await this.delivery?.();
+    if (delivery == null) return this.registry.metrics();
+    // Summed by name and labels: this process's delivery metrics are zero or have no samples.
+    return AggregatorRegistry.aggregate([await this.registry.getMetricsAsJSON(), delivery]).metrics();
+  }
+
+  /** The metrics this process counts as a delivery process, for role all's parent. */
+  async deliveryMetrics(): Promise<MetricsData> {
+    return (await this.registry.getMetricsAsJSON()).filter((metric) => DELIVERY_METRICS.has(metric.name));
   }
 
   get contentType(): string {

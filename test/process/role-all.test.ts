@@ -93,6 +93,20 @@ describe('role all', () => {
       await waitUntil(() => (deliveredTo('first@example.org') === 1 ? true : undefined), {
         what: 'the first message at the relay',
       });
+      // The API's /metrics has what the child counted, once (its outcome is recorded just after
+      // the relay's answer), beside the API's own.
+      const metrics = await waitUntil(
+        async () => {
+          const text = await (await fetch(`${url}/metrics`)).text();
+          return /^herald_notifications_delivered_total\{[^}]*outcome="sent"[^}]*\} 1$/m.test(text)
+            ? text
+            : undefined;
+        },
+        { what: "the child's delivery counted in the API's /metrics" },
+      );
+      expect(metrics).toMatch(/^herald_smtp_transaction_duration_seconds_count\{[^}]*\} 1$/m);
+      expect(metrics).toMatch(/^herald_notifications_accepted_total\{[^}]*outcome="accepted"\} 1$/m);
+      expect(metrics.match(/^herald_queue_depth\{state="queued"\} \d+$/gm)).toHaveLength(1);
 
       // The child dies: the API goes on answering, and the child comes back, logged.
       process.kill(workerPid, 'SIGKILL');
