@@ -181,9 +181,11 @@ function mailbox(box: Mailbox): string {
   if (parseMailbox(box.address) === null) throw new TypeError('composeMessage: invalid address');
   const name = box.name === undefined ? '' : singleLine(box.name);
   if (name === '') return box.address;
-  // A quoted-string keeps commas and other specials of an ASCII name from being read as syntax.
-  const shown = isPlainText(name) && !UNFOLDABLE_RUN.test(name) ? quoteString(name) : encodeText(name);
-  return `${shown} <${box.address}>`;
+  // A quoted-string keeps commas and other specials of an ASCII name from being read as syntax;
+  // its escapes lengthen the name, so the run is looked for in the quoted form.
+  const quoted = isPlainText(name) ? quoteString(name) : null;
+  if (quoted !== null && !UNFOLDABLE_RUN.test(quoted)) return `${quoted} <${box.address}>`;
+  return `${quoted === null ? encodeWords(name, 'Q', 52, true) : encodeWord(name, 'Q', 52)} <${box.address}>`;
 }
 
 function singleLine(value: string): string {

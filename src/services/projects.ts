@@ -76,7 +76,8 @@ function checkEmail(value: string | null | undefined, label: string): string | n
   return mailbox.address;
 }
 
-function checkFromName(value: string | null | undefined): string | null | undefined {
+/** A from name as a project's or a relay's settings keep it: one line of at most 200 characters. */
+export function checkFromName(value: string | null | undefined): string | null | undefined {
   if (value === undefined || value === null) return value;
   const trimmed = value.replace(/[\r\n\t]+/g, ' ').trim();
   if (trimmed.length > 200) throw errors.invalidInput('From name must be at most 200 characters');

@@ -16,7 +16,7 @@ import type { SecretBox } from '../security/cipher.js';
 import { findRelayHealth, healthOf } from '../storage/relay-health.js';
 import type { Database, SmtpSecurity, SmtpSettingsRow } from '../storage/schema.js';
 import { deleteSmtpSettings, findSmtpSettings, upsertSmtpSettings } from '../storage/smtp-settings.js';
-import type { ProjectService } from './projects.js';
+import { checkFromName, type ProjectService } from './projects.js';
 
 /** A relay as shown to people: its password, if any, is write-only. */
 export interface RelayView {
@@ -260,7 +260,7 @@ export class SmtpSettingsService {
       username,
       password_enc: password,
       from_email: fromEmail || null,
-      from_name: input.fromName?.replace(/[\r\n]+/g, ' ').trim() || null,
+      from_name: checkFromName(input.fromName) ?? null,
       updated_at: this.now(),
       ...fallback,
     });

@@ -95,6 +95,12 @@ describe(`SMTP settings (${backend})`, () => {
     for (const [body, viaService] of cases)
       expectError(await admin.put(path('/smtp'), body), 400, await refusal(viaService));
     expectError(await admin.put(path('/smtp'), {}), 400, "Missing 'url'");
+    // A relay's from name is bounded as a project's is.
+    expectError(
+      await admin.put(path('/smtp'), { url: 'smtp://mail.example', from_name: 'N'.repeat(201) }),
+      400,
+      'From name must be at most 200 characters',
+    );
     // A password with a % of its own, in the main URL or the fallback's.
     const percent = 'SMTP URL password has a % that starts no %XX escape: write a % as %25';
     expectError(await admin.put(path('/smtp'), { url: 'smtp://u:50%off@mail.example' }), 400, percent);

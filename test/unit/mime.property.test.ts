@@ -199,6 +199,25 @@ describe('composeMessage (property)', () => {
     expect(parsed.subject).toBe(`Welcome ${token}`);
     expect(singleAddress(parsed.from).name).toBe(`Shop ${'N'.repeat(1200)}`);
     expect(singleAddress(parsed.to).name).toBe('J'.repeat(1000));
+    // Quoting doubles a name's quotes and backslashes: the run is judged as it is written.
+    for (const name of ['"'.repeat(899), '\\'.repeat(600), `${'a"'.repeat(449)}a`]) {
+      const quoted = await composeMessage({
+        from: { address: 'no-reply@herald.example', name },
+        to: { address: 'jane@example.org' },
+        subject: 'Hi',
+        text: 'x',
+        messageId: 'req_7@herald.example',
+        date: new Date(Date.UTC(2025, 0, 2)),
+      });
+      const longest = Math.max(
+        ...quoted
+          .toString('latin1')
+          .split('\r\n')
+          .map((line) => line.length),
+      );
+      expect(longest).toBeLessThanOrEqual(998);
+      expect(singleAddress((await simpleParser(quoted)).from).name).toBe(name);
+    }
     // A short subject stays as it was written.
     const plain = await composeMessage({
       from: { address: 'no-reply@herald.example' },
