@@ -237,6 +237,23 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(previewTemplate({ subject: 'Hi', text: '{{#if a}}x{{/if}}'.repeat(10_000) }, {}).error).toBe(
       `Invalid template: text body, line 1, column ${500 * 17 + 1}: ${reason}`,
     );
+    // One tag of nested sub-expressions took 20 s to parse; paths of many segments cost too.
+    const nested = `Hi\n{{#if ${'(a '.repeat(4000)}${')'.repeat(4000)}}}y{{/if}}`;
+    expect(
+      await refusal(() => templates.create(projectId, { name: 'deep', subject: 'Hi', text: nested })),
+    ).toBe('Invalid template: text body, line 2, column 1: a tag longer than 256 characters');
+    const paths = `{{#if ${'a.'.repeat(120)}b}}y{{/if}}`.repeat(70);
+    expect(
+      await refusal(() => templates.create(projectId, { name: 'paths', subject: 'Hi', text: paths })),
+    ).toBe(
+      `Invalid template: text body, line 1, column ${64 * 257 + 1}: more than 16384 characters of tags ({{…}}) in one part`,
+    );
+    // Comments and escaped braces are text: they are neither long tags nor tag text.
+    await templates.create(projectId, {
+      name: 'commented',
+      subject: 'Hi',
+      text: `{{!-- ${'x'.repeat(20_000)} --}}\\{{ not a tag ${'y'.repeat(400)} {{name}}`,
+    });
     expect((await templates.get(projectId, 'many')).version).toBe(1);
   });
 

@@ -49,28 +49,55 @@ function place(node: Node): { line: number; column: number } | null {
 }
 
 /**
- * The most tags (each `{{`: an opening, a closing, an `{{else}}`, a value) one part of a template
- * may have where it is saved or previewed. Handlebars parses and compiles a tag in 0.1–0.3 ms on
- * the event loop, and more for each one before it (a thousand blocks about 0.3 s, ten thousand
- * several seconds); real templates have tens to a few hundred.
+ * Bounds on the tags (each `{{`: an opening, a closing, an `{{else}}`, a value) of one part of a
+ * template, where it is saved or previewed. Handlebars parses and compiles on the event loop, and
+ * its cost grows with the tags and with what is inside them: ten thousand blocks took seconds, one
+ * tag of 16 KB of nested `(a (a …))` twenty, a thousand 60-segment paths two. Within these bounds
+ * a part costs at most a few hundred milliseconds here; real templates have tens to a few hundred
+ * tags of a few dozen characters each. Comments are not counted: Handlebars skips them whole.
  */
 export const MAX_TAGS = 1000;
+export const MAX_TAG_LENGTH = 256;
+export const MAX_TAG_TEXT = 16 * 1024;
 
 /**
- * Refuses a part with more than MAX_TAGS tags, at the first one past the limit. A scan, not a parse:
- * counting must cost nothing next to what it prevents.
+ * Refuses a part past the bounds above, at the tag that passes one. A scan, not a parse: it must
+ * cost nothing next to what it prevents.
  */
-export function checkTagCount(source: string): void {
+export function checkTags(source: string): void {
   let count = 0;
-  for (let at = source.indexOf('{{'); at !== -1; at = source.indexOf('{{', at + 2)) {
-    if (++count <= MAX_TAGS) continue;
-    const before = source.slice(0, at);
-    const line = before.split('\n').length;
-    throw new TemplateSyntaxError(
-      `more than ${MAX_TAGS} tags ({{…}}) in one part; repeat a part with #each rather than writing it out`,
-      { line, column: at - before.lastIndexOf('\n') },
-    );
+  let text = 0;
+  for (let at = source.indexOf('{{'); at !== -1;) {
+    const comment = source.startsWith('{{!', at);
+    const closer = source.startsWith('{{!--', at) ? '--}}' : '}}';
+    const close = source.indexOf(closer, at + 2);
+    // An unclosed tag reaches the end: the parser reads all of it before it says so.
+    const end = close === -1 ? source.length : close + closer.length;
+    // `\{{` is literal text, however far its braces are from any `}}`.
+    const escaped = at > 0 && source[at - 1] === '\\' && source[at - 2] !== '\\';
+    if (++count > MAX_TAGS)
+      throw tagProblem(
+        source,
+        at,
+        `more than ${MAX_TAGS} tags ({{…}}) in one part; repeat a part with #each rather than writing it out`,
+      );
+    if (!comment && !escaped) {
+      if (end - at > MAX_TAG_LENGTH)
+        throw tagProblem(source, at, `a tag longer than ${MAX_TAG_LENGTH} characters`);
+      text += end - at;
+      if (text > MAX_TAG_TEXT)
+        throw tagProblem(source, at, `more than ${MAX_TAG_TEXT} characters of tags ({{…}}) in one part`);
+    }
+    at = source.indexOf('{{', escaped ? at + 2 : end);
   }
+}
+
+function tagProblem(source: string, at: number, reason: string): TemplateSyntaxError {
+  const before = source.slice(0, at);
+  return new TemplateSyntaxError(reason, {
+    line: before.split('\n').length,
+    column: at - before.lastIndexOf('\n'),
+  });
 }
 
 /**
