@@ -260,10 +260,15 @@ function listenToParent(
   if (process.send === undefined) return;
   process.on('message', (message: WakeMessage | MetricsRequest) => {
     if (message?.type === 'metrics') {
-      void metrics.deliveryMetrics().then((list) => {
-        const reply: MetricsReply = { type: 'metrics', id: message.id, metrics: list };
-        process.send?.(reply, undefined, undefined, () => {});
-      });
+      // A scrape never fails delivery: what cannot be read is answered as nothing, the parent's
+      // metrics alone.
+      void metrics.deliveryMetrics().then(
+        (list) => {
+          const reply: MetricsReply = { type: 'metrics', id: message.id, metrics: list };
+          process.send?.(reply, undefined, undefined, () => {});
+        },
+        (err: unknown) => logger.warn({ err }, 'reading the delivery metrics failed'),
+      );
       return;
     }
     if (message?.type !== 'wake') return;

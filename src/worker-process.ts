@@ -71,6 +71,8 @@ export class WorkerProcess {
   private stopping = false;
   private restartDelay = RESTART_FIRST_MS;
   private restartTimer: NodeJS.Timeout | null = null;
+  /** The child has said it is ready (and listens for metrics requests); false again once it exits. */
+  private ready = false;
   private metricsAsked = 0;
   private readonly metricsWaiting = new Map<number, (metrics: MetricsData | null) => void>();
   /** The last child's bounce listener port. */
@@ -119,9 +121,13 @@ export class WorkerProcess {
     child.on('message', (message: MetricsReply) => {
       if (message?.type === 'metrics') this.metricsWaiting.get(message.id)?.(message.metrics);
     });
+    this.ready = true;
     const startedAt = Date.now();
     child.once('exit', (code, signal) => {
       this.child = null;
+      this.ready = false;
+      // Scrapes waiting for this child have their answer: none.
+      for (const answer of [...this.metricsWaiting.values()]) answer(null);
       if (this.stopping) return;
       if (Date.now() - startedAt >= HEALTHY_AFTER_MS) this.restartDelay = RESTART_FIRST_MS;
       this.options.logger.error(
@@ -144,7 +150,7 @@ export class WorkerProcess {
   /** The child's delivery metrics; null when it does not answer in time (restarting, or gone). */
   metrics(): Promise<MetricsData | null> {
     const child = this.child;
-    if (child === null || !child.connected) return Promise.resolve(null);
+    if (child === null || !this.ready || !child.connected) return Promise.resolve(null);
     const id = ++this.metricsAsked;
     return new Promise((resolve) => {
       const answer = (metrics: MetricsData | null) => {

@@ -221,15 +221,21 @@ export class Metrics {
   }
 
   async render(): Promise<string> {
-    const delivery = await this.delivery?.();
-    if (delivery == null) return this.registry.metrics();
-    // Summed by name and labels: this process's delivery metrics are zero or have no samples.
-    return AggregatorRegistry.aggregate([await this.registry.getMetricsAsJSON(), delivery]).metrics();
+    if (this.delivery === null) return this.registry.metrics();
+    // The delivery metrics are the child's alone: while it does not answer they are left out, not
+    // shown as this process's zeros, which Prometheus would read as counters reset.
+    const [own, delivery] = await Promise.all([this.registry.getMetricsAsJSON(), this.delivery()]);
+    const rest = own.filter((metric) => !DELIVERY_METRICS.has(metric.name));
+    return AggregatorRegistry.aggregate(delivery === null ? [rest] : [rest, delivery]).metrics();
   }
 
-  /** The metrics this process counts as a delivery process, for role all's parent. */
+  /**
+   * The metrics this process counts as a delivery process, for role all's parent: only those,
+   * so a scrape runs none of the others' collects (the queue gauges read the database).
+   */
   async deliveryMetrics(): Promise<MetricsData> {
-    return (await this.registry.getMetricsAsJSON()).filter((metric) => DELIVERY_METRICS.has(metric.name));
+    const metrics = [...DELIVERY_METRICS].flatMap((name) => this.registry.getSingleMetric(name) ?? []);
+    return Promise.all(metrics.map((metric) => metric.get())) as Promise<MetricsData>;
   }
 
   get contentType(): string {
