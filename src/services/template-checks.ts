@@ -2,7 +2,7 @@ import { errors, type HeraldError } from '../domain/errors.js';
 import { compilePart, type TemplateEngine } from '../domain/message.js';
 import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
-import { checkTags } from '../domain/template/handlebars-syntax.js';
+import { checkTemplateBounds } from '../domain/template/handlebars.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 
 /** Names are bounded like the `template` field of a send request, so every template can be sent. */
@@ -61,12 +61,12 @@ const PART_NAMES: Record<RenderMode, string> = { subject: 'subject', text: 'text
 
 /**
  * Compiles one part, turning a syntax error into `Invalid template: <part>, line L, column C: …`.
- * A Handlebars part is held to the bounds of its tags first (checkTags), since its parse and compile
+ * A Handlebars part is held to the bounds of its tags first (checkTemplateBounds), since its parse and compile
  * block the event loop.
  */
 export function compileChecked(source: string, mode: RenderMode, engine: TemplateEngine, label = ''): void {
   try {
-    if (engine === 'handlebars') checkTags(source);
+    if (engine === 'handlebars') checkTemplateBounds(source);
     compilePart(source, mode, engine);
   } catch (error) {
     if (error instanceof TemplateSyntaxError)

@@ -3,7 +3,7 @@ import { CompiledMessage, type LayoutSource, type RenderedMessage } from '../dom
 import type { Rerender } from '../domain/sensitive.js';
 import { closestName } from '../domain/suggest.js';
 import { TemplateRenderError } from '../domain/template/budget.js';
-import { checkTags } from '../domain/template/handlebars-syntax.js';
+import { checkTemplateBounds } from '../domain/template/handlebars.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 import { checkVariant } from './template-checks.js';
 import type { TemplateService } from './templates.js';
@@ -28,7 +28,7 @@ export function previewTemplate(
 ): TemplatePreview {
   try {
     // Held to what a save takes before anything is parsed: the editor previews as the author types.
-    for (const part of [source.subject, source.text, source.html ?? '']) checkTags(part);
+    for (const part of [source.subject, source.text, source.html ?? '']) checkTemplateBounds(part);
     const compiled = new CompiledMessage(
       { subject: source.subject, text: source.text, html: source.html ?? null },
       layout,

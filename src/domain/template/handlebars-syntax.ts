@@ -49,55 +49,98 @@ function place(node: Node): { line: number; column: number } | null {
 }
 
 /**
- * Bounds on the tags (each `{{`: an opening, a closing, an `{{else}}`, a value) of one part of a
- * template, where it is saved or previewed. Handlebars parses and compiles on the event loop, and
- * its cost grows with the tags and with what is inside them: ten thousand blocks took seconds, one
- * tag of 16 KB of nested `(a (a …))` twenty, a thousand 60-segment paths two. Within these bounds
- * a part costs at most a few hundred milliseconds here; real templates have tens to a few hundred
- * tags of a few dozen characters each. Comments are not counted: Handlebars skips them whole.
+ * Bounds on one part of a template where it is saved or previewed. Handlebars parses and compiles
+ * on the event loop, its cost growing with the tags and with what is in them: ten thousand blocks
+ * took seconds, one tag of nested `(a (a …))` twenty, a thousand 60-segment paths two, a chain of
+ * a thousand `{{else if}}` most of one. Real templates have tens to a few hundred tags of a few
+ * tokens each, a few blocks deep. Comments and escaped `\{{` are text.
  */
-export const MAX_TAGS = 1000;
-export const MAX_TAG_LENGTH = 256;
-export const MAX_TAG_TEXT = 16 * 1024;
+export const TEMPLATE_BOUNDS = {
+  /** Tags (each `{{`: an opening, a closing, an `{{else}}`, a value). */
+  tags: 1000,
+  /** Characters of one tag. */
+  tagLength: 256,
+  /** Tokens inside the tags of a part (names, path segments, values, the braces). */
+  tagTokens: 8000,
+  /** Blocks open at once, each `{{else x}}` of a chain one more. */
+  depth: 100,
+  /** Tokens of the whole part, text between tags included. */
+  tokens: 20_000,
+} as const;
 
-/**
- * Refuses a part past the bounds above, at the tag that passes one. A scan, not a parse: it must
- * cost nothing next to what it prevents.
- */
-export function checkTags(source: string): void {
-  let count = 0;
-  let text = 0;
-  for (let at = source.indexOf('{{'); at !== -1;) {
-    const comment = source.startsWith('{{!', at);
-    const closer = source.startsWith('{{!--', at) ? '--}}' : '}}';
-    const close = source.indexOf(closer, at + 2);
-    // An unclosed tag reaches the end: the parser reads all of it before it says so.
-    const end = close === -1 ? source.length : close + closer.length;
-    // `\{{` is literal text, however far its braces are from any `}}`.
-    const escaped = at > 0 && source[at - 1] === '\\' && source[at - 2] !== '\\';
-    if (++count > MAX_TAGS)
-      throw tagProblem(
-        source,
-        at,
-        `more than ${MAX_TAGS} tags ({{…}}) in one part; repeat a part with #each rather than writing it out`,
-      );
-    if (!comment && !escaped) {
-      if (end - at > MAX_TAG_LENGTH)
-        throw tagProblem(source, at, `a tag longer than ${MAX_TAG_LENGTH} characters`);
-      text += end - at;
-      if (text > MAX_TAG_TEXT)
-        throw tagProblem(source, at, `more than ${MAX_TAG_TEXT} characters of tags ({{…}}) in one part`);
-    }
-    at = source.indexOf('{{', escaped ? at + 2 : end);
-  }
+/** Handlebars' lexer, as its parser holds it (`Handlebars.Parser.lexer`). */
+export interface TemplateLexer {
+  setInput(input: string, yy: object): unknown;
+  lex(): number | string;
+  readonly EOF: number;
+  readonly yytext: string;
+  readonly yylloc: { readonly first_line: number; readonly first_column: number };
 }
 
-function tagProblem(source: string, at: number, reason: string): TemplateSyntaxError {
-  const before = source.slice(0, at);
-  return new TemplateSyntaxError(reason, {
-    line: before.split('\n').length,
-    column: at - before.lastIndexOf('\n'),
-  });
+const OPENERS = new Set([
+  'OPEN',
+  'OPEN_BLOCK',
+  'OPEN_INVERSE',
+  'OPEN_INVERSE_CHAIN',
+  'INVERSE',
+  'OPEN_ENDBLOCK',
+  'OPEN_UNESCAPED',
+  'OPEN_PARTIAL',
+  'OPEN_PARTIAL_BLOCK',
+  'OPEN_RAW_BLOCK',
+]);
+const CLOSERS = new Set(['CLOSE', 'CLOSE_UNESCAPED', 'CLOSE_RAW_BLOCK', 'INVERSE']);
+
+/**
+ * Refuses a part past TEMPLATE_BOUNDS, at the token that passes one, and a sub-expression at once
+ * (Herald has none). It reads the part with Handlebars' own lexer, so it sees the tags as the
+ * parser will (strings, `[segments]`, comments, escapes), and stops at the first bound passed:
+ * reading costs little next to parsing, and never more than the bounds allow.
+ */
+export function checkTags(source: string, lexer: TemplateLexer, names: Record<number, string>): void {
+  const { tags: maxTags, tagLength, tagTokens, depth: maxDepth, tokens: maxTokens } = TEMPLATE_BOUNDS;
+  let tags = 0;
+  let inTags = 0;
+  let tokens = 0;
+  let length = -1; // characters of the tag being read; -1 between tags
+  const open: number[] = []; // per open block, the depth it adds (1, plus its chained elses)
+  let depth = 0;
+  const problem = (reason: string) =>
+    new TemplateSyntaxError(reason, { line: lexer.yylloc.first_line, column: lexer.yylloc.first_column + 1 });
+  lexer.setInput(source, {});
+  for (;;) {
+    let token: number | string;
+    try {
+      token = lexer.lex();
+    } catch {
+      return; // the parser stops at the same place, with its own words
+    }
+    if (token === lexer.EOF) return;
+    const name = typeof token === 'number' ? names[token] : token;
+    if (name === 'EOF') return;
+    if (++tokens > maxTokens) throw problem(`more than ${maxTokens} tokens in one part`);
+    if (name === 'OPEN_SEXPR') throw problem('helper calls in parentheses are not supported');
+    if (name !== undefined && OPENERS.has(name)) {
+      if (++tags > maxTags)
+        throw problem(
+          `more than ${maxTags} tags ({{…}}) in one part; repeat a part with #each rather than writing it out`,
+        );
+      length = 0;
+      if (name === 'OPEN_BLOCK' || name === 'OPEN_INVERSE') {
+        open.push(1);
+        depth += 1;
+      } else if (name === 'OPEN_INVERSE_CHAIN' && open.length > 0) {
+        open[open.length - 1]! += 1;
+        depth += 1;
+      } else if (name === 'OPEN_ENDBLOCK') depth -= open.pop() ?? 0;
+      if (depth > maxDepth) throw problem(`blocks nested more than ${maxDepth} deep`);
+    }
+    if (length === -1) continue;
+    length += lexer.yytext.length;
+    if (length > tagLength) throw problem(`a tag longer than ${tagLength} characters`);
+    if (++inTags > tagTokens) throw problem(`more than ${tagTokens} tokens in the tags of one part`);
+    if (name !== undefined && CLOSERS.has(name)) length = -1;
+  }
 }
 
 /**

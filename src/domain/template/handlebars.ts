@@ -3,7 +3,13 @@ import type Handlebars from 'handlebars';
 import type { CompiledTemplate, RenderMode } from '../render.js';
 import { finishLiteral, valueFinisher, valueText } from '../render.js';
 import { RenderBudget, TemplateRenderError } from './budget.js';
-import { BLOCK_HELPERS, refuseUnsupported, syntaxError } from './handlebars-syntax.js';
+import {
+  BLOCK_HELPERS,
+  checkTags,
+  refuseUnsupported,
+  syntaxError,
+  type TemplateLexer,
+} from './handlebars-syntax.js';
 
 /**
  * Templates in Handlebars syntax (what Amazon SES, SendGrid and Mailgun users write), rendered by
@@ -177,6 +183,17 @@ export function parseTemplate(source: string): hbs.AST.Program {
   }
   refuseUnsupported(program);
   return program;
+}
+
+/**
+ * Holds a part to TEMPLATE_BOUNDS (handlebars-syntax.ts) before anything parses it: where a
+ * template is saved or previewed, since its parse and compile hold the event loop.
+ */
+export function checkTemplateBounds(source: string): void {
+  const { Parser: parser } = environment().handlebars as unknown as {
+    Parser: { lexer: TemplateLexer; terminals_: Record<number, string> };
+  };
+  checkTags(source, parser.lexer, parser.terminals_);
 }
 
 /** Where Handlebars' lexer stopped, for a parser error that does not say. */
