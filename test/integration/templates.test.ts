@@ -262,6 +262,14 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(await save(`{{#if a}}x${'{{else if b}}x'.repeat(200)}{{/if}}`)).toMatch(
       /^Invalid template: text body, line 1, column \d+: blocks nested more than 100 deep$/,
     );
+    // What costs the lexer itself a pass over the rest of the part: {{!-- --}} comments, beyond
+    // what the part's length leaves room for, and characters that can be no token.
+    expect(await save(`${'{{!-- a note --}}'.repeat(1000)}${'x'.repeat(200_000)}`)).toMatch(
+      /^Invalid template: text body, line 1, column \d+: too many \{\{!-- --\}\} comments for a part this long; /,
+    );
+    expect(await save(`{{${'['.repeat(250)}}}${'x'.repeat(200_000)}`)).toBe(
+      'Invalid template: text body, line 1, column 3: unexpected character inside {{ }} (write \\{{ for literal braces)',
+    );
     // Comments and escaped braces are text: neither tags nor long ones.
     await templates.create(projectId, {
       name: 'commented',

@@ -66,6 +66,11 @@ export const TEMPLATE_BOUNDS = {
   depth: 100,
   /** Tokens of the whole part, text between tags included. */
   tokens: 20_000,
+  /**
+   * Characters Handlebars' lexer copies for `{{!-- --}}` comments: it reads each by copying the
+   * rest of the part (1,000 of them in 512 KiB took seconds), so a long part has room for fewer.
+   */
+  commentCopies: 8 * 1024 * 1024,
 } as const;
 
 /** Handlebars' lexer, as its parser holds it (`Handlebars.Parser.lexer`). */
@@ -75,6 +80,8 @@ export interface TemplateLexer {
   readonly EOF: number;
   readonly yytext: string;
   readonly yylloc: { readonly first_line: number; readonly first_column: number };
+  /** What is left to read. */
+  readonly _input: string;
 }
 
 const OPENERS = new Set([
@@ -99,6 +106,7 @@ const CLOSERS = new Set(['CLOSE', 'CLOSE_UNESCAPED', 'CLOSE_RAW_BLOCK', 'INVERSE
  */
 export function checkTags(source: string, lexer: TemplateLexer, names: Record<number, string>): void {
   const { tags: maxTags, tagLength, tagTokens, depth: maxDepth, tokens: maxTokens } = TEMPLATE_BOUNDS;
+  let copied = 0;
   let tags = 0;
   let inTags = 0;
   let tokens = 0;
@@ -120,6 +128,14 @@ export function checkTags(source: string, lexer: TemplateLexer, names: Record<nu
     if (name === 'EOF') return;
     if (++tokens > maxTokens) throw problem(`more than ${maxTokens} tokens in one part`);
     if (name === 'OPEN_SEXPR') throw problem('helper calls in parentheses are not supported');
+    // Each such token cost the lexer a look to the end of the part; the parser refuses it anyway.
+    if (name === 'INVALID')
+      throw problem('unexpected character inside {{ }} (write \\{{ for literal braces)');
+    if (name === 'COMMENT' && /^\{\{~?!--/.test(lexer.yytext)) {
+      copied += lexer._input.length;
+      if (copied > TEMPLATE_BOUNDS.commentCopies)
+        throw problem('too many {{!-- --}} comments for a part this long; merge them, or write {{! … }}');
+    }
     if (name !== undefined && OPENERS.has(name)) {
       if (++tags > maxTags)
         throw problem(
