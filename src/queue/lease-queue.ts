@@ -64,8 +64,9 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   /** Ends the waits of outcomes between two tries (`giveUp` ends them at once). */
   private readonly retryWaits = new Set<() => void>();
   /**
-   * Set when a claim failed: it may have committed with its answer lost, leaving rows leased to
-   * this worker that it never saw. Once their lease has run out (this time) they are given back.
+   * Set when a claim failed (it may have committed with its answer lost, leaving rows leased to
+   * this worker that it never saw) or a release did: rows leased to this worker that it does not
+   * hold. Once their lease has run out (this time) they are given back.
    */
   private unseenClaimsUntil: number | null = null;
 
@@ -143,6 +144,24 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   }
 
   /**
+   * Claims due rows, then reads what working them takes (`read`: their events, their recipients'
+   * suppressions). When the read fails the rows are given back before its error is passed on, so
+   * no row stays leased to a worker that will never work it.
+   */
+  async claimAndRead<Extra>(
+    filter: ClaimFilter,
+    read: (rows: readonly QueueRows[Table][]) => Promise<Extra>,
+  ): Promise<{ rows: QueueRows[Table][]; extra: Extra }> {
+    const rows = await this.claim(filter);
+    try {
+      return { rows, extra: await read(rows) };
+    } catch (err) {
+      await this.release(rows);
+      throw err;
+    }
+  }
+
+  /**
    * Stores a job's outcome; resolves once it is durable, or once the lease turned out to be lost
    * (false). Retries while the store refuses it.
    */
@@ -165,12 +184,25 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     }
   }
 
-  /** Gives claimed rows back to the queue without counting an attempt (work never started). */
+  /**
+   * Gives claimed rows back to the queue without counting an attempt (work never started). When
+   * the store refuses (a lost connection, a full disk), they are no longer held or renewed, and are
+   * given back like a lost claim's rows once their lease has run out; nothing is thrown.
+   */
   async release(rows: readonly QueueRows[Table][]): Promise<void> {
     if (rows.length === 0) return;
     const ids = rows.map((row) => row.id);
     for (const id of ids) this.held.delete(id);
-    await releaseClaims(this.storage.db, this.queue, ids, this.options.owner, this.now());
+    try {
+      await releaseClaims(this.storage.db, this.queue, ids, this.options.owner, this.now());
+    } catch (err) {
+      // A renewal that began before they were let go may still move their lease on from now.
+      this.unseenClaimsUntil = Math.max(this.unseenClaimsUntil ?? 0, this.now() + this.options.leaseMs);
+      this.options.logger.warn(
+        { err, queue: this.queue.table, rows: ids.length },
+        'giving claimed rows back failed; they return to the queue once their lease has run out',
+      );
+    }
   }
 
   /** Waits until every outcome submitted so far has been committed or refused. */

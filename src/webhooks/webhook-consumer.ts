@@ -160,12 +160,13 @@ export class WebhookConsumer implements Consumer {
         this.projectRoom(endpoint.project_id),
       );
       if (room <= 0) continue;
-      const rows = await this.queue.claim({ endpointId, limit: room });
-      if (rows.length >= room) full = true;
-      const events = await eventsById(
-        this.db,
-        rows.map((row) => row.event_id),
+      const { rows, extra: events } = await this.queue.claimAndRead({ endpointId, limit: room }, (claimed) =>
+        eventsById(
+          this.db,
+          claimed.map((row) => row.event_id),
+        ),
       );
+      if (rows.length >= room) full = true;
       for (const row of rows) {
         const event = events.get(row.event_id);
         // Deleted with its project meanwhile (and the delivery with it).

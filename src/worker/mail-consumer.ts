@@ -139,10 +139,12 @@ export class MailConsumer implements Consumer {
     // their relay has work for when it has room; the backlog is left to other relays' mail, and
     // nothing more of theirs is leased away from other workers.
     const leaveOut = this.relays.saturatedProjects();
-    const rows = await this.queue.claim({ limit: this.options.batchSize, excludeProjects: [...leaveOut] });
+    const { rows, extra: suppressed } = await this.queue.claimAndRead(
+      { limit: this.options.batchSize, excludeProjects: [...leaveOut] },
+      (claimed) => (claimed.length === 0 ? Promise.resolve(null) : suppressionsOf(this.queue.db, claimed)),
+    );
     this.leftOut = leaveOut;
-    if (rows.length > 0) {
-      const suppressed = await this.readSuppressions(rows);
+    if (suppressed !== null) {
       const batch = this.loader.batch();
       for (const row of rows) this.backlog.push({ row, batch, suppressed: suppressed.get(row.id) ?? null });
     }
@@ -169,24 +171,10 @@ export class MailConsumer implements Consumer {
     // Parked only now: a job still loading when the stop began may have parked since.
     waiting.push(...this.relays.unparkAll().map((parked) => parked.job), ...this.unstarted.splice(0));
     await this.queue.flush();
-    try {
-      await this.queue.release(waiting.map((job) => job.row));
-    } catch (err) {
-      this.logger.warn({ err }, 'releasing claimed messages failed; their leases will expire');
-    }
+    await this.queue.release(waiting.map((job) => job.row));
     this.queue.close();
     if (this.active > 0)
       this.logger.warn({ inFlight: this.active }, 'stopped with SMTP transactions still in flight');
-  }
-
-  /** Why each claimed row's recipient is suppressed, by row id. If the look-up fails the claim is given back. */
-  private async readSuppressions(rows: readonly NotificationRow[]): Promise<Map<number, SuppressionReason>> {
-    try {
-      return await suppressionsOf(this.queue.db, rows);
-    } catch (error) {
-      await this.queue.release(rows).catch(() => {});
-      throw error;
-    }
   }
 
   private pump(): void {

@@ -1,3 +1,4 @@
+import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { LeaseQueue } from '../../src/queue/lease-queue.js';
@@ -16,7 +17,8 @@ import {
 /**
  * A claim that commits while its answer is lost (the connection to the database drops after the
  * commit): the rows are leased to a live worker that never saw them, which no other worker may
- * take. The worker that owns them gives them back once their lease has run out.
+ * take. The worker that owns them gives them back once their lease has run out. So do rows it
+ * claimed but could not start, when the store refused to take them back.
  */
 const LEASE_MS = 600;
 
@@ -45,6 +47,29 @@ function losingNextClaim(storage: Storage): Storage {
   });
 }
 
+/** The store, except that every statement fails while `refusing()` says so (a lost connection). */
+function refusingWhile(storage: Storage, refusing: () => boolean): Storage {
+  const refuse: KyselyPlugin = {
+    transformQuery(args) {
+      if (refusing()) throw new Error('Connection terminated unexpectedly');
+      return args.node;
+    },
+    transformResult: (args) => Promise.resolve(args.result),
+  };
+  const db = storage.db.withPlugin(refuse);
+  return new Proxy(storage, {
+    get: (target, property, receiver) =>
+      property === 'db' ? db : (Reflect.get(target, property, receiver) as unknown),
+  });
+}
+
+async function waitQueued(id: number): Promise<void> {
+  await waitUntil(async () => ((await notification(fx.db, id)).state === 'queued' ? true : undefined), {
+    timeoutMs: 20 * LEASE_MS,
+    what: `row ${id} to be given back`,
+  });
+}
+
 describe(`a claim whose answer was lost (${backend})`, () => {
   it('is given back by its live owner once the lease ran out, and claimed again', async () => {
     const now = Date.now();
@@ -65,13 +90,7 @@ describe(`a claim whose answer was lost (${backend})`, () => {
       // Nothing is due until the lost claim's lease ran out and the owner gave the rows back.
       expect(await queue.claim({ limit: 10 })).toEqual([]);
 
-      await waitUntil(
-        async () => ((await notification(fx.db, ids[0]!)).state === 'queued' ? true : undefined),
-        {
-          timeoutMs: 20 * LEASE_MS,
-          what: 'the unseen rows to be given back',
-        },
-      );
+      await waitQueued(ids[0]!);
       for (const id of ids)
         expect(await notification(fx.db, id)).toMatchObject({
           state: 'queued',
@@ -85,6 +104,66 @@ describe(`a claim whose answer was lost (${backend})`, () => {
       await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
       for (const id of ids)
         expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
+    } finally {
+      queue.close();
+    }
+  });
+});
+
+describe(`claimed rows a worker cannot start (${backend})`, () => {
+  it('are given back at once when what they need cannot be read', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+    const queue = new LeaseQueue(
+      fx.storage,
+      NOTIFICATION_QUEUE,
+      { owner: 'worker-b', leaseMs: LEASE_MS, logger: createLogger('silent') },
+      () => Promise.resolve([]),
+    );
+    try {
+      await expect(
+        queue.claimAndRead({ limit: 10 }, () => Promise.reject(new Error('suppressions unreadable'))),
+      ).rejects.toThrow('suppressions unreadable');
+      expect(await notification(fx.db, id)).toMatchObject({
+        state: 'queued',
+        attempts: 0,
+        lease_owner: null,
+      });
+      expect(queue.holding).toBe(0);
+      const { rows, extra } = await queue.claimAndRead({ limit: 10 }, (claimed) =>
+        Promise.resolve(claimed.length),
+      );
+      expect([rows.map((row) => row.id), extra]).toEqual([[id], 1]);
+    } finally {
+      queue.close();
+    }
+  });
+
+  it('return to the queue once their lease ran out when the store refused to take them back', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+    let refusing = false;
+    const queue = new LeaseQueue(
+      refusingWhile(fx.storage, () => refusing),
+      NOTIFICATION_QUEUE,
+      { owner: 'worker-c', leaseMs: LEASE_MS, logger: createLogger('silent') },
+      () => Promise.resolve([]),
+    );
+    try {
+      const rows = await queue.claim({ limit: 10 });
+      expect(rows.map((row) => row.id)).toEqual([id]);
+      refusing = true;
+      await queue.release(rows);
+      refusing = false;
+      // Leased to a live worker that no longer holds it: no renewal keeps it, no other worker takes it.
+      expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-c' });
+      expect(queue.holding).toBe(0);
+
+      await waitQueued(id);
+      expect(await notification(fx.db, id)).toMatchObject({
+        state: 'queued',
+        attempts: 0,
+        lease_owner: null,
+      });
+      expect((await queue.claim({ limit: 10 })).map((row) => [row.id, row.attempts])).toEqual([[id, 1]]);
     } finally {
       queue.close();
     }
