@@ -5,6 +5,7 @@ import { isLockTimeout } from '../storage/lock-timeout.js';
 import {
   releaseClaims,
   releaseUnseenClaims,
+  unheldLeases,
   type ClaimRequest,
   type Queue,
   type QueueRows,
@@ -55,7 +56,8 @@ const RECORD_RETRY_MAX_MS = 30_000;
  * renewed meanwhile, because giving the row back would do the job twice.
  */
 export class LeaseQueue<Table extends QueueTable, Outcome> {
-  private readonly held = new Set<number>();
+  /** The rows held, each with the claim it was taken by (its `attempts`). */
+  private readonly held = new Map<number, number>();
   private readonly recorder: GroupCommit<Finished<QueueRows[Table], Outcome>, boolean>;
   private readonly now: () => number;
   private renewTimer: NodeJS.Timeout | null = null;
@@ -66,9 +68,15 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   /**
    * Set when a claim failed (it may have committed with its answer lost, leaving rows leased to
    * this worker that it never saw) or a release did: rows leased to this worker that it does not
-   * hold. Once their lease has run out (this time) they are given back.
+   * hold. From this time on, each renewal gives back those whose lease has run out, until none is
+   * left (`releaseUnseen`).
    */
   private unseenClaimsUntil: number | null = null;
+  /** Counts the times the mark above was set, so a look that began before one does not clear it. */
+  private unseenMarks = 0;
+  /** The lease of each claim in flight: its rows are leased to this worker and not yet held. */
+  private readonly claimsInFlight = new Set<{ readonly leaseUntil: number }>();
+  private renewing: Promise<void> | null = null;
 
   constructor(
     private readonly storage: Storage,
@@ -127,19 +135,28 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   /** Claims due rows for this worker; they are held (and renewed) until finished or released. */
   async claim(filter: ClaimFilter): Promise<QueueRows[Table][]> {
     const now = this.now();
-    const leaseUntil = now + this.options.leaseMs;
+    const inFlight = { leaseUntil: now + this.options.leaseMs };
+    // One renewal at a time: one that hangs on the store must not be joined by another each tick.
     this.renewTimer ??= setInterval(
-      () => void this.renew(),
+      () => (this.renewing ??= this.renew().finally(() => (this.renewing = null))),
       Math.max(100, Math.floor(this.options.leaseMs / 3)),
     );
+    this.claimsInFlight.add(inFlight);
     let rows: QueueRows[Table][];
     try {
-      rows = await this.storage.claim(this.queue, { ...filter, now, owner: this.options.owner, leaseUntil });
+      rows = await this.storage.claim(this.queue, {
+        ...filter,
+        now,
+        owner: this.options.owner,
+        leaseUntil: inFlight.leaseUntil,
+      });
     } catch (err) {
-      this.unseenClaimsUntil = Math.max(this.unseenClaimsUntil ?? 0, leaseUntil);
+      this.markUnseen(inFlight.leaseUntil);
       throw err;
+    } finally {
+      this.claimsInFlight.delete(inFlight);
     }
-    for (const row of rows) this.held.add(row.id);
+    for (const row of rows) this.held.set(row.id, row.attempts);
     return rows;
   }
 
@@ -169,7 +186,7 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     for (let retry = 0; ; retry++) {
       try {
         const stored = await this.recorder.submit({ row, outcome });
-        this.held.delete(row.id);
+        this.letGo(row);
         return stored;
       } catch (err) {
         if (this.abandoned) throw err;
@@ -192,12 +209,12 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   async release(rows: readonly QueueRows[Table][]): Promise<void> {
     if (rows.length === 0) return;
     const ids = rows.map((row) => row.id);
-    for (const id of ids) this.held.delete(id);
+    for (const row of rows) this.letGo(row);
     try {
       await releaseClaims(this.storage.db, this.queue, ids, this.options.owner, this.now());
     } catch (err) {
       // A renewal that began before they were let go may still move their lease on from now.
-      this.unseenClaimsUntil = Math.max(this.unseenClaimsUntil ?? 0, this.now() + this.options.leaseMs);
+      this.markUnseen(this.now() + this.options.leaseMs);
       this.options.logger.warn(
         { err, queue: this.queue.table, rows: ids.length },
         'giving claimed rows back failed; they return to the queue once their lease has run out',
@@ -226,6 +243,16 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     this.renewTimer = null;
   }
 
+  /** Stops holding a row, unless it is held under a later claim than this one. */
+  private letGo(row: QueueRows[Table]): void {
+    if (this.held.get(row.id) === row.attempts) this.held.delete(row.id);
+  }
+
+  private markUnseen(leaseUntil: number): void {
+    this.unseenClaimsUntil = Math.max(this.unseenClaimsUntil ?? 0, leaseUntil);
+    this.unseenMarks++;
+  }
+
   private waitToRetry(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const end = () => {
@@ -242,7 +269,7 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     try {
       if (this.held.size > 0)
         await this.storage.renew(this.queue, {
-          ids: [...this.held],
+          ids: [...this.held.keys()],
           owner: this.options.owner,
           leaseUntil: this.now() + this.options.leaseMs,
         });
@@ -253,26 +280,37 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     await this.releaseUnseen();
   }
 
-  /** Gives back the rows a failed claim may have leased to this worker unseen, once their lease ran out. */
+  /**
+   * Gives back the rows leased to this worker that it does not hold (a failed claim's, a failed
+   * release's) once their lease has run out. Not the rows of a claim still in flight: they are
+   * leased to this worker too, and may be held in a moment. The mark is cleared only when no such
+   * row is left, so a lease that runs out later than the mark foresaw (a clock that stepped back)
+   * is still given back at a later renewal.
+   */
   private async releaseUnseen(): Promise<void> {
     const until = this.unseenClaimsUntil;
     const now = this.now();
     if (until === null || now <= until) return;
+    const marks = this.unseenMarks;
+    const expiredBefore = Math.min(now, ...[...this.claimsInFlight].map((claim) => claim.leaseUntil));
     try {
       const returned = await releaseUnseenClaims(
         this.storage.db,
         this.queue,
         this.options.owner,
-        [...this.held],
+        [...this.held.keys()],
         now,
+        expiredBefore,
       );
-      // A claim that failed again meanwhile moved the mark on; otherwise every unseen row is back.
-      if (this.unseenClaimsUntil === until) this.unseenClaimsUntil = null;
       if (returned > 0)
         this.options.logger.warn(
           { queue: this.queue.table, returned },
-          'rows a failed claim had leased to this worker returned to the queue',
+          'rows a failed claim or release had left leased to this worker returned to the queue',
         );
+      const left = await unheldLeases(this.storage.db, this.queue, this.options.owner, [...this.held.keys()]);
+      // A claim that failed meanwhile set the mark again: its rows are looked for at the next renewal.
+      if (left === 0 && this.claimsInFlight.size === 0 && this.unseenMarks === marks)
+        this.unseenClaimsUntil = null;
     } catch (err) {
       this.options.logger.warn({ err, queue: this.queue.table }, 'returning unseen claims failed');
     }

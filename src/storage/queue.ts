@@ -203,12 +203,13 @@ export async function releaseClaims(
 }
 
 /**
- * Returns to the queue, due now, the rows leased to `owner` whose lease ran out although it does
- * not hold them: a claim that committed while its answer was lost (the connection dropped after
- * the commit) leaves rows leased to a live worker that never saw them, and no other worker may
- * take a live owner's rows. They were never attempted, so no attempt stays counted. The rows it
- * does hold (`held`) are left alone even when their lease ran out: their outcome may be waiting
- * to be stored.
+ * Returns to the queue, due now, the rows leased to `owner` whose lease ran out (before
+ * `expiredBefore`, `now` unless said) although it does not hold them: a claim that committed while
+ * its answer was lost (the connection dropped after the commit), or whose rows could not be given
+ * back, leaves rows leased to a live worker that is not working them, and no other worker may take
+ * a live owner's rows. They were never attempted, so no attempt stays counted. The rows it does
+ * hold (`held`) are left alone even when their lease ran out: their outcome may be waiting to be
+ * stored.
  */
 export async function releaseUnseenClaims(
   db: Kysely<Database>,
@@ -216,16 +217,34 @@ export async function releaseUnseenClaims(
   owner: string,
   held: readonly number[],
   now: number,
+  expiredBefore = now,
 ): Promise<number> {
   const result = await leaseDb(db)
     .updateTable(queue.table)
     .set({ ...unclaimed(queue, now), run_at: now })
     .where('state', '=', LEASED)
     .where('lease_owner', '=', owner)
-    .where('lease_until', '<', now)
+    .where('lease_until', '<', expiredBefore)
     .$if(held.length > 0, (qb) => qb.where('id', 'not in', held))
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** How many rows are leased to `owner` that it does not hold (`held`), whatever their lease. */
+export async function unheldLeases(
+  db: Kysely<Database>,
+  queue: Queue,
+  owner: string,
+  held: readonly number[],
+): Promise<number> {
+  const row = await leaseDb(db)
+    .selectFrom(queue.table)
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('state', '=', LEASED)
+    .where('lease_owner', '=', owner)
+    .$if(held.length > 0, (qb) => qb.where('id', 'not in', held))
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 /**
@@ -289,17 +308,26 @@ export async function nextDueAt(db: Kysely<Database>, queue: Queue, after: numbe
   return row?.next == null ? null : Number(row.next);
 }
 
+/** What finishing a row needs to know of the claim it was taken by. */
+export interface ClaimedRow {
+  readonly id: number;
+  /** Counts the row's claims: which claim this is. */
+  readonly attempts: number;
+}
+
 /**
  * The statement that finishes a leased row: it writes `columns` and clears the lease, but only
- * while `owner` still holds it, so a worker whose lease was taken back (its row returned to the
- * queue and claimed again) cannot overwrite what happened since. Built once per queue and column
- * set (see precompiled.ts): it runs once per job.
+ * while `owner` still holds it under the claim the outcome is of, so a worker whose lease was taken
+ * back (its row returned to the queue and claimed again) cannot overwrite what happened since. That
+ * holds when the same worker claimed it again too: every claim counts one more attempt, so an
+ * outcome of an earlier claim, retried after its commit's answer was lost, finds no row. Built once
+ * per queue and column set (see precompiled.ts): it runs once per job.
  */
 export class FinishStatement<Column extends string> {
-  private readonly statement: Precompiled<Column | 'id' | 'owner'>;
+  private readonly statement: Precompiled<Column | 'id' | 'owner' | 'claim'>;
 
   constructor(queue: Queue, columns: readonly Column[]) {
-    this.statement = new Precompiled([...columns, 'id', 'owner'], (db, slot) =>
+    this.statement = new Precompiled([...columns, 'id', 'owner', 'claim'], (db, slot) =>
       leaseDb(db)
         .updateTable(queue.table)
         .set({
@@ -309,19 +337,20 @@ export class FinishStatement<Column extends string> {
         })
         .where('id', '=', slot('id'))
         .where('state', '=', LEASED)
-        .where('lease_owner', '=', slot('owner')),
+        .where('lease_owner', '=', slot('owner'))
+        .where('attempts', '=', slot('claim')),
     );
   }
 
-  /** False when the owner no longer holds the row's lease, and nothing was written. */
+  /** False when the owner no longer holds the row's lease under this claim, and nothing was written. */
   async run(
     db: Kysely<Database>,
-    id: number,
+    row: ClaimedRow,
     owner: string,
     values: Readonly<Record<Column, unknown>>,
   ): Promise<boolean> {
     const result = await this.statement.runWith(db, (name) =>
-      name === 'id' ? id : name === 'owner' ? owner : values[name],
+      name === 'id' ? row.id : name === 'owner' ? owner : name === 'claim' ? row.attempts : values[name],
     );
     return (result.numAffectedRows ?? 0n) > 0n;
   }
@@ -330,7 +359,7 @@ export class FinishStatement<Column extends string> {
    * Finishes each item's row with the values `valuesOf` gives it, then runs `stored` for each row
    * `owner` still held, in order. Says, per item, whether it was stored.
    */
-  async runEach<Item extends { readonly row: { readonly id: number } }>(
+  async runEach<Item extends { readonly row: ClaimedRow }>(
     db: Kysely<Database>,
     owner: string,
     items: readonly Item[],
@@ -339,7 +368,7 @@ export class FinishStatement<Column extends string> {
   ): Promise<boolean[]> {
     const finished: boolean[] = [];
     for (const item of items) {
-      const held = await this.run(db, item.row.id, owner, valuesOf(item));
+      const held = await this.run(db, item.row, owner, valuesOf(item));
       finished.push(held);
       if (held) await stored(item);
     }

@@ -1,8 +1,9 @@
-import type { KyselyPlugin } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kysely, KyselyPlugin } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { LeaseQueue } from '../../src/queue/lease-queue.js';
-import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
+import { LeaseQueue, type RecordOutcomes } from '../../src/queue/lease-queue.js';
+import { FinishStatement, NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
+import type { Database, NotificationRow } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { waitUntil } from '../helpers/wait.js';
 import {
@@ -164,6 +165,172 @@ describe(`claimed rows a worker cannot start (${backend})`, () => {
         lease_owner: null,
       });
       expect((await queue.claim({ limit: 10 })).map((row) => [row.id, row.attempts])).toEqual([[id, 1]]);
+    } finally {
+      queue.close();
+    }
+  });
+});
+
+/** An outcome as these tests store it: the row's next state and when it is due. */
+interface Next {
+  readonly state: 'queued' | 'sent';
+  readonly runAt: number;
+}
+
+const FINISH = new FinishStatement(NOTIFICATION_QUEUE, ['state', 'run_at', 'updated_at'] as const);
+
+function recordNext(owner: string): RecordOutcomes<NotificationRow, Next> {
+  return (tx, items) =>
+    FINISH.runEach(
+      tx,
+      owner,
+      items,
+      ({ outcome }) => ({ state: outcome.state, run_at: outcome.runAt, updated_at: Date.now() }),
+      () => Promise.resolve(),
+    );
+}
+
+/** The store, except that the next transaction's answer is lost after it committed. */
+function losingNextCommit(storage: Storage, lose: { next: boolean }): Storage {
+  const db = new Proxy(storage.db, {
+    get(target, property, receiver) {
+      if (property !== 'transaction') return Reflect.get(target, property, receiver) as unknown;
+      return () => ({
+        execute: async <T>(work: (tx: Kysely<Database>) => Promise<T>) => {
+          const result = await target.transaction().execute(work);
+          if (!lose.next) return result;
+          lose.next = false;
+          throw new Error('Connection terminated unexpectedly (after the commit)');
+        },
+      });
+    },
+  });
+  return new Proxy(storage, {
+    get: (target, property, receiver) =>
+      property === 'db' ? db : (Reflect.get(target, property, receiver) as unknown),
+  });
+}
+
+/** The store, except that a claim's answer comes `ms` after it committed (a slow link). */
+function answeringClaimsLate(storage: Storage, ms: number): Storage {
+  return new Proxy(storage, {
+    get(target, property, receiver) {
+      if (property !== 'claim') return Reflect.get(target, property, receiver) as unknown;
+      return async (...args: Parameters<Storage['claim']>) => {
+        const rows = await target.claim(...args);
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return rows;
+      };
+    },
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe(`leases under a failing store (${backend})`, () => {
+  beforeEach(async () => {
+    // Only this test's rows are due.
+    await fx.db
+      .updateTable('notifications')
+      .set({ state: 'failed', lease_owner: null, lease_until: null })
+      .execute();
+  });
+
+  it('never stores an outcome retried after a lost answer over the next claim by the same worker', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+    const lose = { next: false };
+    const queue = new LeaseQueue(
+      losingNextCommit(fx.storage, lose),
+      NOTIFICATION_QUEUE,
+      { owner: 'worker-d', leaseMs: LEASE_MS, logger: createLogger('silent') },
+      recordNext('worker-d'),
+    );
+    try {
+      const [first] = await queue.claim({ limit: 1 });
+      // The first attempt failed for now: a retry, due at once. Its commit's answer is lost, so the
+      // outcome is stored again a second later.
+      lose.next = true;
+      const firstStored = queue.finish(first!, { state: 'queued', runAt: Date.now() });
+      await waitQueued(id);
+      const [second] = await queue.claim({ limit: 1 });
+      expect([second!.id, second!.attempts]).toEqual([id, 2]);
+
+      expect(await firstStored).toBe(false);
+      expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-d' });
+      // The second claim is still held: renewed, never given back.
+      expect(queue.holding).toBe(1);
+      expect(await queue.finish(second!, { state: 'sent', runAt: second!.run_at })).toBe(true);
+      expect(await notification(fx.db, id)).toMatchObject({ state: 'sent', attempts: 2, lease_owner: null });
+    } finally {
+      queue.close();
+    }
+  });
+
+  it('gives back unheld rows whose lease runs out later than foreseen (a clock stepped back)', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+    let offset = 0;
+    let refusing = false;
+    const queue = new LeaseQueue(
+      refusingWhile(fx.storage, () => refusing),
+      NOTIFICATION_QUEUE,
+      {
+        owner: 'worker-e',
+        leaseMs: LEASE_MS,
+        logger: createLogger('silent'),
+        now: () => Date.now() + offset,
+      },
+      recordNext('worker-e'),
+    );
+    try {
+      const rows = await queue.claim({ limit: 10 });
+      offset = -2 * LEASE_MS;
+      refusing = true;
+      await queue.release(rows);
+      refusing = false;
+      await waitQueued(id);
+      expect(await notification(fx.db, id)).toMatchObject({
+        state: 'queued',
+        attempts: 0,
+        lease_owner: null,
+      });
+    } finally {
+      queue.close();
+    }
+  });
+
+  it('never gives back the rows of a claim whose answer comes after their lease ran out', async () => {
+    const stray = await addNotification(fx.db, projectId, { run_at: Date.now() - 2 });
+    let refusing = false;
+    let late = false;
+    const storage = refusingWhile(fx.storage, () => refusing);
+    const slow = answeringClaimsLate(storage, 3 * LEASE_MS);
+    const queue = new LeaseQueue(
+      new Proxy(storage, {
+        get: (target, property, receiver) =>
+          Reflect.get(late && property === 'claim' ? slow : target, property, receiver) as unknown,
+      }),
+      NOTIFICATION_QUEUE,
+      { owner: 'worker-f', leaseMs: LEASE_MS, logger: createLogger('silent') },
+      recordNext('worker-f'),
+    );
+    try {
+      // A release the store refused: renewals look for unheld rows of this worker once the
+      // stray's lease has run out, which happens while the next claim waits for its answer.
+      const strays = await queue.claim({ limit: 10 });
+      expect(strays.map((row) => row.id)).toEqual([stray]);
+      refusing = true;
+      await queue.release(strays);
+      refusing = false;
+
+      const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+      late = true;
+      const rows = await queue.claim({ limit: 10 });
+      expect(rows.map((row) => row.id)).toEqual([id]);
+      expect(await notification(fx.db, stray)).toMatchObject({ state: 'queued', lease_owner: null });
+      expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-f' });
+      // Held now, so renewed like any other.
+      await sleep(2 * LEASE_MS);
+      expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-f' });
     } finally {
       queue.close();
     }

@@ -68,8 +68,9 @@ const COLUMNS = [
 type FinishedColumns = Pick<NotificationRow, (typeof COLUMNS)[number]>;
 const FINISH = new FinishStatement(NOTIFICATION_QUEUE, COLUMNS);
 
-function finishDelivery(db: typeof fx.db, id: number, owner: string, columns: FinishedColumns) {
-  return FINISH.run(db, id, owner, columns);
+/** Finishes the row as taken by its `attempts`-th claim (the first, unless said). */
+function finishDelivery(db: typeof fx.db, id: number, owner: string, columns: FinishedColumns, attempts = 1) {
+  return FINISH.run(db, { id, attempts }, owner, columns);
 }
 
 async function addDue(count: number): Promise<number[]> {
@@ -226,6 +227,23 @@ describe(`leases (${backend})`, () => {
       await finishDelivery(fx.db, id!, 'worker-a', finished({ state: 'failed', updated_at: NOW + 6 })),
     ).toBe(false);
     expect((await notification(fx.db, id!)).state).toBe('sent');
+  });
+
+  it('never records the outcome of an earlier claim over a later claim by the same worker', async () => {
+    const [id] = await addDue(1);
+    await claim(fx.storage, 'worker-a', 1);
+    // The first claim's outcome, a retry due now, is stored (its answer may be lost on the way).
+    const retry = finished({ state: 'queued', run_at: NOW, updated_at: NOW + 1 });
+    expect(await finishDelivery(fx.db, id!, 'worker-a', retry)).toBe(true);
+    const again = await claim(fx.storage, 'worker-a', 1, NOW + 2);
+    expect(again.map((row) => [row.id, row.attempts])).toEqual([[id, 2]]);
+
+    // The first outcome stored once more (a retry of a commit whose answer was lost) finds no row.
+    expect(await finishDelivery(fx.db, id!, 'worker-a', retry)).toBe(false);
+    expect(await notification(fx.db, id!)).toMatchObject({ state: 'sending', lease_owner: 'worker-a' });
+    const sent = finished({ state: 'sent', sent_at: NOW + 3, updated_at: NOW + 3 });
+    expect(await finishDelivery(fx.db, id!, 'worker-a', sent, 2)).toBe(true);
+    expect(await notification(fx.db, id!)).toMatchObject({ state: 'sent', attempts: 2, lease_owner: null });
   });
 
   it('returns rows whose lease expired to the queue, keeping the attempt counted', async () => {

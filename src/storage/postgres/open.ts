@@ -46,6 +46,10 @@ export function openPostgres(options: PostgresOptions): Storage {
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
+    // A connection whose peer vanished without a reset (a partition, a failover) fails its query
+    // once TCP's probes go unanswered, instead of holding it, and whatever waits on it, for good.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
   // An idle client losing its connection (database restart) must not crash the process; the pool
   // discards it and the next query opens a new one.
