@@ -186,7 +186,9 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     for (let retry = 0; ; retry++) {
       try {
         const stored = await this.recorder.submit({ row, outcome });
-        this.letGo(row);
+        // Not stored: the row is no longer leased under this claim. If it is leased to this worker
+        // under a later one it never saw (a claim whose answer was lost), it must be swept.
+        if (this.letGo(row) && !stored) this.markUnseen(this.now() + this.options.leaseMs);
         return stored;
       } catch (err) {
         if (this.abandoned) throw err;
@@ -207,9 +209,10 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
    * given back like a lost claim's rows once their lease has run out; nothing is thrown.
    */
   async release(rows: readonly QueueRows[Table][]): Promise<void> {
-    if (rows.length === 0) return;
-    const ids = rows.map((row) => row.id);
-    for (const row of rows) this.letGo(row);
+    // A row held under a later claim (taken again after this worker was judged dead during a
+    // pause) stays: giving it back would take it from the job now working it.
+    const ids = rows.filter((row) => this.letGo(row) || !this.held.has(row.id)).map((row) => row.id);
+    if (ids.length === 0) return;
     try {
       await releaseClaims(this.storage.db, this.queue, ids, this.options.owner, this.now());
     } catch (err) {
@@ -243,9 +246,9 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     this.renewTimer = null;
   }
 
-  /** Stops holding a row, unless it is held under a later claim than this one. */
-  private letGo(row: QueueRows[Table]): void {
-    if (this.held.get(row.id) === row.attempts) this.held.delete(row.id);
+  /** Stops holding a row, unless it is held under another claim than this one; says whether it did. */
+  private letGo(row: QueueRows[Table]): boolean {
+    return this.held.get(row.id) === row.attempts && this.held.delete(row.id);
   }
 
   private markUnseen(leaseUntil: number): void {

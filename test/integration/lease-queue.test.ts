@@ -2,7 +2,7 @@ import type { Kysely, KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { LeaseQueue, type RecordOutcomes } from '../../src/queue/lease-queue.js';
-import { FinishStatement, NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
+import { FinishStatement, NOTIFICATION_QUEUE, reclaimOwners } from '../../src/storage/queue.js';
 import type { Database, NotificationRow } from '../../src/storage/schema.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -32,15 +32,15 @@ beforeAll(async () => {
 });
 afterAll(() => fx?.close());
 
-/** The store, except that the next claim's answer is lost after it committed. */
-function losingNextClaim(storage: Storage): Storage {
+/** The store, except that the next claim made while `armed()` loses its answer after it committed. */
+function losingNextClaim(storage: Storage, armed: () => boolean = () => true): Storage {
   let lose = true;
   return new Proxy(storage, {
     get(target, property, receiver) {
       if (property !== 'claim') return Reflect.get(target, property, receiver) as unknown;
       return async (...args: Parameters<Storage['claim']>) => {
         const rows = await target.claim(...args);
-        if (!lose) return rows;
+        if (!lose || !armed()) return rows;
         lose = false;
         throw new Error(`Connection terminated unexpectedly (${rows.length} rows claimed)`);
       };
@@ -193,8 +193,12 @@ function recordNext(owner: string): RecordOutcomes<NotificationRow, Next> {
 /** The store, except that the next transaction's answer is lost after it committed. */
 function losingNextCommit(storage: Storage, lose: { next: boolean }): Storage {
   const db = new Proxy(storage.db, {
-    get(target, property, receiver) {
-      if (property !== 'transaction') return Reflect.get(target, property, receiver) as unknown;
+    get(target, property) {
+      if (property !== 'transaction') {
+        // Kysely's methods read private fields: they must run on the instance, not the proxy.
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      }
       return () => ({
         execute: async <T>(work: (tx: Kysely<Database>) => Promise<T>) => {
           const result = await target.transaction().execute(work);
@@ -331,6 +335,71 @@ describe(`leases under a failing store (${backend})`, () => {
       // Held now, so renewed like any other.
       await sleep(2 * LEASE_MS);
       expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-f' });
+    } finally {
+      queue.close();
+    }
+  });
+  it('sweeps a lost claim of a row it still held under an earlier claim', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+    const lose = { next: false };
+    let loseClaim = false;
+    let offset = 0;
+    const queue = new LeaseQueue(
+      losingNextClaim(losingNextCommit(fx.storage, lose), () => loseClaim),
+      NOTIFICATION_QUEUE,
+      {
+        owner: 'worker-g',
+        leaseMs: LEASE_MS,
+        logger: createLogger('silent'),
+        now: () => Date.now() + offset,
+      },
+      recordNext('worker-g'),
+    );
+    try {
+      const [first] = await queue.claim({ limit: 1 });
+      // A retry due at once, whose commit's answer is lost: it is stored again a second later.
+      lose.next = true;
+      const firstStored = queue.finish(first!, { state: 'queued', runAt: Date.now() });
+      await waitQueued(id);
+      // The next claim of the row commits with its answer lost too: leased to worker-g, unseen.
+      loseClaim = true;
+      await expect(queue.claim({ limit: 1 })).rejects.toThrow('1 rows claimed');
+      loseClaim = false;
+      expect(await notification(fx.db, id)).toMatchObject({
+        state: 'sending',
+        lease_owner: 'worker-g',
+        attempts: 2,
+      });
+      // The lost claim's lease has run out, in this worker's time, before the outcome's retry.
+      offset = LEASE_MS;
+      expect(await firstStored).toBe(false);
+      expect(queue.holding).toBe(0);
+      await waitQueued(id);
+      expect(await notification(fx.db, id)).toMatchObject({ attempts: 1, lease_owner: null });
+    } finally {
+      queue.close();
+    }
+  });
+
+  it('keeps a row held under a later claim when it gives back an earlier one', async () => {
+    const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
+    const queue = new LeaseQueue(
+      fx.storage,
+      NOTIFICATION_QUEUE,
+      { owner: 'worker-h', leaseMs: LEASE_MS, logger: createLogger('silent') },
+      recordNext('worker-h'),
+    );
+    try {
+      const [first] = await queue.claim({ limit: 1 });
+      // Judged dead during a pause: its rows went back, and it claimed this one again.
+      await reclaimOwners(fx.db, ['worker-h'], Date.now());
+      const [second] = await queue.claim({ limit: 1 });
+      expect([second!.id, second!.attempts]).toEqual([id, 2]);
+      // A stop gives back the earlier job, never started.
+      await queue.release([first!]);
+      expect(queue.holding).toBe(1);
+      expect(await notification(fx.db, id)).toMatchObject({ state: 'sending', lease_owner: 'worker-h' });
+      expect(await queue.finish(second!, { state: 'sent', runAt: second!.run_at })).toBe(true);
     } finally {
       queue.close();
     }

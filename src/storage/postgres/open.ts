@@ -47,7 +47,8 @@ export function openPostgres(options: PostgresOptions): Storage {
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // A connection whose peer vanished without a reset (a partition, a failover) fails its query
-    // once TCP's probes go unanswered, instead of holding it, and whatever waits on it, for good.
+    // once TCP gives up on it (unanswered probes or retransmissions: minutes, by the kernel's
+    // settings), instead of holding it, and whatever waits on it, for good.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   });
