@@ -78,12 +78,7 @@ describe(`a claim whose answer was lost (${backend})`, () => {
       await addNotification(fx.db, projectId, { run_at: now - 2 }),
       await addNotification(fx.db, projectId, { run_at: now - 1 }),
     ];
-    const queue = new LeaseQueue(
-      losingNextClaim(fx.storage),
-      NOTIFICATION_QUEUE,
-      { owner: 'worker-a', leaseMs: LEASE_MS, logger: createLogger('silent') },
-      () => Promise.resolve([]),
-    );
+    const queue = queueOf(losingNextClaim(fx.storage), 'worker-a');
     try {
       await expect(queue.claim({ limit: 10 })).rejects.toThrow('2 rows claimed');
       for (const id of ids)
@@ -114,12 +109,7 @@ describe(`a claim whose answer was lost (${backend})`, () => {
 describe(`claimed rows a worker cannot start (${backend})`, () => {
   it('are given back at once when what they need cannot be read', async () => {
     const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
-    const queue = new LeaseQueue(
-      fx.storage,
-      NOTIFICATION_QUEUE,
-      { owner: 'worker-b', leaseMs: LEASE_MS, logger: createLogger('silent') },
-      () => Promise.resolve([]),
-    );
+    const queue = queueOf(fx.storage, 'worker-b');
     try {
       await expect(
         queue.claimAndRead({ limit: 10 }, () => Promise.reject(new Error('suppressions unreadable'))),
@@ -142,11 +132,9 @@ describe(`claimed rows a worker cannot start (${backend})`, () => {
   it('return to the queue once their lease ran out when the store refused to take them back', async () => {
     const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
     let refusing = false;
-    const queue = new LeaseQueue(
+    const queue = queueOf(
       refusingWhile(fx.storage, () => refusing),
-      NOTIFICATION_QUEUE,
-      { owner: 'worker-c', leaseMs: LEASE_MS, logger: createLogger('silent') },
-      () => Promise.resolve([]),
+      'worker-c',
     );
     try {
       const rows = await queue.claim({ limit: 10 });
@@ -178,6 +166,16 @@ interface Next {
 }
 
 const FINISH = new FinishStatement(NOTIFICATION_QUEUE, ['state', 'run_at', 'updated_at'] as const);
+
+/** A queue of the notifications in `storage`, leased to `owner`, storing outcomes as `Next`. */
+function queueOf(storage: Storage, owner: string, now?: () => number): LeaseQueue<'notifications', Next> {
+  return new LeaseQueue(
+    storage,
+    NOTIFICATION_QUEUE,
+    { owner, leaseMs: LEASE_MS, logger: createLogger('silent'), now },
+    recordNext(owner),
+  );
+}
 
 function recordNext(owner: string): RecordOutcomes<NotificationRow, Next> {
   return (tx, items) =>
@@ -243,12 +241,7 @@ describe(`leases under a failing store (${backend})`, () => {
   it('never stores an outcome retried after a lost answer over the next claim by the same worker', async () => {
     const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
     const lose = { next: false };
-    const queue = new LeaseQueue(
-      losingNextCommit(fx.storage, lose),
-      NOTIFICATION_QUEUE,
-      { owner: 'worker-d', leaseMs: LEASE_MS, logger: createLogger('silent') },
-      recordNext('worker-d'),
-    );
+    const queue = queueOf(losingNextCommit(fx.storage, lose), 'worker-d');
     try {
       const [first] = await queue.claim({ limit: 1 });
       // The first attempt failed for now: a retry, due at once. Its commit's answer is lost, so the
@@ -274,16 +267,10 @@ describe(`leases under a failing store (${backend})`, () => {
     const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
     let offset = 0;
     let refusing = false;
-    const queue = new LeaseQueue(
+    const queue = queueOf(
       refusingWhile(fx.storage, () => refusing),
-      NOTIFICATION_QUEUE,
-      {
-        owner: 'worker-e',
-        leaseMs: LEASE_MS,
-        logger: createLogger('silent'),
-        now: () => Date.now() + offset,
-      },
-      recordNext('worker-e'),
+      'worker-e',
+      () => Date.now() + offset,
     );
     try {
       const rows = await queue.claim({ limit: 10 });
@@ -308,14 +295,12 @@ describe(`leases under a failing store (${backend})`, () => {
     let late = false;
     const storage = refusingWhile(fx.storage, () => refusing);
     const slow = answeringClaimsLate(storage, 3 * LEASE_MS);
-    const queue = new LeaseQueue(
+    const queue = queueOf(
       new Proxy(storage, {
         get: (target, property, receiver) =>
           Reflect.get(late && property === 'claim' ? slow : target, property, receiver) as unknown,
       }),
-      NOTIFICATION_QUEUE,
-      { owner: 'worker-f', leaseMs: LEASE_MS, logger: createLogger('silent') },
-      recordNext('worker-f'),
+      'worker-f',
     );
     try {
       // A release the store refused: renewals look for unheld rows of this worker once the
@@ -344,16 +329,10 @@ describe(`leases under a failing store (${backend})`, () => {
     const lose = { next: false };
     let loseClaim = false;
     let offset = 0;
-    const queue = new LeaseQueue(
+    const queue = queueOf(
       losingNextClaim(losingNextCommit(fx.storage, lose), () => loseClaim),
-      NOTIFICATION_QUEUE,
-      {
-        owner: 'worker-g',
-        leaseMs: LEASE_MS,
-        logger: createLogger('silent'),
-        now: () => Date.now() + offset,
-      },
-      recordNext('worker-g'),
+      'worker-g',
+      () => Date.now() + offset,
     );
     try {
       const [first] = await queue.claim({ limit: 1 });
@@ -383,12 +362,7 @@ describe(`leases under a failing store (${backend})`, () => {
 
   it('keeps a row held under a later claim when it gives back an earlier one', async () => {
     const id = await addNotification(fx.db, projectId, { run_at: Date.now() - 1 });
-    const queue = new LeaseQueue(
-      fx.storage,
-      NOTIFICATION_QUEUE,
-      { owner: 'worker-h', leaseMs: LEASE_MS, logger: createLogger('silent') },
-      recordNext('worker-h'),
-    );
+    const queue = queueOf(fx.storage, 'worker-h');
     try {
       const [first] = await queue.claim({ limit: 1 });
       // Judged dead during a pause: its rows went back, and it claimed this one again.

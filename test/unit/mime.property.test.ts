@@ -6,6 +6,15 @@ import { parseMailbox, type Mailbox } from '../../src/domain/address.js';
 import { compileTemplate, normalizeNewlines } from '../../src/domain/render.js';
 
 const RUNS = { numRuns: 200 };
+
+/** A plain message from the examples below; each names its own Message-ID and what it varies. */
+const MESSAGE = {
+  from: { address: 'no-reply@herald.example' },
+  to: { address: 'jane@example.org' },
+  subject: 'Hi',
+  text: 'x',
+  date: new Date(Date.UTC(2025, 0, 2)),
+};
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROLS = /[\u0000-\u001f\u007f\u0085\u2028\u2029]/;
 const CONTROL_RUNS = new RegExp(`${CONTROLS.source}+`, 'g');
@@ -131,13 +140,11 @@ describe('composeMessage (property)', () => {
 
   it('sends an html message as multipart/alternative with a text part', async () => {
     const raw = await composeMessage({
-      from: { address: 'no-reply@herald.example' },
+      ...MESSAGE,
       to: { name: 'Jane', address: 'jane@example.org' },
-      subject: 'Hi',
       text: 'line 1\nline 2\r\nline 3\r',
       html: '<p>line 1</p>\n<p>line 2</p>',
       messageId: 'req_1@herald.example',
-      date: new Date(Date.UTC(2025, 0, 2)),
       headers: { 'X-Herald-Id': 'a\r\nBcc: evil@x.example' },
     });
     expectCrlfOnly(raw);
@@ -152,13 +159,10 @@ describe('composeMessage (property)', () => {
 
   it('keeps the text part when the text is empty', async () => {
     const raw = await composeMessage({
-      from: { address: 'no-reply@herald.example' },
-      to: { address: 'jane@example.org' },
-      subject: 'Hi',
+      ...MESSAGE,
       text: '',
       html: '<p>only html</p>',
       messageId: 'req_4@herald.example',
-      date: new Date(Date.UTC(2025, 0, 2)),
     });
     const body = raw.toString('latin1');
     expect(body).toContain('Content-Type: multipart/alternative;');
@@ -168,13 +172,10 @@ describe('composeMessage (property)', () => {
 
   it('sends a text-only message as a single text/plain part', async () => {
     const raw = await composeMessage({
-      from: { address: 'no-reply@herald.example' },
-      to: { address: 'jane@example.org' },
-      subject: 'Hi',
+      ...MESSAGE,
       text: 'Only text',
       html: null,
       messageId: 'req_2@herald.example',
-      date: new Date(Date.UTC(2025, 0, 2)),
     });
     const parsed = await simpleParser(raw);
     expect(parsed.headers.get('content-type')).toMatchObject({ value: 'text/plain' });
@@ -184,12 +185,11 @@ describe('composeMessage (property)', () => {
   it('keeps every line within 998 characters, a long URL or token in a header too', async () => {
     const token = `https://example.org/reset?token=${'Z'.repeat(3000)}`;
     const raw = await composeMessage({
+      ...MESSAGE,
       from: { address: 'no-reply@herald.example', name: `Shop ${'N'.repeat(1200)}` },
       to: { address: 'jane@example.org', name: 'J'.repeat(1000) },
       subject: `Welcome ${token}`,
-      text: 'x',
       messageId: 'req_5@herald.example',
-      date: new Date(Date.UTC(2025, 0, 2)),
       headers: { 'X-Long': 'L'.repeat(999) },
     });
     const lines = raw.toString('latin1').split('\r\n');
@@ -202,12 +202,9 @@ describe('composeMessage (property)', () => {
     // Quoting doubles a name's quotes and backslashes: the run is judged as it is written.
     for (const name of ['"'.repeat(899), '\\'.repeat(600), `${'a"'.repeat(449)}a`]) {
       const quoted = await composeMessage({
+        ...MESSAGE,
         from: { address: 'no-reply@herald.example', name },
-        to: { address: 'jane@example.org' },
-        subject: 'Hi',
-        text: 'x',
         messageId: 'req_7@herald.example',
-        date: new Date(Date.UTC(2025, 0, 2)),
       });
       const longest = Math.max(
         ...quoted
@@ -220,25 +217,15 @@ describe('composeMessage (property)', () => {
     }
     // A short subject stays as it was written.
     const plain = await composeMessage({
-      from: { address: 'no-reply@herald.example' },
-      to: { address: 'jane@example.org' },
+      ...MESSAGE,
       subject: 'Reset at https://example.org/reset?token=abc',
-      text: 'x',
       messageId: 'req_6@herald.example',
-      date: new Date(Date.UTC(2025, 0, 2)),
     });
     expect(plain.toString('latin1')).toContain('Subject: Reset at https://example.org/reset?token=abc\r\n');
   });
 
   it('rejects what would put more than one mailbox or a foreign header into the message', async () => {
-    const base = {
-      from: { address: 'no-reply@herald.example' },
-      to: { address: 'jane@example.org' },
-      subject: 'Hi',
-      text: 'x',
-      messageId: 'req_3@herald.example',
-      date: new Date(),
-    };
+    const base = { ...MESSAGE, messageId: 'req_3@herald.example' };
     await expect(composeMessage({ ...base, to: { address: 'a@b.example, c@d.example' } })).rejects.toThrow(
       TypeError,
     );
