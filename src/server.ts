@@ -1,15 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { ConfigError, StartupError, type Config, type Role } from './config.js';
-import {
-  closeServices,
-  createBounceReaders,
-  createJanitor,
-  createWorker,
-  openServices,
-  type Services,
-  type Worker,
-} from './compose.js';
+import { closeServices, openServices, type Services } from './compose.js';
+import { createBounceReaders, createJanitor, createWorker, type Worker } from './roles.js';
 import type { BounceReaders } from './bounces/readers.js';
 import { chooseTransport } from './domain/delivery-plan.js';
 import { buildApp } from './http/app.js';

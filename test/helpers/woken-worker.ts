@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { createTestContext, seedProject, type TestContext } from './services.js';
 import { SmtpSink } from './smtp-sink.js';

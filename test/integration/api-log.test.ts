@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminTokenPrefix, generateAdminToken } from '../../src/domain/admin-token.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
-import { createJanitor } from '../../src/compose.js';
+import { createJanitor } from '../../src/roles.js';
 import { createLogger } from '../../src/logger.js';
 import { ApiLogService } from '../../src/services/api-log.js';
 import type { ApiLogRow, NewApiLogRow } from '../../src/storage/schema.js';

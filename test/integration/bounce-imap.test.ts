@@ -6,7 +6,7 @@ import { mailboxTargets } from '../../src/bounces/imap-intake.js';
 import { MOVE_HOLD_MS, ReportReceiver, type Received } from '../../src/bounces/receive.js';
 import { ReportParser } from '../../src/bounces/report-parser.js';
 import type { BounceReaders } from '../../src/bounces/readers.js';
-import { createBounceReaders, createWorker, type Worker } from '../../src/compose.js';
+import { createBounceReaders, createWorker, type Worker } from '../../src/roles.js';
 import type { ImapIntakeConfig } from '../../src/config.js';
 import { parseImapUrl } from '../../src/domain/imap-url.js';
 import { createLogger } from '../../src/logger.js';

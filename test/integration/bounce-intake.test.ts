@@ -6,7 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyBounceAddress, bounceToken } from '../../src/bounces/token.js';
 import type { BounceReaders } from '../../src/bounces/readers.js';
-import { createBounceReaders, createWorker, type Worker } from '../../src/compose.js';
+import { createBounceReaders, createWorker, type Worker } from '../../src/roles.js';
 import { loadBounceFixture, type BounceFixture } from '../fixtures/bounces/load.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink, type ReceivedMessage } from '../helpers/smtp-sink.js';

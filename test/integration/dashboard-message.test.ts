@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
 import { MASK } from '../../src/domain/sensitive.js';
 import { backend } from '../helpers/database.js';
 import { sendOk, settledStatus } from '../helpers/http.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import { parseSmtpUrl } from '../../src/mail/smtp-target.js';
 import { Deliverer } from '../../src/worker/deliver.js';
 import { settledStatus } from '../helpers/http.js';

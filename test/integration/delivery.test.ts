@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/compose.js';
-import type { Worker } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
+import type { Worker } from '../../src/roles.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { settledStatus } from '../helpers/http.js';

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeServices, createWorker, openServices } from '../../src/compose.js';
+import { closeServices, openServices } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
 import { Messages } from '../../src/domain/errors.js';
 import { parseDateTime } from '../../src/domain/send-request.js';
 import { createLogger } from '../../src/logger.js';
 import type { StatusBody } from '../../src/services/notifications.js';
-import type { Worker } from '../../src/compose.js';
+import type { Worker } from '../../src/roles.js';
 import { bearer, expectError, send, sendOk } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';

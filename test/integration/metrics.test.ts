@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createWorker } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
 import { buildApp } from '../../src/http/app.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';

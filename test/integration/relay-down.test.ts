@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import type { StatusBody } from '../../src/services/notifications.js';
 import { changeRelayHealth } from '../../src/storage/relay-health.js';
 import { deadRelay, freePort, type DeadKind } from '../helpers/dead-relays.js';

@@ -1,6 +1,6 @@
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 

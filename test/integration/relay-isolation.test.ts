@@ -1,9 +1,9 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
 import { DEADLINE_EXCEEDED, NOT_SMTP } from '../../src/mail/smtp.js';
 import type { StatusBody } from '../../src/services/notifications.js';
-import type { Worker } from '../../src/compose.js';
+import type { Worker } from '../../src/roles.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';

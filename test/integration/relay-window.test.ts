@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/compose.js';
-import type { Worker } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
+import type { Worker } from '../../src/roles.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 

@@ -1,6 +1,6 @@
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import { DEADLINE_EXCEEDED } from '../../src/mail/smtp.js';
 import type { StatusBody } from '../../src/services/notifications.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';

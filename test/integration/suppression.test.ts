@@ -2,9 +2,9 @@ import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/compose.js';
+import { createWorker } from '../../src/roles.js';
 import type { StatusBody } from '../../src/services/notifications.js';
-import type { Worker } from '../../src/compose.js';
+import type { Worker } from '../../src/roles.js';
 import { bearer, settledStatus, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import { HeraldError } from '../../src/domain/errors.js';
 import { previewTemplate } from '../../src/services/template-preview.js';
 import { settledStatus } from '../helpers/http.js';

@@ -3,7 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createWorker, type Worker } from '../../src/compose.js';
+import { createWorker, type Worker } from '../../src/roles.js';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbound.js';
 import type { WebhookDelivery } from '../../src/services/webhooks.js';

@@ -13,6 +13,7 @@ describe('modules of a process that does not read bounces', () => {
     const script = `
       import { createRequire } from 'node:module';
       await import('./src/compose.ts');
+      await import('./src/roles.ts');
       const loaded = Object.keys(createRequire(import.meta.url).cache);
       console.log(JSON.stringify(loaded.filter((file) => /node_modules\\/(mailparser|imapflow|smtp-server|handlebars)\\//.test(file))));
     `;
