@@ -22,14 +22,6 @@ export interface DeliveryFailure {
    */
   readonly reached?: boolean;
   readonly timedOut?: boolean;
-  /**
-   * Set by the SMTP adapter: whether the message's mail transaction had begun (MAIL FROM sent on a
-   * session the relay had taken). A relay that greeted and then hangs or drops the connection
-   * inside a transaction is judged by that message (a slow content filter, a sender or recipient
-   * check that waits on someone else's DNS), not judged unreachable or congested: one project's
-   * mail never takes a shared relay down for every other project (product.md §8).
-   */
-  readonly inTransaction?: boolean;
 }
 
 export type Transport = 'smtp' | 'capture';

@@ -7,14 +7,11 @@ import type { AttemptResult, DeliveryFailure } from './attempt.js';
  * without a connection each, and it is probed, one connection at a time, until it answers.
  *
  * - **Down.** An attempt that gets no connection, no greeting (a refusal, `421` at the greeting, a
- *   failed TLS handshake) or runs past the transaction deadline before its mail transaction began
- *   is a failure of the relay, not of the message. After DOWN_AFTER of them in a row, with none reaching the relay in between, the
+ *   failed TLS handshake) or runs past the transaction deadline is a failure of the relay, not of
+ *   the message. After DOWN_AFTER of them in a row, with none reaching the relay in between, the
  *   last one with nothing else of the worker's in flight to the relay (its window, which halves on
  *   each such failure, has fallen to one: the relay takes nothing at all), the relay is down.
- *   Replies after the greeting (`451`, `550 5.1.1`) are about the message: the relay is up. So is
- *   silence or a dropped connection once MAIL FROM was sent: a relay that hangs on one project's
- *   messages (its content filter, a callout to the sender's or recipient's domain) is not taken
- *   down for every project that shares it (product.md §8).
+ *   Replies after the greeting (`451`, `550 5.1.1`) are about the message: the relay is up.
  * - **Probes.** A down relay is probed with one connection (greeting and EHLO, then QUIT) at a time
  *   across all workers, first PROBE_BASE_MS after it went down, then at double the interval after
  *   each failed probe, up to PROBE_MAX_MS. The first probe comes no later than a message's first
@@ -111,16 +108,13 @@ export type RelayContact = 'reached' | 'unreachable';
 
 /**
  * What a failure says about its relay: unreachable when no connection or greeting came (the SMTP
- * adapter's `reached: false`) or the session ran past its deadline before the message's mail
- * transaction began (EHLO, STARTTLS or the login never answered), and it is worth another attempt;
- * reached when the relay answered, or took the session and then ran out of time inside the
- * message's transaction (a content filter, a sender or recipient check: the message's trouble,
- * which another project's mail to the same relay does not share); null when it says nothing either
- * way (Herald's own refusal, such as an outbound rule, or a peer that is not an SMTP server).
+ * adapter's `reached: false`) or the transaction ran past its deadline, and it is worth another
+ * attempt; reached when the relay answered; null when it says nothing either way (Herald's own
+ * refusal, such as an outbound rule, or a peer that is not an SMTP server).
  */
 export function failureContact(failure: DeliveryFailure): RelayContact | null {
-  const stalledSession = failure.timedOut === true && failure.inTransaction !== true;
-  if (failure.kind === 'transient' && (failure.reached === false || stalledSession)) return 'unreachable';
+  if (failure.kind === 'transient' && (failure.reached === false || failure.timedOut === true))
+    return 'unreachable';
   return failure.reached === true ? 'reached' : null;
 }
 

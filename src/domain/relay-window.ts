@@ -8,8 +8,8 @@ import { enhancedStatusIn } from './bounce/status-codes.js';
  *
  * The window starts at `initial` and doubles per round of prompt acceptances (slow start) until
  * the relay first shows congestion; from then on it grows by one per window's worth of prompt
- * acceptances. Congestion (421, a 4.7.x throttling reply, a connection that failed, or timed out
- * before the message's transaction began) halves it, once per round: transactions that started before a cut were sent at the larger window
+ * acceptances. Congestion (421, a 4.7.x throttling reply, a connection that failed or timed out)
+ * halves it, once per round: transactions that started before a cut were sent at the larger window
  * and were answered by that cut. It never leaves [1, ceiling].
  */
 
@@ -66,18 +66,14 @@ export interface TransactionFacts {
   readonly reply: string;
   /** Failures only: whether another attempt may succeed. */
   readonly transient: boolean;
-  /** Failures only: whether it came inside the message's mail transaction (after MAIL FROM). */
-  readonly inTransaction: boolean;
   readonly durationMs: number;
 }
 
 export function relaySignal(facts: TransactionFacts, policy: WindowPolicy): RelaySignal {
   if (facts.ok) return facts.durationMs <= policy.promptMs ? 'accepted' : 'neutral';
   // A permanent failure without a reply is Herald's own verdict (an outbound rule, not an SMTP
-  // server), and other replies are about the message (550 5.1.1, 452 4.2.2 mailbox full). So is
-  // silence or a lost connection inside the message's transaction: one project's messages that
-  // a relay's content filter chokes on do not shrink the window every project shares.
-  if (facts.smtpCode === null) return facts.transient && !facts.inTransaction ? 'congested' : 'neutral';
+  // server), and other replies are about the message (550 5.1.1, 452 4.2.2 mailbox full).
+  if (facts.smtpCode === null) return facts.transient ? 'congested' : 'neutral';
   if (facts.smtpCode === 421) return 'congested';
   if (facts.smtpCode >= 400 && facts.smtpCode < 500 && enhancedStatusIn(facts.reply)?.startsWith('4.7.'))
     return 'congested';

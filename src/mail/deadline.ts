@@ -12,11 +12,6 @@ export class Deadline {
    * RelayPool): what a transaction cut off at the deadline is judged on.
    */
   greeted = false;
-  /**
-   * Whether this message's mail transaction had begun (MAIL FROM sent on a session the relay had
-   * taken, set by RelayPool): a failure from then on without a reply is about the message.
-   */
-  inTransaction = false;
 
   /** Whether the deadline has passed. */
   get aborted(): boolean {

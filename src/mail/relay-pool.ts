@@ -114,7 +114,6 @@ export class RelayPool {
       deadline.greeted = true;
       const outcome = await this.transmit(connection, envelope, raw, deadline);
       if (outcome.kind !== 'stale') return this.settle(connection, outcome);
-      deadline.inTransaction = false;
       this.discard(connection);
     }
     const connection = await this.connect(deadline);
@@ -212,7 +211,6 @@ export class RelayPool {
       };
       if (deadline.aborted) return abort();
       const stopListening = deadline.onAbort(abort);
-      deadline.inTransaction = true;
       connection.send({ from: envelope.from, to: [envelope.to] }, message, (error, info) => {
         stopListening();
         if (!error) return resolve({ kind: 'sent', response: String(info?.response ?? '250 OK') });

@@ -233,7 +233,7 @@ export class SmtpMailer {
       // What the relay's health is judged on (domain/relay-health.ts).
       const timedOut = deadline.aborted || (error as { code?: unknown } | null)?.code === 'ETIMEDOUT';
       const reached = deadline.aborted ? deadline.greeted : greetedBefore(error);
-      throw new SmtpDeliveryError({ ...failure, reached, timedOut, inTransaction: deadline.inTransaction });
+      throw new SmtpDeliveryError({ ...failure, reached, timedOut });
     } finally {
       clearTimeout(timer);
       running.catch(() => undefined);

@@ -182,20 +182,12 @@ export class RelayLanes<Parked> {
     const { durationMs } = finished;
     const signal = relaySignal(
       result.ok
-        ? {
-            ok: true,
-            smtpCode: result.smtpCode,
-            reply: result.response,
-            transient: false,
-            inTransaction: true,
-            durationMs,
-          }
+        ? { ok: true, smtpCode: result.smtpCode, reply: result.response, transient: false, durationMs }
         : {
             ok: false,
             smtpCode: result.failure.smtpCode,
             reply: result.failure.message,
             transient: result.failure.kind === 'transient',
-            inTransaction: result.failure.inTransaction === true,
             durationMs,
           },
       this.policy,

@@ -16,20 +16,13 @@ const ok = (durationMs = 100): TransactionFacts => ({
   smtpCode: 250,
   reply: '250 2.0.0 Ok: queued as 4Xy',
   transient: false,
-  inTransaction: true,
   durationMs,
 });
-const failed = (
-  smtpCode: number | null,
-  reply: string,
-  transient = true,
-  inTransaction = false,
-): TransactionFacts => ({
+const failed = (smtpCode: number | null, reply: string, transient = true): TransactionFacts => ({
   ok: false,
   smtpCode,
   reply,
   transient,
-  inTransaction,
   durationMs: 50,
 });
 
@@ -44,21 +37,6 @@ describe('what a finished transaction says about its relay', () => {
     ['450 4.7.0 throttled', failed(450, 'SMTP 450 4.7.0 Throttled'), 'congested'],
     ['a connection refused', failed(null, 'connect ECONNREFUSED 127.0.0.1:25 (ESOCKET)'), 'congested'],
     ['the deadline passed', failed(null, 'SMTP transaction did not finish within the deadline'), 'congested'],
-    [
-      'the deadline passed inside the message transaction: about the message',
-      failed(null, 'SMTP transaction did not finish within the deadline', true, true),
-      'neutral',
-    ],
-    [
-      'the connection lost after the final dot: about the message',
-      failed(null, 'Connection closed unexpectedly (CONN)', true, true),
-      'neutral',
-    ],
-    [
-      '451 4.7.1 inside the transaction still throttles',
-      failed(451, 'SMTP 451 4.7.1 slow down', true, true),
-      'congested',
-    ],
     ['452 4.2.2 mailbox full: about the message', failed(452, 'SMTP 452 4.2.2 Mailbox full'), 'neutral'],
     ['451 4.3.0 local error', failed(451, 'SMTP 451 4.3.0 Local error'), 'neutral'],
     ['550 5.1.1 no such user', failed(550, 'SMTP 550 5.1.1 <x@y>: unknown', false), 'neutral'],
