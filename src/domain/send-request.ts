@@ -205,8 +205,10 @@ export function parseSendRequest(
 
   if (fields.type !== undefined && fields.type !== 'email') throw errors.invalidType();
 
+  // Absent (or null) falls back to the project's contact email; an empty string is a recipient
+  // given and invalid, as a caller's blank address field is, never mail to the contact email.
   let to: Mailbox | null = null;
-  if (fields.to !== undefined && fields.to !== null && fields.to !== '') {
+  if (fields.to !== undefined && fields.to !== null) {
     to = typeof fields.to === 'string' ? parseMailbox(fields.to) : null;
     if (to === null) throw errors.invalidRecipient();
   }

@@ -146,6 +146,8 @@ class RawBody {
   constructor(readonly bytes: Buffer) {}
 }
 
+const NO_BODY = Buffer.alloc(0);
+
 const SEND_ROUTES = new Set([COLLECTION, `${COLLECTION}/`, BATCH, `${BATCH}/`]);
 
 /** Throws what a refused body is answered with; returns the checked sends otherwise. */
@@ -219,8 +221,10 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       tooLarge: bodyTooLarge(BODY_LIMIT),
       maxBytesBesideFiles: BODY_LIMIT,
     };
+    // A POST with neither a body nor a Content-Type reaches no parser: no body is not JSON either.
+    const bytes = request.body instanceof RawBody ? request.body.bytes : NO_BODY;
     try {
-      return acceptedBody(await bodies.check(job, (request.body as RawBody).bytes, String(project.id)));
+      return acceptedBody(await bodies.check(job, bytes, String(project.id)));
     } catch (error) {
       if (error instanceof BodyTooLarge) {
         sendError(reply, 413, bodyTooLarge(BODY_LIMIT));

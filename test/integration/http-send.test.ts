@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/domain/api-key.js';
-import { countNotifications, expectError, getStatus, send, sendOk, storedData } from '../helpers/http.js';
+import {
+  bearer,
+  countNotifications,
+  expectError,
+  getStatus,
+  send,
+  SEND_PATH,
+  sendOk,
+  storedData,
+} from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
 /** Spec §4.1 and §7.1, product.md §3: the send request, its validation and its check order. */
@@ -159,6 +168,7 @@ describe("400 Missing or invalid 'to' (recipient email)", () => {
 
   it('an invalid `to` is refused even when the project has a contact email to fall back on', async () => {
     for (const to of [
+      '',
       'not-an-email',
       'jane@example.org, joe@example.org',
       'jane@example.org\r\nBcc: x@y.org',
@@ -213,6 +223,13 @@ describe('check order (product.md §3)', () => {
   it('malformed JSON gives 400 Invalid JSON body', async () => {
     for (const raw of ['{', '{"template": "user_created",}', "{'template': 'x'}", 'not json', '']) {
       expectError(await send(ctx.app, apiKey, raw), 400, JSON_ERROR);
+    }
+  });
+
+  it('a POST with neither a body nor a Content-Type gives 400 Invalid JSON body', async () => {
+    for (const url of [SEND_PATH, `${SEND_PATH}/batch`]) {
+      const response = await ctx.app.inject({ method: 'POST', url, headers: bearer(apiKey) });
+      expectError(response, 400, JSON_ERROR);
     }
   });
 
