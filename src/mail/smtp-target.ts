@@ -27,7 +27,7 @@ export function isSmtpSecurity(value: string): value is SmtpSecurity {
   return (SMTP_SECURITY as readonly string[]).includes(value);
 }
 
-/** `smtp://user:pass@host:port`, `smtps://…`; `?security=starttls|none|auto` refines smtp://. */
+/** `smtp://user:pass@host:port`, `smtps://…`; `?security=auto|starttls|tls|none` refines it. */
 export function parseSmtpUrl(raw: string): SmtpTarget {
   let url: URL;
   try {
@@ -39,6 +39,14 @@ export function parseSmtpUrl(raw: string): SmtpTarget {
     throw errors.invalidInput('SMTP URL must start with smtp:// or smtps://');
   }
   if (url.hostname === '') throw errors.invalidInput('SMTP URL needs a host');
+  // A mistyped option (`?tls=none`, `?Security=none`) would otherwise leave `auto` in force unsaid.
+  for (const name of url.searchParams.keys())
+    if (name !== 'security')
+      throw errors.invalidInput(
+        `SMTP URL option '${name.slice(0, 40)}' is not known: the only one is security (auto, starttls, tls, none)`,
+      );
+  if (url.searchParams.getAll('security').length > 1)
+    throw errors.invalidInput('SMTP URL gives security more than once');
   let security: SmtpSecurity = url.protocol === 'smtps:' ? 'tls' : 'auto';
   const requested = url.searchParams.get('security');
   if (requested !== null) {

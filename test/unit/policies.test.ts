@@ -124,6 +124,12 @@ describe('SMTP URLs', () => {
     });
     expect(() => parseSmtpUrl('http://relay.example')).toThrow(/smtp/);
     expect(() => parseSmtpUrl('smtp://relay.example?security=maybe')).toThrow(/security/);
+    // A mistyped option is refused, not left to leave `auto` in force.
+    for (const url of ['smtp://relay.example?tls=none', 'smtp://relay.example?Security=none&security=none'])
+      expect(() => parseSmtpUrl(url)).toThrow(/^SMTP URL option '(tls|Security)' is not known/);
+    expect(() => parseSmtpUrl('smtp://relay.example?security=none&security=tls')).toThrow(
+      'SMTP URL gives security more than once',
+    );
     // A % that starts no escape is the URL's mistake, said as such, not a URIError.
     expect(() => parseSmtpUrl('smtp://u%:secret@relay.example')).toThrow(
       'SMTP URL user name has a % that starts no %XX escape: write a % as %25',
