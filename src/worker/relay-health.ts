@@ -174,7 +174,9 @@ export class RelayHealthBook {
     else this.seenDown.delete(relay);
     this.logger[down ? 'warn' : 'info'](
       { relay, lastError: this.health(relay).lastError },
-      down ? 'relay is down; its mail waits without a connection each' : 'relay is back',
+      down
+        ? 'relay is down; its mail waits for a probe to get through, with no connection per message'
+        : 'relay is back',
     );
     try {
       this.onChange(relay, down);
