@@ -50,15 +50,21 @@ describe(`admin tokens (${backend})`, () => {
       expectError(response, 401, 'Invalid or missing admin token');
       expect(response.headers['www-authenticate']).toBe('Bearer realm="herald-admin"');
     }
+    // The one mix-up a hint can name: a project's key where an admin token belongs.
+    const [withoutToken, withApiKey, ...others] = (await Promise.all(refusals)).map(
+      (response) => response.json<{ hint?: string }>().hint,
+    );
+    expect(withApiKey).toMatch(/^This is a project's API key \(hrl_…\); .*herald token create/);
+    expect([withoutToken, ...others].filter((hint) => hint !== undefined)).toEqual([]);
   });
 
   it('are refused on the send API with its own 401, and API keys work there as before', async () => {
     const { apiKey } = await seedProject(ctx.services);
-    expectError(
-      await send(ctx.app, admin.token, { template: 'user_created', to: 'a@example.org' }),
-      401,
-      'Invalid or missing API key',
-    );
+    const refused = await send(ctx.app, admin.token, { template: 'user_created', to: 'a@example.org' });
+    expectError(refused, 401, 'Invalid or missing API key');
+    expect(refused.json<{ hint?: string }>().hint).toMatch(/^This is an admin token \(hrla_…\)/);
+    const unknownKey = await send(ctx.app, 'hrl_nothing', { template: 'user_created', to: 'a@example.org' });
+    expect(unknownKey.json<{ hint?: string }>().hint).toBeUndefined();
     expectError(await getStatus(ctx.app, admin.token, 'x'), 401, 'Invalid or missing API key');
     expect((await send(ctx.app, apiKey, { template: 'user_created', to: 'a@example.org' })).statusCode).toBe(
       202,
