@@ -95,7 +95,7 @@ export const SendBody = Type.Object(
     to: Type.Optional(
       Type.Union([Type.String({ maxLength: MAX_INPUT_LENGTH }), Type.Null()], {
         description:
-          "The recipient, `user@example.org` or `Name <user@example.org>`; left out, the project's contact email.",
+          "The recipient, `user@example.org` or `Name <user@example.org>`; left out or null, the project's contact email (an empty string is refused).",
       }),
     ),
     variables: Type.Optional(PlaceholderObject),

@@ -40,10 +40,13 @@ export function parseSmtpUrl(raw: string): SmtpTarget {
   }
   if (url.hostname === '') throw errors.invalidInput('SMTP URL needs a host');
   // A mistyped option (`?tls=none`, `?Security=none`) would otherwise leave `auto` in force unsaid.
+  // The option is named only when it looks like one: a password with an unescaped `?` in it
+  // makes the rest of the URL an "option", and an error must not repeat a password.
   for (const name of url.searchParams.keys())
     if (name !== 'security')
       throw errors.invalidInput(
-        `SMTP URL option '${name.slice(0, 40)}' is not known: the only one is security (auto, starttls, tls, none)`,
+        `SMTP URL option ${/^[A-Za-z_-]{1,20}$/.test(name) ? `'${name}' ` : ''}is not known: ` +
+          'the only one is security (auto, starttls, tls, none)',
       );
   if (url.searchParams.getAll('security').length > 1)
     throw errors.invalidInput('SMTP URL gives security more than once');

@@ -127,6 +127,10 @@ describe('SMTP URLs', () => {
     // A mistyped option is refused, not left to leave `auto` in force.
     for (const url of ['smtp://relay.example?tls=none', 'smtp://relay.example?Security=none&security=none'])
       expect(() => parseSmtpUrl(url)).toThrow(/^SMTP URL option '(tls|Security)' is not known/);
+    // A password with an unescaped `?` ends the URL's authority there: the rest is not repeated.
+    expect(() => parseSmtpUrl('smtp://mailer:2024?Summer@smtp.example.com')).toThrow(
+      /^SMTP URL option is not known: the only one is security/,
+    );
     expect(() => parseSmtpUrl('smtp://relay.example?security=none&security=tls')).toThrow(
       'SMTP URL gives security more than once',
     );
