@@ -46,6 +46,24 @@ export function parseMailbox(input: string): Mailbox | null {
 }
 
 /**
+ * Why `input` is not one mailbox, for the cases that can be named for certain (a hint beside the
+ * fixed error); undefined for the rest. Only called for an input parseMailbox refused.
+ */
+export function mailboxProblem(input: unknown): string | undefined {
+  if (typeof input !== 'string') return 'Give one address as a string, e.g. "jane@example.org"';
+  if (HEADER_BREAK.test(input)) return 'An address may not contain a line break or a control character';
+  const address = /<([^<>]*)>\s*$/.exec(input)?.[1] ?? input.trim();
+  if ((address.match(/@/g) ?? []).length > 1 || /[,;]/.test(address))
+    return 'Give one address: a send has one recipient (a batch sends to several)';
+  const at = address.indexOf('@');
+  if (at < 0) return 'An address needs an @, e.g. jane@example.org';
+  if (NOT_ASCII.test(address.slice(0, at))) return 'The part before the @ must be ASCII';
+  if (!LABEL_SEPARATORS.test(address.slice(at + 1)))
+    return 'The domain needs a dot: a name such as example.org, not localhost or an IP address';
+  return undefined;
+}
+
+/**
  * Index of the `<` that opens the address, skipping a leading quoted name (where `<` is just text).
  * -1 when there is none or when the remainder holds another `<` or `>`.
  */

@@ -75,7 +75,17 @@ export const errors = {
   invalidJson: () => new HeraldError(ErrorCode.InvalidJson, Messages.invalidJson),
   invalidTemplate: (hint?: string) =>
     new HeraldError(ErrorCode.InvalidTemplate, Messages.invalidTemplate, hint === undefined ? {} : { hint }),
-  invalidRecipient: () => new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient),
+  invalidRecipient: (hint?: string) =>
+    new HeraldError(
+      ErrorCode.InvalidRecipient,
+      Messages.invalidRecipient,
+      hint === undefined ? {} : { hint },
+    ),
+  /** No `to`, and no contact email to send to instead (spec §7.1). */
+  noRecipient: () =>
+    new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient, {
+      hint: "No 'to' was given, and the project has no contact email to send to instead",
+    }),
   invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
   invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
   invalidSendAt: (hint?: string) =>

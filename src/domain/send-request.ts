@@ -1,5 +1,5 @@
 import type { Mailbox } from './address.js';
-import { parseMailbox } from './address.js';
+import { mailboxProblem, parseMailbox } from './address.js';
 import { parseAttachments, type Attachment } from './attachments.js';
 import { jsonByteLength } from './canonical-json.js';
 import { HeraldError, errors } from './errors.js';
@@ -210,7 +210,7 @@ export function parseSendRequest(
   let to: Mailbox | null = null;
   if (fields.to !== undefined && fields.to !== null) {
     to = typeof fields.to === 'string' ? parseMailbox(fields.to) : null;
-    if (to === null) throw errors.invalidRecipient();
+    if (to === null) throw errors.invalidRecipient(mailboxProblem(fields.to));
   }
 
   refuseUnknownFields(fields);
@@ -273,7 +273,7 @@ export function parseBatchRequest(
   body.forEach((item: unknown, index) => {
     try {
       const send = parseSendRequest(item, now, { attachments: false });
-      if (send.to === null && !options.defaultRecipient) throw errors.invalidRecipient();
+      if (send.to === null && !options.defaultRecipient) throw errors.noRecipient();
       // A batch must not carry a message larger than a single send could.
       if (jsonByteLength(item) > options.maxItemBytes) throw errors.invalidField(options.tooLarge);
       sends.push(send);

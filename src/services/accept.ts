@@ -134,7 +134,7 @@ export class AcceptService {
     const now = this.now();
     const rows = (batch ? sends : [sends]).map((request) => {
       const recipient = recipientOf(project, request);
-      if (recipient === null) throw errors.invalidRecipient();
+      if (recipient === null) throw errors.noRecipient();
       return accepted(
         {
           requestId: newRequestId(),

@@ -29,7 +29,7 @@ function nested(depth: number): unknown {
 }
 
 /** Poison as raw JSON text, so the nesting is not limited by the test's own serializer. */
-const POISON: { name: string; body: string; error?: string }[] = [
+const POISON: { name: string; body: string; error?: string; hint?: string }[] = [
   {
     name: 'data nested 5,000 deep',
     body: `{"template":"user_created","to":"x@example.org","data":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`,
@@ -59,6 +59,7 @@ const POISON: { name: string; body: string; error?: string }[] = [
     name: 'a NUL in the recipient',
     body: JSON.stringify({ template: 'user_created', to: 'x\u0000@example.org' }),
     error: "Missing or invalid 'to' (recipient email)",
+    hint: 'An address may not contain a line break or a control character',
   },
   {
     name: 'a huge string value',
@@ -70,7 +71,9 @@ describe(`isolation under poison (${backend})`, () => {
   it.each(POISON.filter((p) => p.error !== undefined))('$name is a 400 of its own', async (poison) => {
     const response = await send(ctx.app, a.apiKey, poison.body);
     expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ error: poison.error });
+    expect(response.json()).toEqual(
+      poison.hint === undefined ? { error: poison.error } : { error: poison.error, hint: poison.hint },
+    );
   });
 
   it('accepts every valid request of another project sent at the same time as the poison', async () => {

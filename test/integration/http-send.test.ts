@@ -140,7 +140,11 @@ describe("400 Missing or invalid 'template'", () => {
 
 describe("400 Missing or invalid 'to' (recipient email)", () => {
   it('when there is no `to` and the project has no contact email', async () => {
-    expectError(await send(ctx.app, apiKey, { template: 'user_created' }), 400, TO_ERROR);
+    const response = await send(ctx.app, apiKey, { template: 'user_created' });
+    expectError(response, 400, TO_ERROR);
+    expect(response.json<{ hint?: string }>().hint).toBe(
+      "No 'to' was given, and the project has no contact email to send to instead",
+    );
   });
 
   const invalid: [string, unknown][] = [
@@ -164,6 +168,12 @@ describe("400 Missing or invalid 'to' (recipient email)", () => {
     const before = await countNotifications(ctx.services, projectId);
     expectError(await send(ctx.app, apiKey, { template: 'user_created', to }), 400, TO_ERROR);
     expect(await countNotifications(ctx.services, projectId)).toBe(before);
+  });
+
+  it('says why where it can: the hint beside the fixed error', async () => {
+    const response = await send(ctx.app, apiKey, { template: 'user_created', to: 'jane@localhost' });
+    expectError(response, 400, TO_ERROR);
+    expect(response.json<{ hint?: string }>().hint).toMatch(/^The domain needs a dot/);
   });
 
   it('an invalid `to` is refused even when the project has a contact email to fall back on', async () => {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { MAX_ADDRESS_LENGTH, parseMailbox } from '../../src/domain/address.js';
+import { MAX_ADDRESS_LENGTH, mailboxProblem, parseMailbox } from '../../src/domain/address.js';
 
 describe('parseMailbox: valid', () => {
   it.each([
@@ -142,5 +142,37 @@ describe('parseMailbox: invalid', () => {
     expect(parseMailbox(`"${'n'.repeat(201)}" <a@example.org>`)).toBeNull();
     expect(parseMailbox(`${' '.repeat(307)}a@example.org`)).not.toBeNull(); // 320 in total
     expect(parseMailbox(`${' '.repeat(308)}a@example.org`)).toBeNull(); // 321 in total
+  });
+});
+
+describe('mailboxProblem: why an address was refused, where it can be said for certain', () => {
+  it.each<[unknown, string | undefined]>([
+    [42, 'Give one address as a string, e.g. "jane@example.org"'],
+    [['jane@example.org'], 'Give one address as a string, e.g. "jane@example.org"'],
+    ['jane@example.org\r\nBcc: x@y.org', 'An address may not contain a line break or a control character'],
+    ['x\u0000@example.org', 'An address may not contain a line break or a control character'],
+    [
+      'jane@example.org, joe@example.org',
+      'Give one address: a send has one recipient (a batch sends to several)',
+    ],
+    [
+      'Jane <jane@example.org;joe@example.org>',
+      'Give one address: a send has one recipient (a batch sends to several)',
+    ],
+    [
+      'jane@example.org joe@example.org',
+      'Give one address: a send has one recipient (a batch sends to several)',
+    ],
+    ['not-an-email', 'An address needs an @, e.g. jane@example.org'],
+    ['jöhn@example.org', 'The part before the @ must be ASCII'],
+    ['jane@localhost', 'The domain needs a dot: a name such as example.org, not localhost or an IP address'],
+    // Refused for reasons a hint would only guess at: no hint.
+    ['@example.org', undefined],
+    ['jane doe@example.org', undefined],
+    ['Doe, Jane <jane@example.org>', undefined],
+    ['jane@192.168.0.1', undefined],
+  ])('%j → %s', (input, problem) => {
+    expect(parseMailbox(input as string)).toBeNull();
+    expect(mailboxProblem(input)).toBe(problem);
   });
 });
