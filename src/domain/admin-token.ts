@@ -1,5 +1,5 @@
 import { errors } from './errors.js';
-import { hashApiKey, keyFormat, type GeneratedKey } from './api-key.js';
+import { hashApiKey, isWellFormedApiKey, keyFormat, type GeneratedKey } from './api-key.js';
 
 /**
  * Admin tokens (product.md §13) open the management API under /api/v1/admin. They are made like
@@ -17,6 +17,19 @@ export function generateAdminToken(): GeneratedKey {
 
 export function isWellFormedAdminToken(token: string): boolean {
   return ADMIN_TOKEN.isWellFormed(token);
+}
+
+/**
+ * The hint of a 401 for a token that is well formed for the other API: an admin token sent to the
+ * notification API, or a project's API key sent to the management API. Anything else gets none.
+ */
+export function wrongApiHint(token: string | null, api: 'notifications' | 'admin'): string | undefined {
+  if (token === null) return undefined;
+  if (api === 'notifications' && isWellFormedAdminToken(token))
+    return "This is an admin token (hrla_…), for /api/v1/admin; sends take a project's API key (hrl_…)";
+  if (api === 'admin' && isWellFormedApiKey(token))
+    return "This is a project's API key (hrl_…); the management API takes an admin token (hrla_…, herald token create)";
+  return undefined;
 }
 
 export function hashAdminToken(token: string): string {

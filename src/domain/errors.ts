@@ -70,6 +70,8 @@ export const Messages = {
   canceled: 'Canceled',
 } as const;
 
+const NO_RECIPIENT_HINT = "No 'to' was given, and the project has no contact email to send to instead";
+
 export const errors = {
   invalidApiKey: () => new HeraldError(ErrorCode.InvalidApiKey, Messages.invalidApiKey),
   invalidJson: () => new HeraldError(ErrorCode.InvalidJson, Messages.invalidJson),
@@ -82,10 +84,7 @@ export const errors = {
       hint === undefined ? {} : { hint },
     ),
   /** No `to`, and no contact email to send to instead (spec §7.1). */
-  noRecipient: () =>
-    new HeraldError(ErrorCode.InvalidRecipient, Messages.invalidRecipient, {
-      hint: "No 'to' was given, and the project has no contact email to send to instead",
-    }),
+  noRecipient: () => errors.invalidRecipient(NO_RECIPIENT_HINT),
   invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
   invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
   invalidSendAt: (hint?: string) =>

@@ -1,7 +1,7 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { adminTokenPrefix } from '../domain/admin-token.js';
-import { bearerToken, isWellFormedApiKey } from '../domain/api-key.js';
+import { adminTokenPrefix, wrongApiHint } from '../domain/admin-token.js';
+import { bearerToken } from '../domain/api-key.js';
 import { loggedTokenPrefix } from './api-log-hooks.js';
 import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 import type { AdminToken } from '../services/admin-tokens.js';
@@ -47,11 +47,7 @@ function authenticate(deps: AdminDeps) {
     }
     if (admin === null) {
       reply.header('WWW-Authenticate', 'Bearer realm="herald-admin"');
-      const hint =
-        token !== null && isWellFormedApiKey(token)
-          ? "This is a project's API key (hrl_…); the management API takes an admin token (hrla_…, herald token create)"
-          : undefined;
-      return sendError(reply, 401, Messages.invalidAdminToken, hint);
+      return sendError(reply, 401, Messages.invalidAdminToken, wrongApiHint(token, 'admin'));
     }
     request.adminToken = admin;
   };

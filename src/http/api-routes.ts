@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { isWellFormedAdminToken } from '../domain/admin-token.js';
+import { wrongApiHint } from '../domain/admin-token.js';
 import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { loggedTokenPrefix } from './api-log-hooks.js';
 import { HeraldError, Messages, errors } from '../domain/errors.js';
@@ -87,11 +87,7 @@ function authenticate(projects: ProjectService) {
     if (project === null) {
       // RFC 9110 §15.5.2: a 401 names the scheme the client must use.
       reply.header('WWW-Authenticate', 'Bearer realm="herald"');
-      const hint =
-        token !== null && isWellFormedAdminToken(token)
-          ? "This is an admin token (hrla_…), for /api/v1/admin; sends take a project's API key (hrl_…)"
-          : undefined;
-      return sendError(reply, 401, Messages.invalidApiKey, hint);
+      return sendError(reply, 401, Messages.invalidApiKey, wrongApiHint(token, 'notifications'));
     }
     request.project = project;
     request.apiLog.projectId = project.id;
