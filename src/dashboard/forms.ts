@@ -53,7 +53,7 @@ export function utcTime(value: string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** A whole number in range, or undefined when empty or malformed (filters ignore bad input). */
+/** A whole number in range, or undefined when empty or malformed (a log page names the filter it leaves out). */
 export function whole(value: string | undefined, min = 1, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
   const n = Number(value);

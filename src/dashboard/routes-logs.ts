@@ -39,6 +39,32 @@ function metadataOf(
   }
 }
 
+/** A value of the URL quoted in a notice, cut short. */
+function quoted(value: string): string {
+  return `'${value.length > 40 ? `${value.slice(0, 40)}…` : value}'`;
+}
+
+/** True when the URL gives the filter a value (an empty form field is no filter). */
+function given(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * The project filter of a log page, and what is wrong with it: a value that is not an id is left
+ * out, an id no project has is searched (old rows keep their id) and said.
+ */
+function projectFilter(
+  value: string | undefined,
+  names: ReadonlyMap<number, string>,
+): { projectId: number | undefined; problem: string | null } {
+  const projectId = whole(value);
+  if (given(value) && projectId === undefined)
+    return { projectId, problem: `Project ${quoted(value)} is not a project's id: showing every project.` };
+  if (projectId !== undefined && !names.has(projectId))
+    return { projectId, problem: `No project has the id ${projectId}.` };
+  return { projectId, problem: null };
+}
+
 /** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
 export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { projects, notifications, apiLogs, templates } = deps.services;
@@ -47,9 +73,26 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
 
   app.get('/messages', async (request, reply) => {
     const q = fieldsOf(request.query);
+    const names = await projectNames();
     const metadata = metadataOf(request.query, q.metadata);
+    const project = projectFilter(q.project, names);
+    // A filter the page cannot apply is named, so a stale or mistyped link never passes for a
+    // filtered list.
+    const problems = [
+      project.problem,
+      given(q.status) && !isState(q.status)
+        ? `Status ${quoted(q.status)} is not one of ${NOTIFICATION_STATES.join(', ')}: showing every status.`
+        : null,
+      given(q.from) && utcTime(q.from) === undefined
+        ? `From ${quoted(q.from)} is not a UTC time like 2026-11-30T09:00: left out.`
+        : null,
+      given(q.to) && utcTime(q.to) === undefined
+        ? `Until ${quoted(q.to)} is not a UTC time like 2026-11-30T09:00: left out.`
+        : null,
+      metadata.error,
+    ].filter((problem) => problem !== null);
     const filter: NotificationSearch = {
-      projectId: whole(q.project),
+      projectId: project.projectId,
       state: isState(q.status) ? q.status : undefined,
       template: q.template?.trim() || undefined,
       recipient: q.recipient?.trim() || undefined,
@@ -74,15 +117,15 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     return page(request, reply, deps, 'messages', {
       title: 'Delivery logs',
       rows: found.rows,
-      names: await projectNames(),
+      names,
       states: NOTIFICATION_STATES,
       filters,
       // The form shows the first condition as typed; the others travel in the page links.
       metadataText: metadata.filters[0]
         ? `${metadata.filters[0].key}=${metadata.filters[0].value}`
         : (q.metadata ?? ''),
-      filterError: metadata.error,
-      filtered: Object.values(filters).some((v) => v !== '') || metadata.error !== null,
+      problems,
+      filtered: Object.values(filters).some((v) => v !== '') || problems.length > 0,
       paged: filter.before !== undefined,
       nextBefore: found.nextBefore,
       searchedTo: found.searchedTo,
@@ -125,8 +168,15 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
 
   app.get('/api-logs', async (request, reply) => {
     const q = fieldsOf(request.query);
-    const projectId = whole(q.project);
+    const names = await projectNames();
+    const { projectId, problem } = projectFilter(q.project, names);
     const statusCode = whole(q.status, 100, 599);
+    const problems = [
+      problem,
+      given(q.status) && statusCode === undefined
+        ? `Status code ${quoted(q.status)} is not an HTTP status code (100–599): showing every code.`
+        : null,
+    ].filter((text) => text !== null);
     const beforeId = whole(q.before);
     const rows = await apiLogs.list({ projectId, statusCode, beforeId, limit: PAGE_SIZE + 1 });
     const shown = rows.slice(0, PAGE_SIZE);
@@ -137,10 +187,15 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     return page(request, reply, deps, 'api-logs', {
       title: 'API logs',
       rows: shown,
-      names: await projectNames(),
-      codes: API_STATUS_CODES,
+      names,
+      // A code the API never answers with can still be asked for in the URL; the menu shows it.
+      codes:
+        statusCode === undefined || API_STATUS_CODES.includes(statusCode)
+          ? API_STATUS_CODES
+          : [...API_STATUS_CODES, statusCode].sort((a, b) => a - b),
       filters,
-      filtered: filters.project !== '' || filters.status !== '',
+      problems,
+      filtered: filters.project !== '' || filters.status !== '' || problems.length > 0,
       paged: beforeId !== undefined,
       nextBefore: rows.length > PAGE_SIZE ? shown[shown.length - 1]?.id : null,
     });

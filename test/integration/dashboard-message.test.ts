@@ -254,3 +254,39 @@ describe(`the delivery log's metadata filter (${backend})`, () => {
     );
   });
 });
+
+describe(`the log pages' filters that cannot be applied (${backend})`, () => {
+  const get = (url: string) => app.inject({ url, cookies: { herald_session: session } });
+  const problems = (body: string) =>
+    [
+      ...(/data-testid="filter-error">([\s\S]*?)<\/div>/.exec(body)?.[1] ?? '').matchAll(/<p>([^<]*)<\/p>/g),
+    ].map((m) => m[1]);
+
+  it('are named on the delivery log, not silently dropped', async () => {
+    const page = await get(`/messages?status=bounced&project=abc&from=yesterday&to=2026-13-45T10:00`);
+    expect(page.statusCode).toBe(200);
+    expect(problems(page.body)).toEqual([
+      'Project &#39;abc&#39; is not a project&#39;s id: showing every project.',
+      'Status &#39;bounced&#39; is not one of queued, sending, sent, failed: showing every status.',
+      'From &#39;yesterday&#39; is not a UTC time like 2026-11-30T09:00: left out.',
+      'Until &#39;2026-13-45T10:00&#39; is not a UTC time like 2026-11-30T09:00: left out.',
+    ]);
+    // The list is still shown, unfiltered, with the way back to no filters.
+    expect(page.body).toContain('href="/messages">Clear</a>');
+    expect(problems((await get('/messages?project=987654')).body)).toEqual(['No project has the id 987654.']);
+    // An empty form field is no filter, and a valid one no problem.
+    const plain = await get(`/messages?status=&project=${projectId}&from=&to=`);
+    expect(plain.body).not.toContain('data-testid="filter-error"');
+  });
+
+  it('are named on the API log, and a status code outside the menu is shown in it', async () => {
+    const page = await get('/api-logs?status=abc&project=987654');
+    expect(problems(page.body)).toEqual([
+      'No project has the id 987654.',
+      'Status code &#39;abc&#39; is not an HTTP status code (100–599): showing every code.',
+    ]);
+    const teapot = await get('/api-logs?status=418');
+    expect(teapot.body).not.toContain('data-testid="filter-error"');
+    expect(teapot.body).toContain('<option value="418" selected>418</option>');
+  });
+});
