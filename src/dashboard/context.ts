@@ -149,6 +149,25 @@ export function projectOf(deps: DashboardDeps, params: { readonly id: string }):
   return deps.services.projects.get(idParam(params.id));
 }
 
+/**
+ * `/projects/NAME/…`, typed by hand or taken from the CLI: a GET goes on to the same page at the
+ * project's id, the dashboard's own address for it. A name no project has gets the 404 page.
+ */
+export async function redirectProjectName(
+  deps: DashboardDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply | undefined> {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
+  const ref = (request.params as { id?: unknown } | undefined)?.id;
+  if (typeof ref !== 'string' || /^\d+$/.test(ref)) return undefined;
+  if (!request.routeOptions.url?.startsWith('/projects/:id')) return undefined;
+  const project = await deps.services.projects.resolve(ref);
+  const after = request.url.slice('/projects/'.length);
+  const end = after.search(/[/?]/);
+  return reply.redirect(`/projects/${project.id}${end === -1 ? '' : after.slice(end)}`, 302);
+}
+
 /** True when htmx made the request (it then wants a fragment, not a whole page). */
 export function isHtmx(request: FastifyRequest): boolean {
   return request.headers['hx-request'] === 'true';

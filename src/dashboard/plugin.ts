@@ -11,7 +11,7 @@ import { statusOf } from '../http/errors.js';
 import { urlHost } from '../domain/url-host.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import { loadAssets, VIEWS_DIR } from './assets.js';
-import { errorPage, type DashboardDeps } from './context.js';
+import { errorPage, redirectProjectName, type DashboardDeps } from './context.js';
 import { adminApiRoutes } from './routes-admin-api.js';
 import { authRoutes, publicAuthRoutes } from './routes-auth.js';
 import { logRoutes } from './routes-logs.js';
@@ -138,6 +138,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
           request.dashSession = { ...session, token };
           request.csrfToken = session.csrfToken;
         });
+        admin.addHook('preHandler', async (request, reply) => redirectProjectName(deps, request, reply));
         admin.get('/', async (_request, reply) => reply.redirect('/projects'));
         await authRoutes(admin, deps, isSecure);
         await projectRoutes(admin, deps);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dashboardSuite } from '../helpers/dashboard.js';
+import { csrfOf, dashboardSuite } from '../helpers/dashboard.js';
 
 /**
  * The projects' pages: a project whose mail has no From at all accepts sends that all fail, and
@@ -41,5 +41,23 @@ describe('the welcome after setup', () => {
     const page = await suite.client.get('/projects?notice=welcome');
     expect(page.body).toContain('Welcome to Herald. Your projects are below');
     expect(page.body).not.toContain('Create a project to get an API key.');
+  });
+});
+
+describe("a project's name in place of its id", () => {
+  it('goes on to the same page at the id, and a name no project has is a 404', async () => {
+    const { project } = await suite.ctx.services.projects.create({ name: 'by-name' });
+    const overview = await suite.client.get('/projects/by-name');
+    expect(overview.statusCode).toBe(302);
+    expect(overview.headers.location).toBe(`/projects/${project.id}`);
+    const templates = await suite.client.get('/projects/by-name/templates?notice=saved');
+    expect(templates.headers.location).toBe(`/projects/${project.id}/templates?notice=saved`);
+
+    const unknown = await suite.client.get('/projects/no-such-project/templates');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toContain('Project not found: no-such-project');
+    // Forms post to the id; a post to a name is not redirected (the body would be lost).
+    const csrf = csrfOf(await suite.client.get(`/projects/${project.id}`));
+    expect((await suite.client.post('/projects/by-name/rotate-key', {}, csrf)).statusCode).toBe(400);
   });
 });
