@@ -177,6 +177,15 @@ function checkRelay(
   );
 }
 
+/** The settings' own from address, in its stored form; empty or absent is none. */
+function checkFromEmail(value: string | null | undefined): string | null {
+  if (value === undefined || value === null || value === '') return null;
+  const mailbox = parseMailbox(value);
+  if (mailbox === null || mailbox.name !== undefined)
+    throw errors.invalidInput('From email must be an email address');
+  return mailbox.address;
+}
+
 export class SmtpSettingsService {
   private readonly now: () => number;
   private readonly globals: GlobalRelays;
@@ -227,13 +236,7 @@ export class SmtpSettingsService {
     const project = await this.projects.resolve(projectRef);
     const host = relayHost(input.host);
     checkRelay({ host, port: input.port, security: input.security }, this.outbound);
-    let fromEmail = input.fromEmail ?? null;
-    if (fromEmail !== null && fromEmail !== '') {
-      const mailbox = parseMailbox(fromEmail);
-      if (mailbox === null || mailbox.name !== undefined)
-        throw errors.invalidInput('From email must be an email address');
-      fromEmail = mailbox.address;
-    }
+    const fromEmail = checkFromEmail(input.fromEmail);
     const current = await findSmtpSettings(this.db, project.id);
     const username = input.username?.trim() || null;
     // A host stored before hosts were normalised (`127.1`) is compared in its usual form.
@@ -243,14 +246,7 @@ export class SmtpSettingsService {
         { ...current, host: relayHost(current.host) },
         { host, port: input.port, username },
       );
-    const password =
-      input.password === undefined
-        ? keep
-          ? current.password_enc
-          : null
-        : input.password === null || input.password === ''
-          ? null
-          : this.secrets.seal(input.password);
+    const password = this.passwordColumn(input.password, keep ? current.password_enc : null);
     const fallback = this.fallbackColumns(input.fallback, current, { host, port: input.port });
     const row = await upsertSmtpSettings(this.db, {
       project_id: project.id,
@@ -259,7 +255,7 @@ export class SmtpSettingsService {
       security: input.security,
       username,
       password_enc: password,
-      from_email: fromEmail || null,
+      from_email: fromEmail,
       from_name: checkFromName(input.fromName) ?? null,
       updated_at: this.now(),
       ...fallback,
@@ -309,15 +305,20 @@ export class SmtpSettingsService {
       fallback_port: input.port,
       fallback_security: input.security,
       fallback_username: username,
-      fallback_password_enc:
-        input.password === undefined
-          ? keep
-            ? (current?.fallback_password_enc ?? null)
-            : null
-          : input.password === null || input.password === ''
-            ? null
-            : this.secrets.seal(input.password),
+      fallback_password_enc: this.passwordColumn(
+        input.password,
+        keep ? (current?.fallback_password_enc ?? null) : null,
+      ),
     };
+  }
+
+  /**
+   * A relay's sealed password to store: the one given (an empty one is none), or when none is
+   * given, `kept`, the stored one when it survives the change (`storedPasswordSurvives`).
+   */
+  private passwordColumn(given: string | null | undefined, kept: string | null): string | null {
+    if (given === undefined) return kept;
+    return given === null || given === '' ? null : this.secrets.seal(given);
   }
 
   async get(projectRef: string | number): Promise<SmtpSettingsView | null> {
