@@ -50,7 +50,9 @@ export function idParam(value: string): number {
 export function utcTime(value: string | undefined): number | undefined {
   if (value === undefined || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value)) return undefined;
   const ms = Date.parse(`${value}Z`);
-  return Number.isNaN(ms) ? undefined : ms;
+  // A day the month does not have (11-31, 02-30) parses as one in the next month: not this time.
+  if (Number.isNaN(ms) || !new Date(ms).toISOString().startsWith(value)) return undefined;
+  return ms;
 }
 
 /** A whole number in range, or undefined when empty or malformed (a log page names the filter it leaves out). */

@@ -41,7 +41,8 @@ function metadataOf(
 
 /** A value of the URL quoted in a notice, cut short. */
 function quoted(value: string): string {
-  return `'${value.length > 40 ? `${value.slice(0, 40)}…` : value}'`;
+  const characters = Array.from(value);
+  return `'${characters.length > 40 ? `${characters.slice(0, 40).join('')}…` : value}'`;
 }
 
 /** True when the URL gives the filter a value (an empty form field is no filter). */
@@ -50,19 +51,43 @@ function given(value: string | undefined): value is string {
 }
 
 /**
- * The project filter of a log page, and what is wrong with it: a value that is not an id is left
- * out, an id no project has is searched (old rows keep their id) and said.
+ * The project filter of a log page, by id or by name, and what is wrong with it: a name no project
+ * has is left out, an id no project has is searched (old rows keep their id) and said.
  */
 function projectFilter(
   value: string | undefined,
   names: ReadonlyMap<number, string>,
 ): { projectId: number | undefined; problem: string | null } {
+  if (!given(value)) return { projectId: undefined, problem: null };
+  if (!/^\d+$/.test(value)) {
+    const named = [...names].find(([, name]) => name === value)?.[0];
+    return named === undefined
+      ? { projectId: undefined, problem: `No project is named ${quoted(value)}: showing every project.` }
+      : { projectId: named, problem: null };
+  }
   const projectId = whole(value);
-  if (given(value) && projectId === undefined)
-    return { projectId, problem: `Project ${quoted(value)} is not a project's id: showing every project.` };
-  if (projectId !== undefined && !names.has(projectId))
-    return { projectId, problem: `No project has the id ${projectId}.` };
+  if (projectId === undefined || !names.has(projectId))
+    return { projectId, problem: `No project has the id ${quoted(value)}.` };
   return { projectId, problem: null };
+}
+
+/** The filters of a log page, as the page's form names them. */
+const FILTER_LABELS: Readonly<Record<string, string>> = {
+  project: 'Project',
+  status: 'Status',
+  template: 'Template',
+  recipient: 'Recipient',
+  metadata: 'Metadata',
+  from: 'From',
+  to: 'Until',
+};
+
+/** A filter given more than once in the URL: the page applies the first value (`fieldsOf`), and says so. */
+function repeatedFilters(query: unknown, names: readonly string[]): string[] {
+  const raw = (query ?? {}) as Record<string, unknown>;
+  return names
+    .filter((name) => Array.isArray(raw[name]) && raw[name].length > 1)
+    .map((name) => `${FILTER_LABELS[name] ?? name} is given more than once: only the first value is used.`);
 }
 
 /** Delivery logs (every notification, newest first, keyset-paginated) and API logs. */
@@ -79,6 +104,15 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     // A filter the page cannot apply is named, so a stale or mistyped link never passes for a
     // filtered list.
     const problems = [
+      ...repeatedFilters(request.query, [
+        'project',
+        'status',
+        'template',
+        'recipient',
+        'metadata',
+        'from',
+        'to',
+      ]),
       project.problem,
       given(q.status) && !isState(q.status)
         ? `Status ${quoted(q.status)} is not one of ${NOTIFICATION_STATES.join(', ')}: showing every status.`
@@ -172,6 +206,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const { projectId, problem } = projectFilter(q.project, names);
     const statusCode = whole(q.status, 100, 599);
     const problems = [
+      ...repeatedFilters(request.query, ['project', 'status']),
       problem,
       given(q.status) && statusCode === undefined
         ? `Status code ${quoted(q.status)} is not an HTTP status code (100–599): showing every code.`

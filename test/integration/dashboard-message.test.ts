@@ -266,23 +266,42 @@ describe(`the log pages' filters that cannot be applied (${backend})`, () => {
     const page = await get(`/messages?status=bounced&project=abc&from=yesterday&to=2026-13-45T10:00`);
     expect(page.statusCode).toBe(200);
     expect(problems(page.body)).toEqual([
-      'Project &#39;abc&#39; is not a project&#39;s id: showing every project.',
+      'No project is named &#39;abc&#39;: showing every project.',
       'Status &#39;bounced&#39; is not one of queued, sending, sent, failed: showing every status.',
       'From &#39;yesterday&#39; is not a UTC time like 2026-11-30T09:00: left out.',
       'Until &#39;2026-13-45T10:00&#39; is not a UTC time like 2026-11-30T09:00: left out.',
     ]);
     // The list is still shown, unfiltered, with the way back to no filters.
     expect(page.body).toContain('href="/messages">Clear</a>');
-    expect(problems((await get('/messages?project=987654')).body)).toEqual(['No project has the id 987654.']);
+    expect(problems((await get('/messages?project=987654')).body)).toEqual([
+      'No project has the id &#39;987654&#39;.',
+    ]);
+    // A day the month does not have is not taken as a day of the next month.
+    expect(problems((await get('/messages?from=2026-11-31T09:00&to=2026-02-30T09:00')).body)).toEqual([
+      'From &#39;2026-11-31T09:00&#39; is not a UTC time like 2026-11-30T09:00: left out.',
+      'Until &#39;2026-02-30T09:00&#39; is not a UTC time like 2026-11-30T09:00: left out.',
+    ]);
+    // A filter takes one value: the first is used, and the page says so.
+    const twice = await get('/messages?status=sent&status=failed');
+    expect(problems(twice.body)).toEqual(['Status is given more than once: only the first value is used.']);
+    expect(twice.body).toContain('<option value="sent" selected>');
+    // A long value is cut on whole characters.
+    const long = await get(`/messages?status=${'a'.repeat(39)}%F0%9F%98%80${'b'.repeat(5)}`);
+    expect(problems(long.body)[0]).toContain(`&#39;${'a'.repeat(39)}\u{1F600}…&#39;`);
     // An empty form field is no filter, and a valid one no problem.
     const plain = await get(`/messages?status=&project=${projectId}&from=&to=`);
     expect(plain.body).not.toContain('data-testid="filter-error"');
+    // A project's name is taken as well as its id.
+    const { name } = await ctx.services.projects.get(projectId);
+    const byName = await get(`/messages?project=${encodeURIComponent(name)}`);
+    expect(byName.body).not.toContain('data-testid="filter-error"');
+    expect(byName.body).toContain(`<option value="${projectId}" selected>`);
   });
 
   it('are named on the API log, and a status code outside the menu is shown in it', async () => {
     const page = await get('/api-logs?status=abc&project=987654');
     expect(problems(page.body)).toEqual([
-      'No project has the id 987654.',
+      'No project has the id &#39;987654&#39;.',
       'Status code &#39;abc&#39; is not an HTTP status code (100–599): showing every code.',
     ]);
     const teapot = await get('/api-logs?status=418');
