@@ -64,6 +64,8 @@ function checkName(name: string): string {
       'Project name must be 1–100 letters, digits, spaces, dots, dashes or underscores, and not only digits',
     );
   }
+  // The dashboard's page for a new project is /projects/new, and its pages take names for ids.
+  if (trimmed === 'new') throw errors.invalidInput("Project name 'new' is reserved: choose another");
   return trimmed;
 }
 

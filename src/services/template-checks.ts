@@ -31,6 +31,8 @@ export function checkName(name: string, what = 'Template'): string {
   if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}]/u.test(name)) {
     throw errors.invalidInput(`${what} name must be 1–${TEMPLATE_LIMITS.name} characters without spaces`);
   }
+  // A path segment of `.` or `..` is removed from a URL by browsers: its page could not be opened.
+  if (name === '.' || name === '..') throw errors.invalidInput(`${what} name cannot be '.' or '..'`);
   return name;
 }
 

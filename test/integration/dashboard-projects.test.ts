@@ -61,3 +61,26 @@ describe("a project's name in place of its id", () => {
     expect((await suite.client.post('/projects/by-name/rotate-key', {}, csrf)).statusCode).toBe(400);
   });
 });
+
+describe('names the dashboard could not open', () => {
+  it("refuses a project named 'new' and a template or layout named '.' or '..'", async () => {
+    const { projects, templates, layouts } = suite.ctx.services;
+    await expect(projects.create({ name: 'new' })).rejects.toThrow("Project name 'new' is reserved");
+    const { project } = await projects.create({ name: 'dots' });
+    await expect(projects.update(project.id, { name: 'new' })).rejects.toThrow(
+      "Project name 'new' is reserved",
+    );
+    for (const name of ['.', '..'])
+      await expect(templates.create(project.id, { name, subject: 'Hi', text: 'Hello' })).rejects.toThrow(
+        "Template name cannot be '.' or '..'",
+      );
+    await expect(layouts.create(project.id, { name: '..', html: '{{{content}}}' })).rejects.toThrow(
+      "Layout name cannot be '.' or '..'",
+    );
+    // Dots within a name are fine: the page opens.
+    await templates.create(project.id, { name: 'user.created', subject: 'Hi', text: 'Hello' });
+    expect((await suite.client.get(`/projects/${project.id}/templates/edit/user.created`)).statusCode).toBe(
+      200,
+    );
+  });
+});
