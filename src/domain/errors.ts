@@ -74,7 +74,8 @@ const NO_RECIPIENT_HINT = "No 'to' was given, and the project has no contact ema
 
 export const errors = {
   invalidApiKey: () => new HeraldError(ErrorCode.InvalidApiKey, Messages.invalidApiKey),
-  invalidJson: () => new HeraldError(ErrorCode.InvalidJson, Messages.invalidJson),
+  invalidJson: (hint?: string) =>
+    new HeraldError(ErrorCode.InvalidJson, Messages.invalidJson, hint === undefined ? {} : { hint }),
   invalidTemplate: (hint?: string) =>
     new HeraldError(ErrorCode.InvalidTemplate, Messages.invalidTemplate, hint === undefined ? {} : { hint }),
   invalidRecipient: (hint?: string) =>

@@ -134,6 +134,8 @@ const NEARLY = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?((?:[Zz
 
 /** What to tell a caller whose `send_at` is not RFC 3339: the same time written so, when there is one. */
 function sendAtHint(value: unknown): string {
+  if (typeof value === 'string' && DATE_TIME.test(value))
+    return 'No such date or time: a day the month does not have, or an hour, minute or offset out of range';
   const m = typeof value === 'string' ? NEARLY.exec(value) : null;
   const written = m && `${m[1]}T${m[2]}${m[3] ?? ':00'}${m[4] || 'Z'}`;
   if (m === null || written === null || parseDateTime(written) === null)

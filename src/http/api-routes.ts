@@ -153,7 +153,7 @@ const SEND_ROUTES = new Set([COLLECTION, `${COLLECTION}/`, BATCH, `${BATCH}/`]);
 
 /** Throws what a refused body is answered with; returns the checked sends otherwise. */
 function acceptedBody(result: BodyResult): Extract<BodyResult, { kind: 'ok' | 'problems' }> {
-  if (result.kind === 'invalid_json') throw errors.invalidJson();
+  if (result.kind === 'invalid_json') throw errors.invalidJson(result.hint);
   if (result.kind === 'too_large') throw new BodyTooLarge();
   if (result.kind === 'refused')
     throw new HeraldError(

@@ -40,7 +40,7 @@ export type BodyRequest =
 export type CheckedSend = SendRequest & { readonly dataJson: string };
 
 export type BodyResult =
-  | { readonly kind: 'invalid_json' }
+  | { readonly kind: 'invalid_json'; readonly hint?: string }
   /** A single send larger than `maxBytesBesideFiles` once its files' content is left out. */
   | { readonly kind: 'too_large' }
   /** A refusal of the whole body (a HeraldError, rebuilt from its code and message). */
@@ -84,14 +84,17 @@ function poisoned(value: unknown): boolean {
   return false;
 }
 
-function parseJson(text: string): { value: unknown } | null {
+/** Valid JSON that is refused all the same, as the 400's hint. */
+const POISONED_HINT = "A key named '__proto__', or 'constructor' holding a 'prototype' key, is refused";
+
+function parseJson(text: string): { value: unknown } | { hint?: string } {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return null;
+    return {};
   }
-  if ((PROTO.test(text) || CONSTRUCTOR.test(text)) && poisoned(value)) return null;
+  if ((PROTO.test(text) || CONSTRUCTOR.test(text)) && poisoned(value)) return { hint: POISONED_HINT };
   return { value };
 }
 
@@ -153,7 +156,7 @@ export function checkBody(job: BodyRequest, text: string): BodyResult {
   const large = job.kind === 'send' && Buffer.byteLength(text) > job.maxBytesBesideFiles;
   if (large && !text.includes('"attachments"')) return { kind: 'too_large' };
   const parsed = parseJson(text);
-  if (parsed === null) return { kind: 'invalid_json' };
+  if (!('value' in parsed)) return { kind: 'invalid_json', ...parsed };
   if (job.kind === 'json') return { kind: 'ok', items: 0, sends: [], fingerprint: null };
   const body = parsed.value;
   if (large && bytesBesideFiles(body) > job.maxBytesBesideFiles) return { kind: 'too_large' };

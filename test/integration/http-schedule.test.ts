@@ -117,6 +117,12 @@ describe('send_at', () => {
       const example = /e\.g\. (\S+)$/.exec(hint!)![1]!;
       expect(parseDateTime(example), example).not.toBeNull();
     }
+    // Written right, but no such day or hour: the hint says so rather than asking for an offset.
+    for (const given of ['2026-02-30T10:00:00Z', '2026-11-30T24:00:00+01:00', '2026-11-30T10:00:00+24:00'])
+      expect((await send(ctx.app, apiKey, body({ send_at: given }))).json(), given).toEqual({
+        error: Messages.invalidSendAt,
+        hint: 'No such date or time: a day the month does not have, or an hour, minute or offset out of range',
+      });
     const far = await send(ctx.app, apiKey, body({ send_at: new Date(Date.now() + 31 * DAY).toISOString() }));
     expect(far.json()).toEqual({ error: Messages.invalidSendAt, hint: 'It is more than 30 days ahead' });
   });

@@ -236,6 +236,21 @@ describe('check order (product.md §3)', () => {
     }
   });
 
+  it('valid JSON with a prototype key gives 400 Invalid JSON body, with a hint that says why', async () => {
+    for (const raw of [
+      '{"template":"user_created","to":"a@example.com","data":{"__proto__":{"admin":true}}}',
+      '{"template":"user_created","to":"a@example.com","data":{"constructor":{"prototype":{"x":1}}}}',
+    ]) {
+      const response = await send(ctx.app, apiKey, raw);
+      expectError(response, 400, JSON_ERROR);
+      expect(response.json().hint).toBe(
+        "A key named '__proto__', or 'constructor' holding a 'prototype' key, is refused",
+      );
+    }
+    // Malformed JSON has no hint: the parser's own words would say nothing a caller can act on.
+    expect(Object.keys((await send(ctx.app, apiKey, '{')).json())).toEqual(['error']);
+  });
+
   it('a POST with neither a body nor a Content-Type gives 400 Invalid JSON body', async () => {
     for (const url of [SEND_PATH, `${SEND_PATH}/batch`]) {
       const response = await ctx.app.inject({ method: 'POST', url, headers: bearer(apiKey) });
