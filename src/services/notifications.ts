@@ -201,10 +201,22 @@ export class NotificationService {
   }
 
   private async find(requestId: string, projectId?: number): Promise<NotificationRow> {
-    const row = couldBeIssued(requestId) ? await findNotification(this.db, requestId, projectId) : undefined;
+    const row = couldBeIssued(requestId)
+      ? await findNotification(this.db, issuedForm(requestId), projectId)
+      : undefined;
     if (row === undefined) throw errors.notificationNotFound();
     return row;
   }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A request id as Herald issued it: UUIDs are read in either case (RFC 9562 §4) and issued in
+ * lower case, so one copied from a tool that shows them upper-cased is found.
+ */
+function issuedForm(requestId: string): string {
+  return UUID.test(requestId) ? requestId.toLowerCase() : requestId;
 }
 
 /**

@@ -112,6 +112,18 @@ describe('200 with the status body', () => {
   });
 });
 
+describe('a request id in upper case', () => {
+  it('finds the notification, as UUIDs are read in either case; another project still gets a 404', async () => {
+    const sent = await sendOk(ctx.app, apiKey);
+    const upper = sent.request_id.toUpperCase();
+    expect(upper).not.toBe(sent.request_id);
+    const found = await getStatus(ctx.app, apiKey, upper);
+    expect(found.statusCode).toBe(200);
+    expect(found.json().request_id).toBe(sent.request_id);
+    expectError(await getStatus(ctx.app, otherKey, upper), 404, NOT_FOUND);
+  });
+});
+
 describe('404 Notification not found', () => {
   it('for request ids that do not exist', async () => {
     for (const id of [randomUUID(), 'abc', 'x'.repeat(100), "'; DROP TABLE notifications; --"]) {
