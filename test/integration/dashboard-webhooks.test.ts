@@ -331,13 +331,17 @@ describe(`webhook pages (${backend})`, () => {
       [`/projects/${projectA}/webhooks/99999999`, 404],
       [`/projects/${projectA}/webhooks/0`, 404],
       ['/projects/99999999/webhooks', 404],
-      ['/projects/shop-a/webhooks', 400],
+      ['/projects/no-such-project/webhooks', 404],
     ];
     for (const [url, status] of cases) {
       const r = await get(url);
       expect({ url, status: r.statusCode }).toEqual({ url, status });
       expect(r.headers['content-type']).toMatch(/^text\/html/);
     }
+    // A project's name in place of its id goes on to the same page at the id.
+    const named = await get('/projects/shop-a/webhooks');
+    expect(named.statusCode).toBe(302);
+    expect(named.headers.location).toBe(`/projects/${projectA}/webhooks`);
   });
 
   it('refuses every change without the session’s CSRF token', async () => {
