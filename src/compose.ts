@@ -5,8 +5,7 @@ import { SmtpMailer } from './mail/smtp.js';
 import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
 import { Metrics } from './metrics/metrics.js';
 import { SEALED, SecretBox } from './security/cipher.js';
-import { resolveSecretKey } from './security/secret-key.js';
-import { checkSecretKey } from './services/secret-check.js';
+import { resolveSecretKey } from './services/secret-check.js';
 import { AdminService } from './services/admins.js';
 import { AdminTokenService } from './services/admin-tokens.js';
 import { AuditLogService } from './services/audit-log.js';
@@ -176,11 +175,7 @@ export async function openServices(
   let secretKey: string;
   try {
     if (options.migrate ?? true) await storage.migrate();
-    secretKey = resolveSecretKey(config.secretKey, config.dataDir);
-    await checkSecretKey(storage.db, secretKey, {
-      configured: config.secretKey !== null,
-      dataDir: config.dataDir,
-    });
+    secretKey = await resolveSecretKey(storage.db, { configured: config.secretKey, dataDir: config.dataDir });
   } catch (error) {
     await storage.close();
     throw error;

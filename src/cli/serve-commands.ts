@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, StartupError } from '../config.js';
+import { ConfigError, StartupError, type Config } from '../config.js';
 import { backupSqlite } from '../storage/sqlite/backup.js';
 import type { Role } from '../config.js';
 import { cliConfig, outputOf, warnIfNewDatabase } from './context.js';
@@ -10,6 +10,8 @@ import type { HttpPlugin } from '../http/plugin.js';
 import type { startServer } from '../server.js';
 import type { FailedMessage, StopMessage } from '../worker-process.js';
 import { openStorage } from '../storage/open.js';
+import { secretKeyFile } from '../security/secret-key.js';
+import { secretKeyStanding } from '../services/secret-check.js';
 
 /**
  * The server and the dashboard are loaded only by `herald serve`, so the operator's commands
@@ -163,20 +165,68 @@ export function backupCommand(): Command {
           'herald backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see docs/operations.md)',
         );
       }
+      const from = config.database.file;
+      if (!existsSync(from))
+        throw new ConfigError(`No database at ${from}: nothing to back up (is --data-dir the server's?)`);
       const to = path.resolve(options.to);
       if (existsSync(to)) throw new ConfigError(`${to} already exists; choose a new file`);
-      const { pages } = await backupSqlite(config.database.file, to);
-      // The copy's SMTP passwords and webhook secrets open only with the key they were sealed with.
-      const secretKey =
-        config.secretKey !== null
-          ? 'the value of HERALD_SECRET_KEY'
-          : `the file ${path.join(config.dataDir, 'secret.key')}`;
-      outputOf(command).print(
-        { backup: to, from: config.database.file, pages, secret_key: secretKey },
-        `Backed up ${config.database.file} to ${to} (${pages} pages).\n` +
-          `Keep ${secretKey} with it: a restored database starts only with the secret key it was made with.`,
+      const folder = path.dirname(to);
+      if (!existsSync(folder)) throw new ConfigError(`Cannot write ${to}: ${folder} does not exist`);
+      let pages: number;
+      try {
+        ({ pages } = await backupSqlite(from, to));
+      } catch (error) {
+        // The file system's refusal (permissions, a full disk) is the operator's to fix, not a bug.
+        const code = (error as { code?: unknown }).code;
+        if (typeof code !== 'string') throw error;
+        throw new ConfigError(`Cannot write ${to}: ${(error as Error).message}`);
+      }
+      const out = outputOf(command);
+      const key = await backupKeyAdvice(config);
+      out.print(
+        { backup: to, from, pages, secret_key: key.name },
+        `Backed up ${from} to ${to} (${pages} pages).` +
+          (key.name === null ? '' : `\n${keepKeyLine(key.name)}`),
       );
+      if (key.warning !== null) out.warn(key.warning);
     });
+}
+
+function keepKeyLine(name: string): string {
+  return `Keep ${name} with it: a restored database starts only with the secret key it was made with.`;
+}
+
+/**
+ * Which secret key a backup must be kept with, checked against the database: a copy is only as
+ * good as the key that opens its SMTP passwords and webhook secrets. A key that is missing here or
+ * does not open them (a command run without the server's environment) is said, not named as the
+ * one to keep.
+ */
+async function backupKeyAdvice(config: Config): Promise<{ name: string | null; warning: string | null }> {
+  const name =
+    config.secretKey !== null
+      ? 'the value of HERALD_SECRET_KEY'
+      : `the file ${secretKeyFile(config.dataDir)}`;
+  const storage = openStorage(config.database);
+  try {
+    const standing = await secretKeyStanding(storage.db, {
+      configured: config.secretKey,
+      dataDir: config.dataDir,
+    });
+    if (standing === 'opens') return { name, warning: null };
+    const why =
+      standing === 'missing'
+        ? `neither HERALD_SECRET_KEY nor ${secretKeyFile(config.dataDir)} is here`
+        : `${name.replace(/^the /, '')} does not open them`;
+    return {
+      name: null,
+      warning:
+        `the copy's SMTP passwords and webhook secrets open only with the key the server runs with, ` +
+        `and ${why}: keep the server's key with the copy (run herald backup with the server's environment to have it checked)`,
+    };
+  } finally {
+    await storage.close();
+  }
 }
 
 /**

@@ -4,18 +4,29 @@ import path from 'node:path';
 
 const SECRET_FILE = 'secret.key';
 
-/**
- * The instance secret: HERALD_SECRET_KEY when given, otherwise (outside production only) a random
- * key generated once into the data directory with mode 0600 and reused on every later start.
- */
-export function resolveSecretKey(configured: string | null, dataDir: string): string {
+/** Where a generated secret key is kept: the data directory's `secret.key`. */
+export function secretKeyFile(dataDir: string): string {
+  return path.join(dataDir, SECRET_FILE);
+}
+
+/** The secret key this process has: HERALD_SECRET_KEY when given, else the data directory's file. */
+export function readSecretKey(configured: string | null, dataDir: string): string | null {
   if (configured !== null) return configured;
-  const file = path.join(dataDir, SECRET_FILE);
   try {
-    return readFileSync(file, 'utf8').trim();
+    return readFileSync(secretKeyFile(dataDir), 'utf8').trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return null;
   }
+}
+
+/**
+ * Generates the instance secret (outside production only): a random key written once into the
+ * data directory with mode 0600 and reused on every later start. Two processes starting at once
+ * get the same key.
+ */
+export function generateSecretKey(dataDir: string): string {
+  const file = secretKeyFile(dataDir);
   mkdirSync(dataDir, { recursive: true });
   const secret = randomBytes(32).toString('hex');
   try {

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -83,19 +83,91 @@ describe('herald backup and --data-dir', () => {
     expect(backup.code, backup.stderr).toBe(0);
     expect(backup.stdout).toContain(`Keep the file ${path.join(dataDir, 'secret.key')} with it`);
 
-    // Restored into a new directory, which generates a key of its own: refused, in one line.
+    // Restored into a new directory without its key: refused, in one line, and no key is made
+    // there (a new one could never open the copy's secrets).
     const restored = path.join(root, 'restored-elsewhere');
     mkdirSync(restored, { recursive: true });
     copyFileSync(file, path.join(restored, 'herald.db'));
     const refused = await runHerald(['project', 'list', '--data-dir', restored], {});
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
-    expect(refused.stderr).toContain(`the generated key in ${restored}/secret.key is not the secret key`);
+    expect(refused.stderr).toContain(
+      `No secret key: this database's SMTP passwords and webhook secrets were stored with a key that is neither in HERALD_SECRET_KEY nor in ${restored}/secret.key`,
+    );
+    expect(existsSync(path.join(restored, 'secret.key'))).toBe(false);
+    // Another key in its place: refused, naming the file.
+    writeFileSync(path.join(restored, 'secret.key'), `${'ab'.repeat(32)}\n`, { mode: 0o600 });
+    const wrong = await runHerald(['project', 'list', '--data-dir', restored], {});
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain(`the generated key in ${restored}/secret.key is not the secret key`);
     // With the key it was made with, it opens.
     copyFileSync(path.join(dataDir, 'secret.key'), path.join(restored, 'secret.key'));
     const opened = await runHerald(['project', 'list', '--data-dir', restored, '--json'], {});
     expect(opened.code, opened.stderr).toBe(0);
     expect(opened.stdout).toContain('"hooks"');
+  });
+
+  it("run without the server's environment, writes no key and names none to keep, but says so", async () => {
+    const dataDir = path.join(root, 'configured');
+    // The server's database, made with HERALD_SECRET_KEY, holding a sealed webhook secret.
+    await runHerald(['project', 'create', '--name', 'env', '--data-dir', dataDir], env);
+    const hook = await runHerald(
+      [
+        'webhook',
+        'create',
+        '--project',
+        'env',
+        '--url',
+        'https://hooks.example.org/h',
+        '--data-dir',
+        dataDir,
+      ],
+      env,
+    );
+    expect(hook.code, hook.stderr).toBe(0);
+
+    const list = await runHerald(['project', 'list', '--data-dir', dataDir], {});
+    expect(list.code).toBe(1);
+    expect(list.stderr).toContain('No secret key');
+    expect(existsSync(path.join(dataDir, 'secret.key'))).toBe(false);
+
+    const file = path.join(root, 'configured.db');
+    const backup = await runHerald(['backup', '--to', file, '--data-dir', dataDir, '--json'], {});
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(JSON.parse(backup.stdout)).toMatchObject({ backup: file, secret_key: null });
+    expect(JSON.parse(backup.stderr).warning).toContain(
+      `neither HERALD_SECRET_KEY nor ${path.join(dataDir, 'secret.key')} is here: keep the server's key with the copy`,
+    );
+    expect(existsSync(path.join(dataDir, 'secret.key'))).toBe(false);
+
+    const mistyped = await runHerald(
+      ['backup', '--to', path.join(root, 'mistyped.db'), '--data-dir', dataDir],
+      {
+        HERALD_SECRET_KEY: 'c'.repeat(64),
+      },
+    );
+    expect(mistyped.code, mistyped.stderr).toBe(0);
+    expect(mistyped.stdout).not.toContain('Keep ');
+    expect(mistyped.stderr).toContain('value of HERALD_SECRET_KEY does not open them');
+  });
+
+  it("answers an operator's mistakes in one line, without a stack trace", async () => {
+    const dataDir = path.join(root, 'live');
+    const noFolder = await runHerald(
+      ['backup', '--to', path.join(root, 'no-such-folder', 'x.db'), '--data-dir', dataDir],
+      env,
+    );
+    expect(noFolder.code).toBe(1);
+    expect(noFolder.stderr.trim().split('\n')).toEqual([
+      `herald: Cannot write ${path.join(root, 'no-such-folder', 'x.db')}: ${path.join(root, 'no-such-folder')} does not exist`,
+    ]);
+    const empty = path.join(root, 'empty');
+    mkdirSync(empty, { recursive: true });
+    const noDatabase = await runHerald(['backup', '--to', path.join(root, 'e.db'), '--data-dir', empty], env);
+    expect(noDatabase.code).toBe(1);
+    expect(noDatabase.stderr.trim().split('\n')).toEqual([
+      `herald: No database at ${path.join(empty, 'herald.db')}: nothing to back up (is --data-dir the server's?)`,
+    ]);
   });
 
   it('says to use pg_dump on PostgreSQL, before connecting anywhere', async () => {

@@ -13,7 +13,7 @@ import {
 } from '../../src/domain/api-key.js';
 import { createLogger } from '../../src/logger.js';
 import { SecretBox } from '../../src/security/cipher.js';
-import { resolveSecretKey } from '../../src/security/secret-key.js';
+import { generateSecretKey, readSecretKey } from '../../src/security/secret-key.js';
 
 describe('API keys', () => {
   it('are hrl_ + 38 base62 characters with a valid checksum', () => {
@@ -65,12 +65,15 @@ describe('secrets at rest', () => {
   it('generates the secret once into the data dir with mode 0600', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'herald-secret-'));
     try {
-      const first = resolveSecretKey(null, dir);
+      expect(readSecretKey(null, dir)).toBeNull();
+      const first = generateSecretKey(dir);
       expect(first).toMatch(/^[0-9a-f]{64}$/);
       expect(statSync(path.join(dir, 'secret.key')).mode & 0o777).toBe(0o600);
-      expect(resolveSecretKey(null, dir)).toBe(first);
+      expect(readSecretKey(null, dir)).toBe(first);
+      // A second process starting at the same time keeps the first one's key.
+      expect(generateSecretKey(dir)).toBe(first);
       expect(readFileSync(path.join(dir, 'secret.key'), 'utf8').trim()).toBe(first);
-      expect(resolveSecretKey('given-secret-of-at-least-32-characters', dir)).toBe(
+      expect(readSecretKey('given-secret-of-at-least-32-characters', dir)).toBe(
         'given-secret-of-at-least-32-characters',
       );
     } finally {
