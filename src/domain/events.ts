@@ -23,17 +23,15 @@ export function isNotificationEvent(name: string): name is NotificationEvent {
 }
 
 /**
- * An endpoint's event filter from a comma-separated list (`--events a,b`) or a list of names (an
- * empty list: every event); null means every event. Throws a message naming the unknown event and the known ones.
+ * An endpoint's event filter from a comma-separated list (`--events a,b`) or a list of names; none
+ * given (undefined) means every event, returned as null. A list given but empty (`--events ","`,
+ * `"events": []`) is a mistake, not every event: it throws, as an unknown event does, with a
+ * message naming the known ones. (The dashboard gives none when no box is ticked.)
  */
 export function parseEventFilter(input: string | readonly string[] | undefined): NotificationEvent[] | null {
   if (input === undefined) return null;
   const names = (typeof input === 'string' ? input.split(',') : input).map((n) => n.trim()).filter(Boolean);
-  if (names.length === 0) {
-    // No box ticked means every event; a list typed but empty (`--events ","`) is a mistake.
-    if (typeof input !== 'string') return null;
-    throw new Error(`No events named; events are ${NOTIFICATION_EVENTS.join(', ')}`);
-  }
+  if (names.length === 0) throw new Error(`No events named; events are ${NOTIFICATION_EVENTS.join(', ')}`);
   const unknown = names.find((name) => !isNotificationEvent(name));
   if (unknown !== undefined)
     throw new Error(`Unknown event ${JSON.stringify(unknown)}; events are ${NOTIFICATION_EVENTS.join(', ')}`);

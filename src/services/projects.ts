@@ -286,7 +286,8 @@ export class ProjectService {
 
   /** A project named by its numeric id or its name. */
   async resolve(ref: string | number): Promise<ProjectRow> {
-    const text = String(ref).trim();
+    // Exactly as given: names are stored trimmed, so ` shop` (`%20shop` in a path) names none.
+    const text = String(ref);
     const row = /^\d+$/.test(text)
       ? await findProjectById(this.db, Number(text))
       : await findProjectByName(this.db, text);

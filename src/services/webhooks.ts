@@ -63,7 +63,8 @@ function refuseDisabled(endpoint: WebhookEndpointRow): void {
 
 /** Ids from a command line or a URL: positive safe integers, nothing else. */
 function parseId(raw: string | number): number | null {
-  const text = String(raw).trim();
+  // Exactly as given: an id with spaces around it (`%201` in a path) names no endpoint.
+  const text = String(raw);
   if (!/^\d{1,15}$/.test(text)) return null;
   const id = Number(text);
   return id > 0 ? id : null;

@@ -222,6 +222,10 @@ describe(`webhook endpoints (${backend})`, () => {
       `Webhook endpoint not found: ${String(created.id)}`,
     );
     expectError(await admin.delete(path('/webhooks/abc')), 404, 'Webhook endpoint not found: abc');
+    // Ids and names are taken exactly as given: one with a space around it names nothing.
+    expectError(await admin.delete(path(`/webhooks/%20${String(all.id)}`)), 404);
+    expectError(await admin.get(`/projects/%20${project.name}/webhooks`), 404);
+    expect(await ctx.services.webhooks.list(project.projectId)).toHaveLength(1);
     const other = await seedProject(ctx.services);
     expectError(await admin.delete(`/projects/${other.name}/webhooks/${String(all.id)}`), 404);
     expect(await ctx.services.webhooks.list(project.projectId)).toHaveLength(1);
@@ -249,5 +253,12 @@ describe(`webhook endpoints (${backend})`, () => {
       400,
       "Invalid 'events' (a list of strings)",
     );
+    // A list given but empty is a mistake, not every event (leaving `events` out is every event).
+    for (const events of [[], ['', ' ']])
+      expectError(
+        await admin.post(path('/webhooks'), { url: 'https://h.example', events }),
+        400,
+        /^No events named; events are notification\.sent, /,
+      );
   });
 });
