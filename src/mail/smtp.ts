@@ -73,6 +73,21 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
   }
   const code =
     typeof err.responseCode === 'number' ? err.responseCode : greeting !== null ? Number(greeting[1]) : null;
+  // STARTTLS refused, where the settings require it (`starttls`, or `auto` with credentials): a
+  // fault of the relay's settings against ours, not of the message, so no reply code to read a
+  // bounce from; a 4xx may pass, a 5xx will not without a change of settings.
+  if (err.command === 'STARTTLS' && code !== null && code >= 400) {
+    return {
+      kind: code >= 500 ? 'permanent' : 'transient',
+      message: bounded(
+        `The relay refused STARTTLS (${oneLine(err.response ?? '')}), which these SMTP settings require ` +
+          '(security=starttls, or auto with a user): use security=tls if it takes TLS on connect, or ' +
+          'security=none to send the credentials unencrypted',
+      ),
+      smtpCode: null,
+      command: 'STARTTLS',
+    };
+  }
   if (code !== null && code >= 400) {
     const response = oneLine(err.response ?? err.message ?? '');
     const text = response.startsWith(String(code)) ? response : `${code} ${response}`;

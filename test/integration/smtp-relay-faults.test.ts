@@ -168,8 +168,15 @@ describe('credentials and STARTTLS', () => {
 
   it('refuses to log in under auto when the relay offers no STARTTLS', async () => {
     const relay = await plainRelay();
-    await failureOf(mailer.verify(target(relay.port, { security: 'auto', username: 'u', password: 'p4ss' })));
+    const refused = await failureOf(
+      mailer.verify(target(relay.port, { security: 'auto', username: 'u', password: 'p4ss' })),
+    );
     expect(relay.logins).toEqual([]);
+    // Said as what it is, a setting to change: not as the relay refusing the message.
+    expect(refused.failure).toMatchObject({ kind: 'permanent', smtpCode: null, command: 'STARTTLS' });
+    expect(refused.failure.message).toMatch(
+      /^The relay refused STARTTLS \(5\d\d .*\), which these SMTP settings require \(security=starttls, or auto with a user\): use security=tls /,
+    );
   });
 
   it('logs in in clear only with security none chosen explicitly', async () => {
