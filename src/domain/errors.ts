@@ -70,6 +70,10 @@ export const Messages = {
   canceled: 'Canceled',
 } as const;
 
+/** Valid JSON refused all the same (it could pollute prototypes), as the 400's hint. */
+export const PROTOTYPE_KEY_HINT =
+  "A key named '__proto__', or 'constructor' holding a 'prototype' key, is refused";
+
 const NO_RECIPIENT_HINT = "No 'to' was given, and the project has no contact email to send to instead";
 
 export const errors = {

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminTokenPrefix, wrongApiHint } from '../domain/admin-token.js';
 import { bearerToken } from '../domain/api-key.js';
 import { loggedTokenPrefix } from './api-log-hooks.js';
-import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
+import { ErrorCode, errors, HeraldError, Messages } from '../domain/errors.js';
 import type { AdminToken } from '../services/admin-tokens.js';
 import type { Project } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
@@ -14,6 +14,7 @@ import { adminSettingsRoutes } from './admin-settings.js';
 import { adminTemplateRoutes } from './admin-templates.js';
 import { adminValidator } from './admin-validation.js';
 import { sendError } from './errors.js';
+import { parseJson } from './check-body.js';
 
 export type { AdminDeps } from './admin-deps.js';
 
@@ -55,15 +56,16 @@ function authenticate(deps: AdminDeps) {
 
 /**
  * A JSON body, and an empty body as none (clients send their usual Content-Type on a DELETE or a
- * POST without data); Fastify's own parser does the rest, refusing `__proto__` keys. Nothing but
- * JSON is taken (415).
+ * POST without data); read as the notification API reads its bodies, refusing `__proto__` keys
+ * with a hint that says so. Nothing but JSON is taken (415).
  */
 function jsonBodies(admin: FastifyInstance): void {
-  const parse = admin.getDefaultJsonParser('error', 'error');
   admin.removeAllContentTypeParsers();
-  admin.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') done(null, undefined);
-    else parse(request, body as string, done);
+  admin.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    if (body === '') return done(null, undefined);
+    const parsed = parseJson(body as string);
+    if ('value' in parsed) done(null, parsed.value);
+    else done(errors.invalidJson(parsed.hint), undefined);
   });
 }
 

@@ -1,5 +1,5 @@
 import { bodyFingerprint, jsonByteLength } from '../domain/canonical-json.js';
-import { HeraldError, type ErrorCode } from '../domain/errors.js';
+import { HeraldError, PROTOTYPE_KEY_HINT, type ErrorCode } from '../domain/errors.js';
 import {
   parseBatchRequest,
   parseSendRequest,
@@ -84,17 +84,18 @@ function poisoned(value: unknown): boolean {
   return false;
 }
 
-/** Valid JSON that is refused all the same, as the 400's hint. */
-const POISONED_HINT = "A key named '__proto__', or 'constructor' holding a 'prototype' key, is refused";
-
-function parseJson(text: string): { value: unknown } | { hint?: string } {
+/**
+ * JSON as JSON.parse reads it, refusing keys that could pollute prototypes (as Fastify's own
+ * parser does): the value, or for a refusal the hint to answer it with, if any.
+ */
+export function parseJson(text: string): { value: unknown } | { hint?: string } {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return {};
   }
-  if ((PROTO.test(text) || CONSTRUCTOR.test(text)) && poisoned(value)) return { hint: POISONED_HINT };
+  if ((PROTO.test(text) || CONSTRUCTOR.test(text)) && poisoned(value)) return { hint: PROTOTYPE_KEY_HINT };
   return { value };
 }
 

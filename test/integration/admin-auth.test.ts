@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { PROTOTYPE_KEY_HINT } from '../../src/domain/errors.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend } from '../helpers/database.js';
@@ -175,7 +176,10 @@ describe(`requests (${backend})`, () => {
     ];
     for (const [response, status, error] of cases) expectError(await response, status, error);
     const raw = JSON.stringify({ name: 'y' }).replace('{', '{"__proto__":{"name":"x"},');
-    expectError(await admin.post('/projects', raw), 400, 'Invalid JSON body');
+    const poisoned = await admin.post('/projects', raw);
+    expectError(poisoned, 400, 'Invalid JSON body');
+    // Valid JSON, so the hint says which key is refused, as on the notification API.
+    expect(poisoned.json().hint).toBe(PROTOTYPE_KEY_HINT);
     const typed = await ctx.app.inject({
       method: 'POST',
       url: `${ADMIN}/projects`,
