@@ -416,7 +416,8 @@ describe('herald CLI', () => {
     });
   });
 
-  it('reports errors on stderr with a non-zero exit', async () => {
+  // Eleven processes of the CLI, one after another: more than the default timeout on a busy machine.
+  it('reports errors on stderr with a non-zero exit', { timeout: 120_000 }, async () => {
     const missing = await heraldFails('project', 'show', 'nope', '--json');
     expect(missing.code).toBe(1);
     expect(missing.stdout).toBe('');
