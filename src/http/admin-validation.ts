@@ -94,17 +94,32 @@ export function describeErrors(schema: unknown, found: readonly SchemaError[], p
   return `Invalid '${fieldOf(first.instancePath)}' (${expected(schemaAt(schema, about.schemaPath))})`;
 }
 
-/** The path of the first string (or key) holding a NUL character, which PostgreSQL cannot store. */
-export function nulPath(value: unknown): string | null {
+/** A lone UTF-16 surrogate: a string that is not Unicode text, which no store keeps as sent. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The first string (or key) of a request that cannot be stored as sent, with why: a NUL character
+ * (PostgreSQL text cannot hold one) or a lone surrogate (`"\ud800"` in JSON: it would be stored
+ * as U+FFFD, and read back as something else than was written).
+ */
+export function unstorablePath(value: unknown): { path: string; problem: string } | null {
+  const problem = (text: string) =>
+    text.includes('\0')
+      ? 'contains a NUL character'
+      : LONE_SURROGATE.test(text)
+        ? 'contains a lone surrogate, which is not Unicode text'
+        : null;
   const stack: [unknown, string][] = [[value, '']];
   while (stack.length > 0) {
     const [node, path] = stack.pop()!;
     if (typeof node === 'string') {
-      if (node.includes('\0')) return path;
+      const found = problem(node);
+      if (found !== null) return { path, problem: found };
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, child] of Object.entries(node)) {
         const at = path === '' ? key : `${path}.${key}`;
-        if (key.includes('\0')) return at;
+        const found = problem(key);
+        if (found !== null) return { path: at, problem: found };
         stack.push([child, at]);
       }
     }
@@ -156,9 +171,9 @@ export const adminValidator: FastifySchemaCompiler<FastifySchema> = ({ schema, h
       const found = [...check.Errors(data)] as unknown as SchemaError[];
       return { error: errors.invalidField(describeErrors(schema, found, part)) };
     }
-    const nul = nulPath(data);
-    if (nul !== null)
-      return { error: errors.invalidField(`Invalid '${shown(nul)}' (contains a NUL character)`) };
+    const unstorable = unstorablePath(data);
+    if (unstorable !== null)
+      return { error: errors.invalidField(`Invalid '${shown(unstorable.path)}' (${unstorable.problem})`) };
     return { value: data };
   };
   return (data: unknown): Outcome | SafePromiseLike<true> => {

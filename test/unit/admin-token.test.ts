@@ -10,7 +10,7 @@ import {
   isWellFormedAdminToken,
 } from '../../src/domain/admin-token.js';
 import { generateApiKey, isWellFormedApiKey } from '../../src/domain/api-key.js';
-import { adminValidator, describeErrors, expected, nulPath } from '../../src/http/admin-validation.js';
+import { adminValidator, describeErrors, expected, unstorablePath } from '../../src/http/admin-validation.js';
 
 describe('admin tokens', () => {
   it('are hrla_ + 38 base62 characters with a valid checksum, hashed with SHA-256', () => {
@@ -123,12 +123,20 @@ describe('admin request checks', () => {
     expect(body({ name: 'n\0' })).toMatchObject({
       error: { message: "Invalid 'name' (contains a NUL character)" },
     });
+    expect(body({ name: 'n\ud800' })).toMatchObject({
+      error: { message: "Invalid 'name' (contains a lone surrogate, which is not Unicode text)" },
+    });
     expect(body({ name: 'a' })).toEqual({ value: { name: 'a' } });
   });
 
-  it('find a NUL anywhere in a request, in values and in keys', () => {
-    expect(nulPath({ a: 'fine', b: ['x', 'y\0'] })).toBe('b.1');
-    expect(nulPath({ nested: { ['k\0']: 'v' } })).toBe('nested.k\0');
-    expect(nulPath({ a: 'fine', n: 1, z: null })).toBeNull();
+  it('find a NUL or a lone surrogate anywhere in a request, in values and in keys', () => {
+    const nul = 'contains a NUL character';
+    const lone = 'contains a lone surrogate, which is not Unicode text';
+    expect(unstorablePath({ a: 'fine', b: ['x', 'y\0'] })).toEqual({ path: 'b.1', problem: nul });
+    expect(unstorablePath({ nested: { ['k\0']: 'v' } })).toEqual({ path: 'nested.k\0', problem: nul });
+    expect(unstorablePath({ subject: 's\ud800' })).toEqual({ path: 'subject', problem: lone });
+    expect(unstorablePath({ ['\udfff']: 'v' })).toEqual({ path: '\udfff', problem: lone });
+    // A pair of surrogates is one character (an emoji): fine.
+    expect(unstorablePath({ a: 'fine \u{1F600}', n: 1, z: null })).toBeNull();
   });
 });
