@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ErrorCode, errors, HeraldError } from '../domain/errors.js';
 import { iso, templateJson, versionJson } from '../services/json-views.js';
+import { readBodyFiles, withBodyFiles } from './body-files.js';
 import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
 
 interface TemplateOptions {
@@ -9,6 +10,8 @@ interface TemplateOptions {
   subject?: string;
   text?: string;
   html?: string;
+  textFile?: string;
+  htmlFile?: string;
   layout?: string;
   locale?: string;
 }
@@ -27,24 +30,26 @@ function versionNumber(value: string): number {
 export function templateCommands(): Command {
   const template = new Command('template').description("manage a project's templates");
 
-  namedSubcommand(
-    template,
-    'create',
-    'create a template, or with --locale add a locale variant to one',
-    'template name (callers send it exactly, case-sensitive)',
+  withBodyFiles(
+    namedSubcommand(
+      template,
+      'create',
+      'create a template, or with --locale add a locale variant to one',
+      'template name (callers send it exactly, case-sensitive)',
+    )
+      .requiredOption('--subject <subject>', 'subject line')
+      .option('--text <body>', 'text body (or --text-file)')
+      .option('--html <html>', 'HTML body (values are HTML-escaped; {{{name}}} inserts raw)'),
+    ['text', 'html'],
   )
-    .requiredOption('--subject <subject>', 'subject line')
-    .requiredOption('--text <body>', 'text body')
-    .option('--html <html>', 'HTML body (values are HTML-escaped; {{{name}}} inserts raw)')
     .option('--layout <name>', 'the layout its bodies go into')
     .option('--locale <tag>', 'write this locale variant (a BCP 47 tag such as fr or fr-CA)')
     .action(
       servicesAction(
-        async (
-          { templates },
-          out,
-          options: Required<Pick<TemplateOptions, 'subject' | 'text'>> & TemplateOptions,
-        ) => {
+        async ({ templates }, out, typed: Required<Pick<TemplateOptions, 'subject'>> & TemplateOptions) => {
+          const options = await readBodyFiles(typed);
+          if (options.text === undefined)
+            throw errors.invalidInput('A template needs a text body: give --text or --text-file');
           const created = await templates
             .create(options.project, {
               name: options.name,
@@ -72,17 +77,23 @@ export function templateCommands(): Command {
       ),
     );
 
-  namedSubcommand(template, 'update', 'change a template (a new version)', 'template name')
-    .option('--subject <subject>', 'subject line')
-    .option('--text <body>', 'text body')
-    .option('--html <html>', 'HTML body ("" removes it)')
+  withBodyFiles(
+    namedSubcommand(template, 'update', 'change a template (a new version)', 'template name')
+      .option('--subject <subject>', 'subject line')
+      .option('--text <body>', 'text body')
+      .option('--html <html>', 'HTML body ("" removes it)'),
+    ['text', 'html'],
+  )
     .option('--layout <name>', "the layout its bodies go into ('' detaches it)")
     .option('--locale <tag>', 'change this locale variant instead of the default')
     .action(
-      servicesAction(async ({ templates }, out, options: TemplateOptions) => {
+      servicesAction(async ({ templates }, out, typed: TemplateOptions) => {
+        const options = await readBodyFiles(typed);
         const changes = given(options, 'subject', 'text', 'html', 'layout');
         if (Object.keys(changes).length === 0)
-          throw errors.invalidInput('Nothing to change: give --subject, --text, --html or --layout');
+          throw errors.invalidInput(
+            'Nothing to change: give --subject, --text (--text-file), --html (--html-file) or --layout',
+          );
         const before = await templates.get(options.project, options.name);
         const updated = await templates.update(options.project, options.name, {
           ...changes,

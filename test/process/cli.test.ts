@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -144,7 +146,9 @@ describe('herald CLI', () => {
     // Nothing to change is refused; the same content again makes no version and says so.
     const nothing = await heraldFails('template', 'update', '--project', 'shop', '--name', 'user_created');
     expect(nothing.code).toBe(1);
-    expect(nothing.stderr).toContain('Nothing to change: give --subject, --text, --html or --layout');
+    expect(nothing.stderr).toContain(
+      'Nothing to change: give --subject, --text (--text-file), --html (--html-file) or --layout',
+    );
     const same = await exec(
       process.execPath,
       [...HERALD_CLI, 'template', 'update', '--project', 'shop', '--name', 'user_created', '--subject', 'Hi'],
@@ -167,6 +171,100 @@ describe('herald CLI', () => {
       attempts_log: [],
     });
     expect(await herald('stats')).toMatchObject({ queued: 1, sent: 0 });
+  });
+
+  it("reads template and layout bodies from files and stdin, past the command line's limit", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'herald-bodies-'));
+    try {
+      // 200 KiB of text: more than one argument may be on Linux (128 KiB).
+      const text = `Hello {{user_name}}\n${'x'.repeat(200 * 1024)}`;
+      writeFileSync(path.join(dir, 'body.txt'), text);
+      const created = await runHerald(
+        [
+          'template',
+          'create',
+          '--project',
+          'shop',
+          '--name',
+          'long_body',
+          '--subject',
+          'Long',
+          '--text-file',
+          path.join(dir, 'body.txt'),
+          '--html-file',
+          '-',
+          '--json',
+        ],
+        env,
+        60_000,
+        '<p>{{user_name}}</p>',
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const stored = await services.templates.get('shop', 'long_body');
+      expect(stored.text).toBe(text);
+      expect(stored.html).toBe('<p>{{user_name}}</p>');
+
+      writeFileSync(path.join(dir, 'frame.html'), '<main>{{{content}}}</main>');
+      const layout = await runHerald(
+        [
+          'layout',
+          'create',
+          '--project',
+          'shop',
+          '--name',
+          'framed',
+          '--html-file',
+          path.join(dir, 'frame.html'),
+        ],
+        env,
+      );
+      expect(layout.code, layout.stderr).toBe(0);
+      expect((await services.layouts.get('shop', 'framed')).html).toBe('<main>{{{content}}}</main>');
+
+      // One way to give a body at a time; a file that is not there is one line.
+      const both = await runHerald(
+        [
+          'template',
+          'update',
+          '--project',
+          'shop',
+          '--name',
+          'long_body',
+          '--text',
+          'x',
+          '--text-file',
+          path.join(dir, 'body.txt'),
+        ],
+        env,
+      );
+      expect(both.code).toBe(2);
+      expect(both.stderr).toContain("option '--text-file <path>' cannot be used with option '--text <body>'");
+      const missing = await runHerald(
+        [
+          'template',
+          'update',
+          '--project',
+          'shop',
+          '--name',
+          'long_body',
+          '--text-file',
+          path.join(dir, 'nope.txt'),
+        ],
+        env,
+      );
+      expect(missing.code).toBe(1);
+      expect(missing.stderr.trim()).toBe(
+        `herald: --text-file: cannot read ${path.join(dir, 'nope.txt')} (ENOENT)`,
+      );
+      const none = await runHerald(
+        ['template', 'create', '--project', 'shop', '--name', 'no_text', '--subject', 'S'],
+        env,
+      );
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain('A template needs a text body: give --text or --text-file');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('manages layouts, locale variants and versions, and rolls back', async () => {
