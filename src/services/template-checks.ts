@@ -28,8 +28,12 @@ export function invalidTemplate(detail: string): HeraldError {
 
 export function checkName(name: string, what = 'Template'): string {
   // Names are matched exactly (case-sensitive) against what callers send, so none is trimmed.
-  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}]/u.test(name)) {
-    throw errors.invalidInput(`${what} name must be 1–${TEMPLATE_LIMITS.name} characters without spaces`);
+  // Invisible characters (format controls: zero-width spaces, bidirectional overrides) would make
+  // two names look alike, or one look like another, in every list and log.
+  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}\p{Cf}]/u.test(name)) {
+    throw errors.invalidInput(
+      `${what} name must be 1–${TEMPLATE_LIMITS.name} characters without spaces or invisible characters`,
+    );
   }
   // A path segment of `.` or `..` is removed from a URL by browsers: its page could not be opened.
   if (name === '.' || name === '..') throw errors.invalidInput(`${what} name cannot be '.' or '..'`);
