@@ -210,7 +210,9 @@ export class ProjectService {
   async update(ref: string | number, input: ProjectInput): Promise<Project> {
     const current = await this.resolve(ref);
     const changes = {
-      ...(input.name !== undefined && { name: checkName(input.name) }),
+      // A name kept as it is stays valid, even one the rules now refuse (a project named `new`
+      // before it was reserved), so its other settings can still be saved.
+      ...(input.name !== undefined && input.name.trim() !== current.name && { name: checkName(input.name) }),
       ...(input.contactEmail !== undefined && {
         contact_email: checkEmail(input.contactEmail, 'Contact email'),
       }),

@@ -70,6 +70,11 @@ describe('names the dashboard could not open', () => {
     await expect(projects.update(project.id, { name: 'new' })).rejects.toThrow(
       "Project name 'new' is reserved",
     );
+    // A project named so before the rule keeps its name when its other settings are saved.
+    const db = suite.ctx.services.storage.db;
+    await db.updateTable('projects').set({ name: 'new' }).where('id', '=', project.id).execute();
+    expect((await projects.update(project.id, { name: 'new', quotaLimit: 5 })).quotaLimit).toBe(5);
+    await db.updateTable('projects').set({ name: 'dots' }).where('id', '=', project.id).execute();
     for (const name of ['.', '..'])
       await expect(templates.create(project.id, { name, subject: 'Hi', text: 'Hello' })).rejects.toThrow(
         "Template name cannot be '.' or '..'",
