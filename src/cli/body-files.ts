@@ -1,6 +1,6 @@
-import { readFile, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { errors } from '../domain/errors.js';
+import { errors, HeraldError } from '../domain/errors.js';
 
 /** More than any template or layout part may be (512 Ki characters of HTML, 4 bytes each at most). */
 const MAX_FILE_BYTES = 2 * 1024 * 1024;
@@ -22,26 +22,28 @@ export function withBodyFiles(command: Command, parts: readonly Part[]): Command
   return command;
 }
 
+/**
+ * A body from a file or stdin, read as a stream with its size bounded (a pipe or `<(…)` has no
+ * size to look at first), as UTF-8 without the byte order mark some editors put first.
+ */
 async function readBody(file: string, option: string): Promise<string> {
-  if (file === '-') {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    for await (const chunk of process.stdin) {
+  const where = file === '-' ? 'standard input' : file;
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of file === '-' ? process.stdin : createReadStream(file)) {
       bytes += (chunk as Buffer).length;
-      if (bytes > MAX_FILE_BYTES) throw errors.invalidInput(`${option}: standard input is larger than 2 MiB`);
+      if (bytes > MAX_FILE_BYTES) throw errors.invalidInput(`${option}: ${where} is larger than 2 MiB`);
       chunks.push(chunk as Buffer);
     }
-    return Buffer.concat(chunks).toString('utf8');
-  }
-  try {
-    if ((await stat(file)).size > MAX_FILE_BYTES)
-      throw errors.invalidInput(`${option}: ${file} is larger than 2 MiB`);
-    return await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (typeof code !== 'string') throw error;
-    throw errors.invalidInput(`${option}: cannot read ${file} (${code})`);
+    if (error instanceof HeraldError || typeof code !== 'string') throw error;
+    throw errors.invalidInput(`${option}: cannot read ${where} (${code})`);
   }
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '');
 }
 
 /** The options with each `--PART-file` read into its part, as if the body had been given inline. */

@@ -176,10 +176,11 @@ export function backupCommand(): Command {
       try {
         ({ pages } = await backupSqlite(from, to));
       } catch (error) {
-        // The file system's refusal (permissions, a full disk) is the operator's to fix, not a bug.
+        // The file system's or SQLite's refusal (permissions, a full disk, a file that is not a
+        // database) is the operator's to fix, not a bug.
         const code = (error as { code?: unknown }).code;
         if (typeof code !== 'string') throw error;
-        throw new ConfigError(`Cannot write ${to}: ${(error as Error).message}`);
+        throw new ConfigError(`Backup of ${from} to ${to} failed: ${(error as Error).message} (${code})`);
       }
       const out = outputOf(command);
       const key = await backupKeyAdvice(config);
@@ -200,33 +201,45 @@ function keepKeyLine(name: string): string {
  * Which secret key a backup must be kept with, checked against the database: a copy is only as
  * good as the key that opens its SMTP passwords and webhook secrets. A key that is missing here or
  * does not open them (a command run without the server's environment) is said, not named as the
- * one to keep.
+ * one to keep. The copy is made by then: a check that cannot run is a warning too, not a failure.
  */
 async function backupKeyAdvice(config: Config): Promise<{ name: string | null; warning: string | null }> {
   const name =
     config.secretKey !== null
       ? 'the value of HERALD_SECRET_KEY'
       : `the file ${secretKeyFile(config.dataDir)}`;
-  const storage = openStorage(config.database);
+  const keepServers =
+    "the copy's SMTP passwords and webhook secrets open only with the key the server runs with";
+  let standing: Awaited<ReturnType<typeof secretKeyStanding>>;
   try {
-    const standing = await secretKeyStanding(storage.db, {
-      configured: config.secretKey,
-      dataDir: config.dataDir,
-    });
-    if (standing === 'opens') return { name, warning: null };
-    const why =
-      standing === 'missing'
-        ? `neither HERALD_SECRET_KEY nor ${secretKeyFile(config.dataDir)} is here`
-        : `${name.replace(/^the /, '')} does not open them`;
+    const storage = openStorage(config.database);
+    try {
+      standing = await secretKeyStanding(storage.db, {
+        configured: config.secretKey,
+        dataDir: config.dataDir,
+      });
+    } finally {
+      await storage.close();
+    }
+  } catch (error) {
     return {
-      name: null,
-      warning:
-        `the copy's SMTP passwords and webhook secrets open only with the key the server runs with, ` +
-        `and ${why}: keep the server's key with the copy (run herald backup with the server's environment to have it checked)`,
+      name,
+      warning: `the secret key could not be checked (${(error as Error).message}); ${keepServers}`,
     };
-  } finally {
-    await storage.close();
   }
+  if (standing === 'opens') return { name, warning: null };
+  const why =
+    standing === 'missing'
+      ? `neither HERALD_SECRET_KEY nor ${secretKeyFile(config.dataDir)} is here`
+      : config.secretKey !== null
+        ? 'HERALD_SECRET_KEY does not open them'
+        : `the key in ${secretKeyFile(config.dataDir)} does not open them`;
+  return {
+    name: null,
+    warning:
+      `${keepServers}, and ${why}: keep the server's key with the copy ` +
+      "(run herald backup with the server's environment to have it checked)",
+  };
 }
 
 /**

@@ -66,8 +66,9 @@ function projectFilter(
       : { projectId: named, problem: null };
   }
   const projectId = whole(value);
-  if (projectId === undefined || !names.has(projectId))
-    return { projectId, problem: `No project has the id ${quoted(value)}.` };
+  if (projectId === undefined)
+    return { projectId, problem: `No project has the id ${quoted(value)}: showing every project.` };
+  if (!names.has(projectId)) return { projectId, problem: `No project has the id ${quoted(value)}.` };
   return { projectId, problem: null };
 }
 
@@ -104,15 +105,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     // A filter the page cannot apply is named, so a stale or mistyped link never passes for a
     // filtered list.
     const problems = [
-      ...repeatedFilters(request.query, [
-        'project',
-        'status',
-        'template',
-        'recipient',
-        'metadata',
-        'from',
-        'to',
-      ]),
+      ...repeatedFilters(request.query, Object.keys(FILTER_LABELS)),
       project.problem,
       given(q.status) && !isState(q.status)
         ? `Status ${quoted(q.status)} is not one of ${NOTIFICATION_STATES.join(', ')}: showing every status.`

@@ -63,7 +63,8 @@ function jsonBodies(admin: FastifyInstance): void {
   admin.removeAllContentTypeParsers();
   admin.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
-    const parsed = parseJson(body as string);
+    // A byte order mark (some Windows tools write one) is not JSON; Fastify's parser skipped it too.
+    const parsed = parseJson((body as string).replace(/^\uFEFF/, ''));
     if ('value' in parsed) done(null, parsed.value);
     else done(errors.invalidJson(parsed.hint), undefined);
   });

@@ -81,8 +81,7 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
       kind: code >= 500 ? 'permanent' : 'transient',
       message: bounded(
         `The relay refused STARTTLS (${oneLine(err.response ?? '')}), which these SMTP settings require ` +
-          '(security=starttls, or auto with a user): use security=tls if it takes TLS on connect, or ' +
-          'security=none to send the credentials unencrypted',
+          '(security=starttls, or auto with a user): if it takes TLS on connect, use security=tls',
       ),
       smtpCode: null,
       command: 'STARTTLS',

@@ -19,95 +19,87 @@ export interface SecretKeySource {
 }
 
 /**
- * The secret key to run with, checked against the database (`checkSecretKey`). With neither
- * HERALD_SECRET_KEY nor a `secret.key` file, a key is generated only for a database that has none
- * yet: one that already holds a check value or a sealed secret was made with a key that is
- * elsewhere (the server's environment, a backup's key file), and a new one could never open it.
- * The file is then not written, so that no command run without the server's environment leaves
- * a wrong key behind for the next start or backup.
+ * What in the database shows which key it was made with: the check value written at its first
+ * start, or for a database from before the check, one of its sealed secrets. None for a database
+ * that has never started.
  */
-export async function resolveSecretKey(db: Kysely<Database>, source: SecretKeySource): Promise<string> {
-  let secret = readSecretKey(source.configured, source.dataDir);
-  if (secret === null) {
-    if (await holdsSealedValues(db))
-      throw new StartupError(
-        `No secret key: this database's SMTP passwords and webhook secrets were stored with a key ` +
-          `that is neither in HERALD_SECRET_KEY nor in ${secretKeyFile(source.dataDir)}. Run with the ` +
-          "server's environment (its HERALD_SECRET_KEY), or put back the secret.key the database " +
-          'was made with (docs/operations.md, Restore)',
-      );
-    secret = generateSecretKey(source.dataDir);
-  }
-  await checkSecretKey(db, secret, { configured: source.configured !== null, dataDir: source.dataDir });
-  return secret;
+interface Proof {
+  readonly sealed: string;
+  readonly purpose: string;
+  readonly isCheck: boolean;
 }
 
-/** Whether anything in the database was sealed with a secret key: the check value or a secret. */
-async function holdsSealedValues(db: Kysely<Database>): Promise<boolean> {
-  return (await readSetting(db, CHECK_KEY)) !== undefined || (await anySealedSecret(db)) !== undefined;
+async function proofOf(db: Kysely<Database>): Promise<Proof | null> {
+  const check = await readSetting(db, CHECK_KEY);
+  if (check !== undefined) return { sealed: check, purpose: SEALED.secretCheck, isCheck: true };
+  const secret = await anySealedSecret(db);
+  return secret === undefined
+    ? null
+    : { sealed: secret.sealed, purpose: PURPOSES[secret.kind], isCheck: false };
+}
+
+function opens(secret: string, proof: Proof): boolean {
+  try {
+    new SecretBox(secret, proof.purpose).open(proof.sealed);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How the secret key is named to the operator. */
+function keyName(source: SecretKeySource): string {
+  return source.configured !== null ? 'HERALD_SECRET_KEY' : `the key in ${secretKeyFile(source.dataDir)}`;
 }
 
 /**
- * How the secret key this process has stands with the database, without changing either: `opens`
- * (or nothing sealed yet to open), `wrong`, or `missing` (no key here, and sealed values).
+ * The secret key to run with, checked against the database (product.md §14): a backup restored
+ * without its key, or a HERALD_SECRET_KEY mistyped, would otherwise start and fail later, one
+ * webhook or SMTP login at a time. With neither HERALD_SECRET_KEY nor a `secret.key` file, a key
+ * is generated only for a database that has never started; one that has was made with a key that
+ * is elsewhere (the server's environment, a backup's key file), and a new one could never open
+ * it. Nothing is then written, so that no command run without the server's environment leaves a
+ * wrong key behind for the next start or backup.
+ */
+export async function resolveSecretKey(db: Kysely<Database>, source: SecretKeySource): Promise<string> {
+  let secret = readSecretKey(source.configured, source.dataDir);
+  let proof = await proofOf(db);
+  if (secret === null && proof === null) secret = generateSecretKey(source.dataDir);
+  // Another process may have generated it meanwhile (and then written its check value).
+  secret ??= readSecretKey(source.configured, source.dataDir);
+  if (secret === null)
+    throw new StartupError(
+      `No secret key: this database was set up with a secret key that is neither in ` +
+        `HERALD_SECRET_KEY nor in ${secretKeyFile(source.dataDir)}, and its SMTP passwords and webhook ` +
+        "secrets open only with that key. Run with the server's environment (its HERALD_SECRET_KEY), or " +
+        'put back the secret.key the database was made with (docs/operations.md, Restore)',
+    );
+  // The first start, or a database from before the check: the check value is written once, by
+  // whichever process gets there first, and every process then checks against that one.
+  if (proof === null || !proof.isCheck) {
+    if (proof === null || opens(secret, proof))
+      await writeSettingOnce(db, CHECK_KEY, new SecretBox(secret, SEALED.secretCheck).seal(CHECK_TEXT));
+    proof = await proofOf(db);
+  }
+  if (proof !== null && opens(secret, proof)) return secret;
+  throw new StartupError(
+    `${keyName(source)} is not the secret key this database's SMTP passwords and webhook secrets ` +
+      'were stored with; start with the key it was made with (a restored backup needs its own secret ' +
+      'key: see docs/operations.md, Restore)',
+  );
+}
+
+/**
+ * How the secret key this process has stands with the database, changing neither: it `opens` what
+ * is sealed there (or nothing is yet), it is `wrong`, or it is `missing` where something is sealed.
  */
 export async function secretKeyStanding(
   db: Kysely<Database>,
   source: SecretKeySource,
 ): Promise<'opens' | 'wrong' | 'missing'> {
+  const proof = await proofOf(db);
+  if (proof === null) return 'opens';
   const secret = readSecretKey(source.configured, source.dataDir);
-  const stored = await readSetting(db, CHECK_KEY);
-  const sealed = stored === undefined ? await anySealedSecret(db) : undefined;
-  if (stored === undefined && sealed === undefined) return 'opens';
   if (secret === null) return 'missing';
-  const [value, purpose] =
-    stored !== undefined ? [stored, SEALED.secretCheck] : [sealed!.sealed, PURPOSES[sealed!.kind]];
-  try {
-    new SecretBox(secret, purpose).open(value);
-    return 'opens';
-  } catch {
-    return 'wrong';
-  }
-}
-
-/**
- * Refuses a secret key that cannot read what this database stores (product.md §14): a backup
- * restored without its secret key, or a HERALD_SECRET_KEY mistyped, would otherwise start and fail
- * later, one webhook or SMTP login at a time. A value sealed with the first key is kept in the
- * database and opened at every start; a database made before the check existed is checked
- * against one of its stored secrets instead, then given the check value.
- */
-export async function checkSecretKey(
-  db: Kysely<Database>,
-  secret: string,
-  source: { readonly configured: boolean; readonly dataDir: string },
-): Promise<void> {
-  const stored = await readSetting(db, CHECK_KEY);
-  const opens = (sealed: string, purpose: string) => {
-    try {
-      new SecretBox(secret, purpose).open(sealed);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (stored === undefined) {
-    const existing = await anySealedSecret(db);
-    if (existing === undefined || opens(existing.sealed, PURPOSES[existing.kind])) {
-      const written = await writeSettingOnce(
-        db,
-        CHECK_KEY,
-        new SecretBox(secret, SEALED.secretCheck).seal(CHECK_TEXT),
-      );
-      if (opens(written, SEALED.secretCheck)) return;
-    }
-  } else if (opens(stored, SEALED.secretCheck)) {
-    return;
-  }
-  const which = source.configured ? 'HERALD_SECRET_KEY' : `the generated key in ${source.dataDir}/secret.key`;
-  throw new StartupError(
-    `${which} is not the secret key this database's SMTP passwords and webhook secrets were stored ` +
-      'with; start with the key it was made with (a restored backup needs its own secret key: see ' +
-      'docs/operations.md, Restore)',
-  );
+  return opens(secret, proof) ? 'opens' : 'wrong';
 }

@@ -26,11 +26,17 @@ export function invalidTemplate(detail: string): HeraldError {
   return errors.invalidInput(`Invalid template: ${detail}`);
 }
 
+/**
+ * Characters that show as nothing and join no letters: a zero-width space, a word joiner, a byte
+ * order mark, the direction marks and the bidirectional embeddings, overrides and isolates. In a
+ * name they make two names look alike, or one look like another, in every list and log. (The
+ * joiners some scripts and emoji need, U+200C and U+200D, are not among them.)
+ */
+const INVISIBLE = /[\u200B\u200E\u200F\u061C\u2060\uFEFF\u202A-\u202E\u2066-\u2069]/u;
+
 export function checkName(name: string, what = 'Template'): string {
   // Names are matched exactly (case-sensitive) against what callers send, so none is trimmed.
-  // Invisible characters (format controls: zero-width spaces, bidirectional overrides) would make
-  // two names look alike, or one look like another, in every list and log.
-  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}\p{Cf}]/u.test(name)) {
+  if (name === '' || name.length > TEMPLATE_LIMITS.name || /[\s\p{Cc}]/u.test(name) || INVISIBLE.test(name)) {
     throw errors.invalidInput(
       `${what} name must be 1–${TEMPLATE_LIMITS.name} characters without spaces or invisible characters`,
     );

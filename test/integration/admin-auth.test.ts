@@ -180,6 +180,8 @@ describe(`requests (${backend})`, () => {
     expectError(poisoned, 400, 'Invalid JSON body');
     // Valid JSON, so the hint says which key is refused, as on the notification API.
     expect(poisoned.json().hint).toBe(PROTOTYPE_KEY_HINT);
+    // A byte order mark before the JSON, as some Windows tools write, is not an error.
+    expect((await admin.post('/projects', '\uFEFF{"name":"with-bom"}')).statusCode).toBe(201);
     const typed = await ctx.app.inject({
       method: 'POST',
       url: `${ADMIN}/projects`,

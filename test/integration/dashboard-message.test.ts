@@ -276,6 +276,9 @@ describe(`the log pages' filters that cannot be applied (${backend})`, () => {
     expect(problems((await get('/messages?project=987654')).body)).toEqual([
       'No project has the id &#39;987654&#39;.',
     ]);
+    expect(problems((await get('/messages?project=0')).body)).toEqual([
+      'No project has the id &#39;0&#39;: showing every project.',
+    ]);
     // A day the month does not have is not taken as a day of the next month.
     expect(problems((await get('/messages?from=2026-11-31T09:00&to=2026-02-30T09:00')).body)).toEqual([
       'From &#39;2026-11-31T09:00&#39; is not a UTC time like 2026-11-30T09:00: left out.',

@@ -175,7 +175,7 @@ describe('credentials and STARTTLS', () => {
     // Said as what it is, a setting to change: not as the relay refusing the message.
     expect(refused.failure).toMatchObject({ kind: 'permanent', smtpCode: null, command: 'STARTTLS' });
     expect(refused.failure.message).toMatch(
-      /^The relay refused STARTTLS \(5\d\d .*\), which these SMTP settings require \(security=starttls, or auto with a user\): use security=tls /,
+      /^The relay refused STARTTLS \(5\d\d .*\), which these SMTP settings require \(security=starttls, or auto with a user\): if it takes TLS on connect, use security=tls$/,
     );
   });
 

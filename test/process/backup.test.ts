@@ -92,14 +92,14 @@ describe('herald backup and --data-dir', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
     expect(refused.stderr).toContain(
-      `No secret key: this database's SMTP passwords and webhook secrets were stored with a key that is neither in HERALD_SECRET_KEY nor in ${restored}/secret.key`,
+      `No secret key: this database was set up with a secret key that is neither in HERALD_SECRET_KEY nor in ${restored}/secret.key, and its SMTP passwords and webhook secrets open only with that key`,
     );
     expect(existsSync(path.join(restored, 'secret.key'))).toBe(false);
     // Another key in its place: refused, naming the file.
     writeFileSync(path.join(restored, 'secret.key'), `${'ab'.repeat(32)}\n`, { mode: 0o600 });
     const wrong = await runHerald(['project', 'list', '--data-dir', restored], {});
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toContain(`the generated key in ${restored}/secret.key is not the secret key`);
+    expect(wrong.stderr).toContain(`the key in ${restored}/secret.key is not the secret key`);
     // With the key it was made with, it opens.
     copyFileSync(path.join(dataDir, 'secret.key'), path.join(restored, 'secret.key'));
     const opened = await runHerald(['project', 'list', '--data-dir', restored, '--json'], {});
@@ -148,7 +148,7 @@ describe('herald backup and --data-dir', () => {
     );
     expect(mistyped.code, mistyped.stderr).toBe(0);
     expect(mistyped.stdout).not.toContain('Keep ');
-    expect(mistyped.stderr).toContain('value of HERALD_SECRET_KEY does not open them');
+    expect(mistyped.stderr).toContain('and HERALD_SECRET_KEY does not open them');
   });
 
   it("answers an operator's mistakes in one line, without a stack trace", async () => {

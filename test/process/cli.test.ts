@@ -204,7 +204,8 @@ describe('herald CLI', () => {
       expect(stored.text).toBe(text);
       expect(stored.html).toBe('<p>{{user_name}}</p>');
 
-      writeFileSync(path.join(dir, 'frame.html'), '<main>{{{content}}}</main>');
+      // An editor's byte order mark is not part of the body.
+      writeFileSync(path.join(dir, 'frame.html'), '\uFEFF<main>{{{content}}}</main>');
       const layout = await runHerald(
         [
           'layout',
@@ -255,6 +256,24 @@ describe('herald CLI', () => {
       expect(missing.code).toBe(1);
       expect(missing.stderr.trim()).toBe(
         `herald: --text-file: cannot read ${path.join(dir, 'nope.txt')} (ENOENT)`,
+      );
+      writeFileSync(path.join(dir, 'huge.txt'), 'x'.repeat(2 * 1024 * 1024 + 1));
+      const huge = await runHerald(
+        [
+          'template',
+          'update',
+          '--project',
+          'shop',
+          '--name',
+          'long_body',
+          '--text-file',
+          path.join(dir, 'huge.txt'),
+        ],
+        env,
+      );
+      expect(huge.code).toBe(1);
+      expect(huge.stderr.trim()).toBe(
+        `herald: --text-file: ${path.join(dir, 'huge.txt')} is larger than 2 MiB`,
       );
       const none = await runHerald(
         ['template', 'create', '--project', 'shop', '--name', 'no_text', '--subject', 'S'],

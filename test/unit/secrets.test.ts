@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -70,9 +70,13 @@ describe('secrets at rest', () => {
       expect(first).toMatch(/^[0-9a-f]{64}$/);
       expect(statSync(path.join(dir, 'secret.key')).mode & 0o777).toBe(0o600);
       expect(readSecretKey(null, dir)).toBe(first);
-      // A second process starting at the same time keeps the first one's key.
+      // A process generating one after another did keeps the first key, and leaves no draft behind.
       expect(generateSecretKey(dir)).toBe(first);
       expect(readFileSync(path.join(dir, 'secret.key'), 'utf8').trim()).toBe(first);
+      expect(readdirSync(dir)).toEqual(['secret.key']);
+      // An emptied file is no key: refused, not taken as the empty key.
+      writeFileSync(path.join(dir, 'secret.key'), '\n');
+      expect(() => readSecretKey(null, dir)).toThrow('secret.key is empty');
       expect(readSecretKey('given-secret-of-at-least-32-characters', dir)).toBe(
         'given-secret-of-at-least-32-characters',
       );
