@@ -222,55 +222,19 @@ describe('herald CLI', () => {
       expect(layout.code, layout.stderr).toBe(0);
       expect((await services.layouts.get('shop', 'framed')).html).toBe('<main>{{{content}}}</main>');
 
-      // One way to give a body at a time; a file that is not there is one line.
-      const both = await runHerald(
-        [
-          'template',
-          'update',
-          '--project',
-          'shop',
-          '--name',
-          'long_body',
-          '--text',
-          'x',
-          '--text-file',
-          path.join(dir, 'body.txt'),
-        ],
-        env,
-      );
+      // One way to give a body at a time; a file that is not there, or too large, is one line.
+      const update = (...args: string[]) =>
+        runHerald(['template', 'update', '--project', 'shop', '--name', 'long_body', ...args], env);
+      const both = await update('--text', 'x', '--text-file', path.join(dir, 'body.txt'));
       expect(both.code).toBe(2);
       expect(both.stderr).toContain("option '--text-file <path>' cannot be used with option '--text <body>'");
-      const missing = await runHerald(
-        [
-          'template',
-          'update',
-          '--project',
-          'shop',
-          '--name',
-          'long_body',
-          '--text-file',
-          path.join(dir, 'nope.txt'),
-        ],
-        env,
-      );
+      const missing = await update('--text-file', path.join(dir, 'nope.txt'));
       expect(missing.code).toBe(1);
       expect(missing.stderr.trim()).toBe(
         `herald: --text-file: cannot read ${path.join(dir, 'nope.txt')} (ENOENT)`,
       );
       writeFileSync(path.join(dir, 'huge.txt'), 'x'.repeat(2 * 1024 * 1024 + 1));
-      const huge = await runHerald(
-        [
-          'template',
-          'update',
-          '--project',
-          'shop',
-          '--name',
-          'long_body',
-          '--text-file',
-          path.join(dir, 'huge.txt'),
-        ],
-        env,
-      );
+      const huge = await update('--text-file', path.join(dir, 'huge.txt'));
       expect(huge.code).toBe(1);
       expect(huge.stderr.trim()).toBe(
         `herald: --text-file: ${path.join(dir, 'huge.txt')} is larger than 2 MiB`,
