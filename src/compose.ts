@@ -228,7 +228,7 @@ export async function openServices(
     layouts: new LayoutService(db, projects),
     smtpSettings,
     accept,
-    notifications: new NotificationService(db, webhooksQueued),
+    notifications: new NotificationService(db, { webhooksQueued, wakeWorkers: () => accept.wakeWorkers() }),
     apiLogs,
     admins: new AdminService(db, Date.now, (outcome) => metrics.dashboardLogins.inc({ outcome })),
     adminTokens: new AdminTokenService(db),

@@ -74,6 +74,7 @@ export function createWorker(
 
   mail.onRoom = () => mailLoop.resume();
   mail.onDue = () => mailLoop.wake();
+  mail.onWebhooksQueued = () => webhookLoop.wake();
   webhooks.onRoom = () => webhookLoop.resume();
   mail.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
     metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });

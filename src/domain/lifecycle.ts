@@ -92,6 +92,10 @@ export type NotificationChanges = Partial<
     | 'template_version'
     | 'relay'
     | 'waits_for_relay'
+    | 'attempts'
+    | 'lease_owner'
+    | 'lease_until'
+    | 'cancel_request'
   >
 >;
 
@@ -99,7 +103,12 @@ export interface Transition {
   /** The columns the row takes; empty when the row stays as it is (a soft bounce). */
   readonly changes: NotificationChanges;
   /** What the row must still hold for the change to apply (checked in the update itself). */
-  readonly requires: Partial<Pick<Notification, 'state' | 'complained_at' | 'bounced_at'>>;
+  readonly requires: Partial<
+    Pick<
+      Notification,
+      'state' | 'complained_at' | 'bounced_at' | 'attempts' | 'lease_owner' | 'cancel_request'
+    >
+  >;
   readonly usage: readonly UsageMove[];
   readonly event: LifecycleEvent | null;
   readonly suppression: SuppressionEntry | null;
@@ -298,6 +307,32 @@ export function canceled(row: Notification, now: number): Transition | null {
   return {
     changes: { state: 'failed', error_message: Messages.canceled, updated_at: now },
     requires: { state: 'queued' },
+    usage: moved(row, 'queued', 'failed'),
+    event: { type: 'notification.failed', extra: {} },
+    suppression: null,
+  };
+}
+
+/**
+ * A claimed message canceled before its SMTP transaction began, decided by the worker that holds
+ * it (storage/cancel-requests.ts): `failed` with `Canceled` like a queued one, the lease given up
+ * and the claim's attempt uncounted, since none was made. It applies only while `owner` still
+ * holds the row under its claim and a cancel asking about that claim still waits (a canceler that
+ * stopped waiting has answered 409 and taken its request back).
+ */
+export function canceledBeforeSending(row: Notification, owner: string, now: number): Transition | null {
+  if (row.state !== 'sending' || row.lease_owner !== owner) return null;
+  return {
+    changes: {
+      state: 'failed',
+      error_message: Messages.canceled,
+      updated_at: now,
+      attempts: row.attempts - 1,
+      lease_owner: null,
+      lease_until: null,
+      cancel_request: null,
+    },
+    requires: { state: 'sending', lease_owner: owner, attempts: row.attempts, cancel_request: row.attempts },
     usage: moved(row, 'queued', 'failed'),
     event: { type: 'notification.failed', extra: {} },
     suppression: null,

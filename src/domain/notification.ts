@@ -58,6 +58,11 @@ export interface Notification {
   readonly metadata: string | null;
   /** The files' listing, a JSON array of {filename, content_type, size}; null for none. Their bytes are stored apart. */
   readonly attachments: string | null;
+  /**
+   * While a cancel waits for the worker that claimed the message, before its SMTP transaction:
+   * the claim it is about (the `attempts` the canceler saw); null otherwise.
+   */
+  readonly cancel_request: number | null;
 }
 
 /**

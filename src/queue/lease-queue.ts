@@ -225,6 +225,21 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
     }
   }
 
+  /**
+   * Ends a held row's claim with a change of the caller's instead of an outcome (a cancel before
+   * the work began): `write` runs in a transaction of its own and returns undefined when it did not
+   * apply. Once it has applied the row is no longer held; until then it stays held, for the caller
+   * to work.
+   */
+  async settle<Result>(
+    row: QueueRows[Table],
+    write: (tx: Kysely<Database>) => Promise<Result | undefined>,
+  ): Promise<Result | undefined> {
+    const result = await this.storage.db.transaction().execute(write);
+    if (result !== undefined) this.letGo(row);
+    return result;
+  }
+
   /** Waits until every outcome submitted so far has been committed or refused. */
   flush(): Promise<void> {
     return this.recorder.flush();

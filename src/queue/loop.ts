@@ -13,6 +13,11 @@ export interface Consumer {
   busy(): boolean;
   /** Claims what it has room for and starts it. */
   fill(): Promise<Fill>;
+  /**
+   * Answers what waits on the rows it holds (a cancel: mail-consumer.ts): asked after every wake
+   * and at least once per poll, whether or not it has room.
+   */
+  answerRequests?(): Promise<void>;
   /** Whether something its last claim left out has room again: the loop then claims again. */
   roomReturned?(): boolean;
   /** When something it holds back by time (not for want of room) may be claimed; null for nothing. */
@@ -67,6 +72,9 @@ export class QueueLoop {
   private dueLookedAt = 0;
   /** When the last claim began: it saw every row due by then that it could take. */
   private claimBeganAt = 0;
+  /** `wakes` and the time when the consumer last answered its requests. */
+  private wakesAnswered = -1;
+  private answeredAt = 0;
 
   constructor(
     private readonly storage: Storage,
@@ -110,6 +118,7 @@ export class QueueLoop {
   private async run(): Promise<void> {
     while (!this.stopping) {
       this.lookElsewhere();
+      await this.answerRequests();
       let claimed = 0;
       if (
         this.consumer.hasRoom() &&
@@ -134,6 +143,26 @@ export class QueueLoop {
       }
       if (this.stopping) break;
       if (claimed === 0 || !this.consumer.hasRoom()) await this.sleep(await this.delay());
+    }
+  }
+
+  /**
+   * Lets the consumer answer what waits on it after each wake (a cancel wakes the loop as an
+   * accept does) and at least once per poll, in case the wake went to another process.
+   */
+  private async answerRequests(): Promise<void> {
+    if (this.consumer.answerRequests === undefined) return;
+    const now = this.now();
+    if (this.wakes === this.wakesAnswered && now - this.answeredAt < this.options.pollMs) return;
+    this.wakesAnswered = this.wakes;
+    this.answeredAt = now;
+    try {
+      await this.consumer.answerRequests();
+    } catch (err) {
+      this.logger.error(
+        { err, queue: this.queue.table },
+        'answering requests failed; retrying at the next wake',
+      );
     }
   }
 

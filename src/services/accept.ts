@@ -118,6 +118,11 @@ export class AcceptService {
     this.accepted.on(listener);
   }
 
+  /** Wakes the listeners of `onAccepted` as an accept would: mail workers should look now. */
+  wakeWorkers(): void {
+    this.accepted.fire();
+  }
+
   /**
    * Accepts one send or a batch; resolves once its rows are committed, durably. Throws `Missing or
    * invalid 'to'` when neither `to` nor a contact email exists, `idempotencyInFlight` while the

@@ -1,14 +1,16 @@
 import type { Kysely } from 'kysely';
 import { addressSearchText } from '../domain/address.js';
-import { errors } from '../domain/errors.js';
+import { errors, Messages } from '../domain/errors.js';
 import { canceled } from '../domain/lifecycle.js';
 import { notificationView, type NotificationView } from '../domain/notification.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
 import { maskContent, type Rerender } from '../domain/sensitive.js';
+import { requestCancel, withdrawCancel } from '../storage/cancel-requests.js';
 import { listAttempts } from '../storage/delivery-attempts.js';
 import {
   countByState,
   findNotification,
+  findNotificationById,
   listNotifications,
   newestNotificationId,
   type NotificationFilter,
@@ -23,6 +25,13 @@ import type {
 } from '../storage/schema.js';
 import { applyTransition } from '../storage/transitions.js';
 import type { Signal } from './signal.js';
+
+/**
+ * How long a cancel of a claimed message waits for its worker's answer (a live worker answers
+ * within milliseconds of its wake), and how often it looks.
+ */
+const CANCEL_WAIT_MS = 5_000;
+const CANCEL_LOOK_MS = 10;
 
 /** The status body of `GET /notifications/{request_id}`: a notification's view (domain/notification.ts). */
 export type StatusBody = NotificationView;
@@ -83,9 +92,15 @@ export interface NotificationDetail {
 export class NotificationService {
   constructor(
     private readonly db: Kysely<Database>,
-    /** Fired once a cancel's event queued webhook deliveries (signal.ts). */
-    private readonly webhooksQueued: Signal,
+    private readonly signals: {
+      /** Fired once a cancel's event queued webhook deliveries (signal.ts). */
+      readonly webhooksQueued: Signal;
+      /** Wakes the mail workers here and elsewhere, as an accept does: a cancel waits for one. */
+      readonly wakeWorkers: () => void;
+    },
     private readonly now: () => number = Date.now,
+    /** How long a cancel waits for the worker holding the message to answer. */
+    private readonly cancelWaitMs = CANCEL_WAIT_MS,
   ) {}
 
   async status(projectId: number, requestId: string): Promise<StatusBody> {
@@ -94,20 +109,49 @@ export class NotificationService {
 
   /**
    * Cancels a queued notification (product.md §6): `failed` with `Canceled`, returned as its
-   * status body. A message already being sent or finished cannot be canceled: the worker's claim
-   * and the cancel each change the row only while it is queued, so exactly one of them wins.
+   * status body. One waiting for its time or for a worker is canceled here: the worker's claim and
+   * the cancel each change the row only while it is queued, so exactly one of them wins. One a
+   * worker has claimed is canceled by that worker while its SMTP transaction has not begun
+   * (`askWorker`). One being sent or finished cannot be canceled.
    */
   async cancel(projectId: number, requestId: string): Promise<StatusBody> {
     for (;;) {
       const row = await this.find(requestId, projectId);
       const now = this.now();
       const transition = canceled(row, now);
-      if (transition === null) throw errors.notCancelable();
+      if (transition === null) {
+        if (row.state !== 'sending') throw errors.notCancelable();
+        const answer = await this.askWorker(row);
+        if (answer === 'refused') throw errors.notCancelable();
+        if (answer === 'changed') continue;
+        return notificationView(answer);
+      }
       const written = await this.db.transaction().execute((tx) => applyTransition(tx, row, transition, now));
       // Changed meanwhile (claimed, and perhaps queued again): decide again on what it is now.
       if (written === undefined) continue;
-      if (written.webhookDeliveries > 0) this.webhooksQueued.fire();
+      if (written.webhookDeliveries > 0) this.signals.webhooksQueued.fire();
       return notificationView(written.row);
+    }
+  }
+
+  /**
+   * Asks the worker that claimed `row` to cancel it (storage/cancel-requests.ts) and waits for its
+   * answer: the row canceled; `refused`, its SMTP transaction begun, or no answer in time (the
+   * request is then taken back, so no worker cancels it later); or `changed`, the row no longer
+   * under that claim (given back to the queue, finished): the caller decides again.
+   */
+  private async askWorker(row: NotificationRow): Promise<NotificationRow | 'refused' | 'changed'> {
+    if (!(await requestCancel(this.db, row))) return 'changed';
+    this.signals.wakeWorkers();
+    const deadline = this.now() + this.cancelWaitMs;
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, CANCEL_LOOK_MS));
+      const now = await findNotificationById(this.db, row.id);
+      if (now === undefined) return 'changed';
+      if (now.state === 'failed' && now.error_message === Messages.canceled) return now;
+      if (now.state !== 'sending' || now.attempts !== row.attempts) return 'changed';
+      if (now.cancel_request === null) return 'refused';
+      if (this.now() >= deadline) return (await withdrawCancel(this.db, row)) ? 'refused' : 'changed';
     }
   }
 

@@ -17,6 +17,7 @@ import { templateVersions } from './migrations/014-template-versions.js';
 import { messageFields } from './migrations/015-message-fields.js';
 import { adminTokens } from './migrations/016-admin-tokens.js';
 import { inboundReports } from './migrations/017-inbound-reports.js';
+import { cancelRequests } from './migrations/018-cancel-requests.js';
 
 /**
  * The schema, written once as numbered migrations and rendered for each backend: the statements
@@ -61,6 +62,7 @@ const MIGRATIONS: Record<string, Ddl> = {
   '015_message_fields': messageFields,
   '016_admin_tokens': adminTokens,
   '017_inbound_reports': inboundReports,
+  '018_cancel_requests': cancelRequests,
 };
 
 /** The migrations as SQL statements for one backend, by name. */

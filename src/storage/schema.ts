@@ -153,6 +153,11 @@ export interface NotificationsTable {
   metadata: string | null;
   /** The files' listing, a JSON array of {filename, content_type, size}; null for none. */
   attachments: string | null;
+  /**
+   * While a cancel waits for the worker that claimed the message: the claim it is about (the
+   * `attempts` the canceler saw). See storage/cancel-requests.ts.
+   */
+  cancel_request: number | null;
 }
 
 export interface DeliveryAttemptsTable {

@@ -14,6 +14,7 @@ import { windowPolicy } from '../domain/relay-window.js';
 import { suppressedMessage, type SuppressionReason } from '../domain/suppression.js';
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
+import { cancelClaimed, cancelRequestsFor, refuseCancels, type ClaimOf } from '../storage/cancel-requests.js';
 import type { NotificationRow } from '../storage/schema.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
@@ -83,6 +84,8 @@ export class MailConsumer implements Consumer {
   onOutcome: ((outcome: DeliveryOutcome) => void) | null = null;
   /** Told when mail that waited for a relay is due now (the loop should claim). */
   onDue: () => void = () => {};
+  /** Told once a cancel this worker answered has queued webhook deliveries. */
+  onWebhooksQueued: () => void = () => {};
 
   constructor(
     private readonly queue: LeaseQueue<'notifications', Attempted>,
@@ -154,6 +157,55 @@ export class MailConsumer implements Consumer {
       full: rows.length >= this.options.batchSize,
       filtered: leaveOut.size > 0,
     };
+  }
+
+  /**
+   * Answers the cancels waiting for this worker (storage/cancel-requests.ts). Mail it holds whose
+   * SMTP transaction has not begun, in the backlog or parked behind its relay, is canceled, and
+   * taken out before the first wait so that no lane can start it meanwhile; mail already on its way
+   * (its lane taken) is refused, and goes on.
+   */
+  async answerRequests(): Promise<void> {
+    if (this.stopping || this.queue.holding === 0) return;
+    const requests = await cancelRequestsFor(this.queue.db, this.queue.owner);
+    if (requests.length === 0 || this.stopping) return;
+    const asked = new Map(requests.map((request) => [request.id, request.attempts]));
+    const asks = (job: Job) => asked.get(job.row.id) === job.row.attempts;
+    const waiting = this.backlog.filter(asks);
+    if (waiting.length > 0)
+      this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !asks(job)));
+    for (const parked of this.relays.unparkWhere((entry) => asks(entry.job))) waiting.push(parked.job);
+    const answering = this.cancel(
+      waiting,
+      requests.filter((request) => !waiting.some((job) => job.row.id === request.id)),
+    );
+    this.track(answering);
+    await answering;
+  }
+
+  /** Cancels `waiting` (taken out of the lines) and refuses the requests about mail on its way. */
+  private async cancel(waiting: readonly Job[], begun: readonly ClaimOf[]): Promise<void> {
+    const { db, owner } = this.queue;
+    // What is not canceled goes on: withdrawn meanwhile (the canceler stopped waiting and answered
+    // 409), or not reached when the store failed.
+    const back = [...waiting];
+    try {
+      await refuseCancels(db, owner, begun);
+      for (const job of waiting) {
+        const written = await this.queue.settle(job.row, (tx) =>
+          cancelClaimed(tx, job.row, owner, this.now()),
+        );
+        if (written === undefined) continue;
+        back.splice(back.indexOf(job), 1);
+        if (written.webhookDeliveries > 0) this.onWebhooksQueued();
+      }
+    } catch (err) {
+      this.logger.error({ err }, 'answering cancels failed; the mail they asked about goes on');
+    }
+    if (this.stopping) this.unstarted.push(...back);
+    else this.backlog.unshift(...back);
+    this.pump();
+    this.onRoom();
   }
 
   /**

@@ -119,6 +119,20 @@ export class RelayLanes<Parked> {
     return waiting;
   }
 
+  /** Everything parked that `taken` picks, taken out of every relay's line (a cancel). */
+  unparkWhere(taken: (entry: Parked) => boolean): Parked[] {
+    const out: Parked[] = [];
+    for (const [relay, waiting] of [...this.parked]) {
+      if (!waiting.some(taken)) continue;
+      this.forget(relay);
+      for (const entry of waiting) {
+        if (taken(entry)) out.push(entry);
+        else this.park(relay, entry);
+      }
+    }
+    return out;
+  }
+
   private forget(relay: string): void {
     this.parked.delete(relay);
     this.parkedProjects.delete(relay);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest } from '../../src/storage/migrate.js';
+import { cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
 import { migrationsFor, POSTGRES_TYPES, SQLITE_TYPES } from '../../src/storage/migrations.js';
 import { openStorage } from '../../src/storage/open.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
@@ -37,6 +38,7 @@ const MIGRATIONS = [
   '015_message_fields',
   '016_admin_tokens',
   '017_inbound_reports',
+  '018_cancel_requests',
 ];
 const TABLES = [
   'admin_tokens',
@@ -347,6 +349,7 @@ describe(`migrations (${backend})`, () => {
           reply_to: null,
           metadata: null,
           attachments: null,
+          cancel_request: null,
         })),
       );
       expect(await notification(storage.db, bounced)).toMatchObject({
@@ -765,6 +768,42 @@ describe(`migrations (${backend})`, () => {
       expect(await storage.db.selectFrom('inbound_reports').select('owner').execute()).toEqual([
         { owner: 'a' },
       ]);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+});
+
+describe(`migrations (${backend}): cancel requests`, () => {
+  it('moves a database of the bounce reports release (017) forward to cancel requests (018), keeping its mail and leases', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+      const through = (name: string) =>
+        Object.fromEntries(MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1).map((m) => [m, all[m]!]));
+      await migrateToLatest(storage.db, through('017_inbound_reports'), { inTransaction: false });
+      const projectId = await addProject(storage.db);
+      await addNotification(storage.db, projectId, { state: 'sent', sent_at: 1_700_000_000_000 });
+      // A message a worker of the old release holds: its lease survives the upgrade.
+      const leased = await addNotification(storage.db, projectId, {
+        state: 'sending',
+        attempts: 1,
+        lease_owner: 'old-worker',
+        lease_until: 1_700_000_060_000,
+      });
+      const rows = await storage.db.selectFrom('notifications').selectAll().execute();
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await storage.db.selectFrom('notifications').selectAll().execute()).toEqual(
+        rows.map((row) => ({ ...row, cancel_request: null })),
+      );
+      // A cancel can ask the worker holding it now, and only under the claim it holds.
+      expect(await requestCancel(storage.db, { id: leased, attempts: 2 })).toBe(false);
+      expect(await requestCancel(storage.db, { id: leased, attempts: 1 })).toBe(true);
+      expect(await cancelRequestsFor(storage.db, 'old-worker')).toEqual([{ id: leased, attempts: 1 }]);
+      expect(await cancelRequestsFor(storage.db, 'another-worker')).toEqual([]);
     } finally {
       await storage.close();
       await database.drop();

@@ -251,6 +251,8 @@ describe('an api process and a worker process polling once a minute', () => {
       HERALD_SMTP_URL: sink.url,
       // Far beyond the waits below: only a notice can start the worker in time.
       HERALD_DELIVERY_POLL_MS: '60000',
+      // One transaction at a time to the relay: a message sent while one is held waits, claimed.
+      HERALD_SMTP_MAX_CONNECTIONS: '1',
     };
   });
   afterAll(async () => {
@@ -288,5 +290,58 @@ describe('an api process and a worker process polling once a minute', () => {
       type: 'notification.failed',
       data: { request_id: requestId, error_message: 'Canceled' },
     });
+  });
+
+  it('cancels mail the worker process claimed but has not begun to send', { timeout: 120_000 }, async () => {
+    const apiKey = await cliProjectWithTemplate(env, 'claimed');
+    const { url } = await group.http('api-claimed', 'api', env);
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url }) }),
+    });
+    const stateOf = async (requestId: string) =>
+      (
+        await db
+          .selectFrom('notifications')
+          .select('state')
+          .where('request_id', '=', requestId)
+          .executeTakeFirstOrThrow()
+      ).state;
+    const send = async (to: string) => {
+      const response = await fetch(`${url}/api/v1/notifications`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ template: 'welcome', to }),
+      });
+      expect(response.status).toBe(202);
+      return ((await response.json()) as { request_id: string }).request_id;
+    };
+    const cancel = (requestId: string) =>
+      fetch(`${url}/api/v1/notifications/${requestId}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+    sink.hold();
+    try {
+      const first = await send('held@example.org');
+      await waitUntil(() => (sink.waiting === 1 ? true : undefined), { what: 'the first transaction' });
+      const second = await send('waiting@example.org');
+      await waitUntil(async () => ((await stateOf(second)) === 'sending' ? true : undefined), {
+        what: 'the worker process to claim the second',
+      });
+      // The worker process hears of the cancel only by a notice: its poll is a minute away.
+      const canceled = await cancel(second);
+      expect(canceled.status).toBe(200);
+      expect(await canceled.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
+      expect((await cancel(first)).status).toBe(409);
+      sink.release();
+      await waitUntil(async () => ((await stateOf(first)) === 'sent' ? true : undefined), {
+        what: 'the first to be sent',
+      });
+      expect(sink.messages.filter((m) => m.envelopeTo.includes('held@example.org'))).toHaveLength(1);
+      expect(sink.messages.filter((m) => m.envelopeTo.includes('waiting@example.org'))).toHaveLength(0);
+    } finally {
+      sink.release();
+      await db.destroy();
+    }
   });
 });

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { openStorage } from '../../src/storage/open.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import {
   cliProjectWithTemplate,
@@ -195,6 +197,67 @@ describe('role all', () => {
         expect(await herald.exited).toBe(0);
       } finally {
         receiver.close();
+      }
+    },
+  );
+
+  it(
+    'cancels mail its delivery process claimed but has not begun to send, told at once',
+    { timeout: 120_000 },
+    async () => {
+      const apiKey = await cliProjectWithTemplate(env, 'claimed');
+      const receiver = new WebhookReceiver();
+      const storage = openStorage(loadConfig(env).database);
+      const stateOf = async (requestId: string) =>
+        (
+          await storage.db
+            .selectFrom('notifications')
+            .select('state')
+            .where('request_id', '=', requestId)
+            .executeTakeFirstOrThrow()
+        ).state;
+      sink.hold();
+      try {
+        await heraldJson(['webhook', 'create', '--project', 'claimed', '--url', await receiver.start()], env);
+        // One transaction at a time to the relay, so the second message waits, claimed, behind
+        // the first; and the poll far beyond the wait, so only the API process's wake tells.
+        herald = new HeraldProcess('all-claimed', ['serve'], {
+          ...env,
+          HERALD_SMTP_MAX_CONNECTIONS: '1',
+          HERALD_DELIVERY_POLL_MS: '60000',
+        });
+        const url = await herald.url();
+        const first = await send(url, apiKey, 'claimed-first@example.org');
+        await waitUntil(() => (sink.waiting === 1 ? true : undefined), { what: 'the first transaction' });
+        const second = await send(url, apiKey, 'claimed-second@example.org');
+        await waitUntil(async () => ((await stateOf(second)) === 'sending' ? true : undefined), {
+          what: 'the delivery process to claim the second',
+        });
+        const cancel = (id: string) =>
+          fetch(`${url}/api/v1/notifications/${id}`, {
+            method: 'DELETE',
+            headers: { authorization: `Bearer ${apiKey}` },
+          });
+        const canceled = await cancel(second);
+        expect(canceled.status).toBe(200);
+        expect(await canceled.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
+        expect((await cancel(first)).status).toBe(409);
+        expect(await firstCall(receiver, "the cancel's webhook call")).toMatchObject({
+          type: 'notification.failed',
+          data: { request_id: second, error_message: 'Canceled' },
+        });
+        sink.release();
+        await waitUntil(async () => ((await stateOf(first)) === 'sent' ? true : undefined), {
+          what: 'the first to be sent',
+        });
+        expect(deliveredTo('claimed-first@example.org')).toBe(1);
+        expect(deliveredTo('claimed-second@example.org')).toBe(0);
+        herald.kill('SIGTERM');
+        expect(await herald.exited).toBe(0);
+      } finally {
+        sink.release();
+        receiver.close();
+        await storage.close();
       }
     },
   );

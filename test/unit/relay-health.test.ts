@@ -269,6 +269,7 @@ describe("a down relay's waiting mail in the lifecycle", () => {
       reply_to: null,
       metadata: null,
       attachments: null,
+      cancel_request: null,
     }) satisfies Notification;
   const notMade = (message: string): AttemptResult => ({
     ok: false,

@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Messages } from '../../src/domain/errors.js';
+import { createWorker, type Worker } from '../../src/roles.js';
+import { NotificationService } from '../../src/services/notifications.js';
+import { Signal } from '../../src/services/signal.js';
+import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
+import { bearer, expectError, sendOk, statusOf } from '../helpers/http.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * product.md §6: a message may be canceled while it is queued and not in an SMTP transaction. A
+ * worker claims mail ahead of its lanes, so a message can be claimed and still wait (in the
+ * backlog, or parked behind a relay with no room): its cancel is answered by that worker.
+ */
+
+const DAY = 86_400_000;
+
+let sink: SmtpSink;
+let ctx: TestContext;
+let worker: Worker;
+let apiKey: string;
+let projectId: number;
+
+const baseEnv = () => ({
+  HERALD_SMTP_URL: sink.url,
+  // The worker answers a cancel when it is woken, not at its poll.
+  HERALD_DELIVERY_POLL_MS: '60000',
+  HERALD_SMTP_TIMEOUT_MS: '20000',
+});
+
+beforeAll(async () => {
+  sink = await new SmtpSink().start();
+  ctx = await createTestContext(baseEnv());
+  worker = createWorker(ctx.services);
+  ctx.services.accept.onAccepted(() => worker.wake());
+  worker.start();
+  ({ apiKey, projectId } = await seedProject(ctx.services));
+});
+afterAll(async () => {
+  sink.release();
+  await worker.stop();
+  await ctx.close();
+  await sink.stop();
+});
+
+function cancel(requestId: string) {
+  return ctx.app.inject({
+    method: 'DELETE',
+    url: `/api/v1/notifications/${requestId}`,
+    headers: bearer(apiKey),
+  });
+}
+
+function delivered(requestId: string): number {
+  return sink.messages.filter((m) => m.parsed.headers.get('x-herald-request-id') === requestId).length;
+}
+
+async function row(requestId: string) {
+  return ctx.services.storage.db
+    .selectFrom('notifications')
+    .selectAll()
+    .where('request_id', '=', requestId)
+    .executeTakeFirstOrThrow();
+}
+
+const body = (extra: Record<string, unknown> = {}) => ({
+  template: 'user_created',
+  to: 'jane@example.org',
+  data: { user_name: 'Jane' },
+  ...extra,
+});
+
+/**
+ * Sends three messages while the relay holds the first transaction, and returns them once the
+ * worker has claimed the second (it waits for a lane: parked behind the relay, or in the backlog).
+ */
+async function twoWaitingBehindOne(): Promise<[string, string, string]> {
+  sink.hold();
+  const first = (await sendOk(ctx.app, apiKey, body())).request_id;
+  await waitUntil(() => (sink.waiting === 1 ? true : undefined), { what: 'the first transaction to start' });
+  const second = (await sendOk(ctx.app, apiKey, body())).request_id;
+  const third = (await sendOk(ctx.app, apiKey, body())).request_id;
+  await waitUntil(async () => ((await row(second)).state === 'sending' ? true : undefined), {
+    what: 'the worker to claim the second',
+  });
+  return [first, second, third];
+}
+
+describe.each([
+  ['parked behind a relay with no room', { HERALD_SMTP_MAX_CONNECTIONS: '1' }],
+  ['in the backlog, every lane taken', { HERALD_DELIVERY_CONCURRENCY: '1' }],
+])('cancel of a message claimed and waiting %s', (_where, env) => {
+  beforeAll(async () => {
+    await worker.stop();
+    await ctx.close();
+    ctx = await createTestContext({ ...baseEnv(), ...env });
+    worker = createWorker(ctx.services);
+    ctx.services.accept.onAccepted(() => worker.wake());
+    worker.start();
+    ({ apiKey, projectId } = await seedProject(ctx.services));
+  });
+
+  it('cancels it before its transaction; refuses the one in its SMTP transaction', async () => {
+    const [first, second, third] = await twoWaitingBehindOne();
+    const canceled = await cancel(second);
+    expect(canceled.statusCode, canceled.body).toBe(200);
+    expect(canceled.json()).toMatchObject({
+      request_id: second,
+      status: 'failed',
+      error_message: 'Canceled',
+      attempts: 0,
+    });
+    expectError(await cancel(first), 409, Messages.notCancelable);
+    // The refusal is the worker's answer: no request is left waiting.
+    expect((await row(first)).cancel_request).toBeNull();
+    expect(await row(second)).toMatchObject({ state: 'failed', lease_owner: null, cancel_request: null });
+
+    sink.release();
+    for (const id of [first, third])
+      await waitUntil(
+        async () => ((await statusOf(ctx.app, apiKey, id)).status === 'sent' ? true : undefined),
+        {
+          what: `${id} to be sent`,
+        },
+      );
+    expect(delivered(first)).toBe(1);
+    expect(delivered(second)).toBe(0);
+    expect(delivered(third)).toBe(1);
+    expect((await ctx.services.notifications.detail(second)).attempts).toEqual([]);
+    expect(await statusOf(ctx.app, apiKey, second)).toMatchObject({
+      status: 'failed',
+      error_message: 'Canceled',
+    });
+    expectError(await cancel(second), 409, Messages.notCancelable);
+  });
+});
+
+describe('cancel of a claimed message', () => {
+  it('takes its request back when no worker answers in time, and refuses: the message goes on', async () => {
+    // Claimed by a worker that never answers (hung): due tomorrow, so the live worker leaves it.
+    const { request_id } = await sendOk(
+      ctx.app,
+      apiKey,
+      body({ send_at: new Date(Date.now() + DAY).toISOString() }),
+    );
+    const claimed = await ctx.services.storage.claim(NOTIFICATION_QUEUE, {
+      now: Date.now() + 2 * DAY,
+      owner: 'hung-worker',
+      leaseUntil: Date.now() + DAY,
+      limit: 10,
+    });
+    expect(claimed.map((r) => r.request_id)).toEqual([request_id]);
+    const woken: string[] = [];
+    const service = new NotificationService(
+      ctx.services.storage.db,
+      { webhooksQueued: new Signal(), wakeWorkers: () => woken.push('wake') },
+      Date.now,
+      300,
+    );
+    await expect(service.cancel(projectId, request_id)).rejects.toMatchObject({
+      message: Messages.notCancelable,
+    });
+    expect(woken).toEqual(['wake']);
+    // Withdrawn: the hung worker, answering late, finds nothing to cancel.
+    expect(await row(request_id)).toMatchObject({
+      state: 'sending',
+      lease_owner: 'hung-worker',
+      cancel_request: null,
+    });
+  });
+
+  it('cancels a claimed message given back to the queue while it waited', async () => {
+    const { request_id } = await sendOk(
+      ctx.app,
+      apiKey,
+      body({ send_at: new Date(Date.now() + DAY).toISOString() }),
+    );
+    await ctx.services.storage.claim(NOTIFICATION_QUEUE, {
+      now: Date.now() + 2 * DAY,
+      owner: 'stopping-worker',
+      leaseUntil: Date.now() + DAY,
+      limit: 10,
+    });
+    const service = new NotificationService(
+      ctx.services.storage.db,
+      {
+        webhooksQueued: new Signal(),
+        // The worker stops on the wake and gives its unstarted claim back.
+        wakeWorkers: () =>
+          void ctx.services.storage.db
+            .updateTable('notifications')
+            .set({ state: 'queued', lease_owner: null, lease_until: null, attempts: 0 })
+            .where('request_id', '=', request_id)
+            .execute(),
+      },
+      Date.now,
+      60_000,
+    );
+    expect(await service.cancel(projectId, request_id)).toMatchObject({
+      status: 'failed',
+      error_message: 'Canceled',
+    });
+  });
+});
