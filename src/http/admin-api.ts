@@ -63,8 +63,7 @@ function jsonBodies(admin: FastifyInstance): void {
   admin.removeAllContentTypeParsers();
   admin.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
-    // A byte order mark (some Windows tools write one) is not JSON; Fastify's parser skipped it too.
-    const parsed = parseJson((body as string).replace(/^\uFEFF/, ''));
+    const parsed = parseJson(body as string);
     if ('value' in parsed) done(null, parsed.value);
     else done(errors.invalidJson(parsed.hint), undefined);
   });

@@ -91,7 +91,9 @@ function poisoned(value: unknown): boolean {
 export function parseJson(text: string): { value: unknown } | { hint?: string } {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // A byte order mark before the JSON, as some Windows tools write, is not part of it (RFC 8259
+    // §8.1 lets a parser ignore one).
+    value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     return {};
   }

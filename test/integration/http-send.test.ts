@@ -251,6 +251,26 @@ describe('check order (product.md §3)', () => {
     expect(Object.keys((await send(ctx.app, apiKey, '{')).json())).toEqual(['error']);
   });
 
+  it('takes a byte order mark before the JSON, as the management API does', async () => {
+    const body = JSON.stringify({
+      template: 'user_created',
+      to: 'bom@example.com',
+      data: { user_name: 'B' },
+    });
+    for (const url of [SEND_PATH, `${SEND_PATH}/batch`]) {
+      const raw = url === SEND_PATH ? `\uFEFF${body}` : `\uFEFF[${body}]`;
+      const response = await ctx.app.inject({
+        method: 'POST',
+        url,
+        headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+        payload: Buffer.from(raw, 'utf8'),
+      });
+      expect(response.statusCode, response.body).toBe(202);
+    }
+    // Only at the start: one inside the JSON is still malformed.
+    expectError(await send(ctx.app, apiKey, `{\uFEFF"template":"user_created"}`), 400, JSON_ERROR);
+  });
+
   it('a POST with neither a body nor a Content-Type gives 400 Invalid JSON body', async () => {
     for (const url of [SEND_PATH, `${SEND_PATH}/batch`]) {
       const response = await ctx.app.inject({ method: 'POST', url, headers: bearer(apiKey) });
