@@ -39,6 +39,12 @@ export function parseSmtpUrl(raw: string): SmtpTarget {
     throw errors.invalidInput('SMTP URL must start with smtp:// or smtps://');
   }
   if (url.hostname === '') throw errors.invalidInput('SMTP URL needs a host');
+  // A relay has no path: one is most often a password's unescaped `/` or `#`, which ends the
+  // authority there and leaves the rest of the password as the host (not repeated here).
+  if ((url.pathname !== '' && url.pathname !== '/') || url.hash !== '')
+    throw errors.invalidInput(
+      'SMTP URL has a path or a #, which a relay has no use for: in a user name or password write / as %2F and # as %23',
+    );
   // A mistyped option (`?tls=none`, `?Security=none`) would otherwise leave `auto` in force unsaid.
   // The option is named only when it looks like one: a password with an unescaped `?` in it
   // makes the rest of the URL an "option", and an error must not repeat a password.

@@ -134,6 +134,20 @@ describe('SMTP URLs', () => {
     expect(() => parseSmtpUrl('smtp://relay.example?security=none&security=tls')).toThrow(
       'SMTP URL gives security more than once',
     );
+    // A password with an unescaped `/` or `#` would leave its first part as the host: refused, unrepeated.
+    for (const url of [
+      'smtp://mailer:2024/Summer@smtp.example.com',
+      'smtp://mailer:2024#Summer@smtp.example.com',
+      'smtp://relay.example:587/path',
+    ])
+      expect(() => parseSmtpUrl(url), url).toThrow(
+        /^SMTP URL has a path or a #, which a relay has no use for: in a user name or password write \/ as %2F and # as %23$/,
+      );
+    expect(parseSmtpUrl('smtp://relay.example:2525/')).toMatchObject({ host: 'relay.example', port: 2525 });
+    expect(parseSmtpUrl('smtp://mailer:2024%2FSummer@smtp.example.com')).toMatchObject({
+      host: 'smtp.example.com',
+      password: '2024/Summer',
+    });
     // A % that starts no escape is the URL's mistake, said as such, not a URIError.
     expect(() => parseSmtpUrl('smtp://u%:secret@relay.example')).toThrow(
       'SMTP URL user name has a % that starts no %XX escape: write a % as %25',
