@@ -5,7 +5,7 @@ import { canceled } from '../domain/lifecycle.js';
 import { notificationView, type NotificationView } from '../domain/notification.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
 import { maskContent, type Rerender } from '../domain/sensitive.js';
-import { requestCancel, withdrawCancel } from '../storage/cancel-requests.js';
+import { cancelStanding, requestCancel, withdrawCancel } from '../storage/cancel-requests.js';
 import { listAttempts } from '../storage/delivery-attempts.js';
 import {
   countByState,
@@ -28,10 +28,12 @@ import type { Signal } from './signal.js';
 
 /**
  * How long a cancel of a claimed message waits for its worker's answer (a live worker answers
- * within milliseconds of its wake), and how often it looks.
+ * within milliseconds of its wake), and how often it looks: soon at first, then less often, so
+ * cancels waiting on a stopped worker cost the store little.
  */
 const CANCEL_WAIT_MS = 5_000;
-const CANCEL_LOOK_MS = 10;
+const CANCEL_LOOK_MS = 5;
+const CANCEL_LOOK_MAX_MS = 100;
 
 /** The status body of `GET /notifications/{request_id}`: a notification's view (domain/notification.ts). */
 export type StatusBody = NotificationView;
@@ -144,14 +146,18 @@ export class NotificationService {
     if (!(await requestCancel(this.db, row))) return 'changed';
     this.signals.wakeWorkers();
     const deadline = this.now() + this.cancelWaitMs;
-    for (;;) {
-      await new Promise((resolve) => setTimeout(resolve, CANCEL_LOOK_MS));
-      const now = await findNotificationById(this.db, row.id);
+    const answered = async () => {
+      const whole = await findNotificationById(this.db, row.id);
+      return whole?.state === 'failed' && whole.error_message === Messages.canceled ? whole : 'changed';
+    };
+    for (let look = CANCEL_LOOK_MS; ; look = Math.min(look * 2, CANCEL_LOOK_MAX_MS)) {
+      await new Promise((resolve) => setTimeout(resolve, look));
+      const now = await cancelStanding(this.db, row.id);
       if (now === undefined) return 'changed';
-      if (now.state === 'failed' && now.error_message === Messages.canceled) return now;
-      if (now.state !== 'sending' || now.attempts !== row.attempts) return 'changed';
+      if (now.state !== 'sending' || now.attempts !== row.attempts) return answered();
       if (now.cancel_request === null) return 'refused';
-      if (this.now() >= deadline) return (await withdrawCancel(this.db, row)) ? 'refused' : 'changed';
+      // Not withdrawn: the worker's cancel (or another change) got there first.
+      if (this.now() >= deadline) return (await withdrawCancel(this.db, row)) ? 'refused' : answered();
     }
   }
 

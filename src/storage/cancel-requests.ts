@@ -50,6 +50,18 @@ export async function withdrawCancel(db: Kysely<Database>, row: ClaimOf): Promis
   return result.numUpdatedRows > 0n;
 }
 
+/** What a waiting canceler looks at: the row's state, claim and request, and nothing of its content. */
+export async function cancelStanding(
+  db: Kysely<Database>,
+  id: number,
+): Promise<Pick<NotificationRow, 'state' | 'attempts' | 'cancel_request'> | undefined> {
+  return db
+    .selectFrom('notifications')
+    .select(['state', 'attempts', 'cancel_request'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
 /** The cancels waiting for `owner`: rows it holds whose current claim a canceler asks about. */
 export async function cancelRequestsFor(db: Kysely<Database>, owner: string): Promise<ClaimOf[]> {
   const rows = await db

@@ -46,7 +46,10 @@ interface LeaseColumns {
   lease_owner: string | null;
   lease_until: number | null;
   updated_at: number;
+  /** Only the webhook queue has it (a claim per endpoint). */
   endpoint_id: number;
+  /** Only the notification queue has it (cancel-requests.ts). */
+  cancel_request: number | null;
 }
 
 /** The queue tables seen through the columns they share, so one query serves each of them. */
@@ -94,7 +97,11 @@ export function dueIds(db: Kysely<LeaseDatabase>, queue: Queue, claim: ClaimRequ
     .limit(claim.limit);
 }
 
-/** What a claim writes to each row it takes: the lease, and one more attempt. */
+/**
+ * What a claim writes to each row it takes: the lease, and one more attempt. A notification's
+ * cancel request of an earlier claim (its canceler gone before an answer) is void: a cancel asks
+ * about the claim it saw, and only after it was made.
+ */
 export function claimedValues(table: QueueTable, claim: ClaimRequest) {
   return {
     state: LEASED,
@@ -102,6 +109,7 @@ export function claimedValues(table: QueueTable, claim: ClaimRequest) {
     lease_until: claim.leaseUntil,
     attempts: sql<number>`${sql.ref(`${table}.attempts`)} + 1`,
     updated_at: claim.now,
+    ...(table === 'notifications' ? { cancel_request: null } : {}),
   };
 }
 

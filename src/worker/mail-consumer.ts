@@ -76,6 +76,10 @@ export class MailConsumer implements Consumer {
   /** Jobs loaded after a stop began: given back with the backlog. */
   private readonly unstarted: Job[] = [];
   private readonly running = new Set<Promise<void>>();
+  /** Jobs in a lane loading what they need, before their relay is chosen. */
+  private readonly loading = new Set<Job>();
+  /** Loading jobs a cancel asked about: canceled once loaded, instead of sent. */
+  private readonly cancelOnLoad = new Set<Job>();
   private leftOut = new Set<number>();
   private stopping = false;
   /** Told when lanes came free (the loop may claim more). */
@@ -175,9 +179,11 @@ export class MailConsumer implements Consumer {
     if (waiting.length > 0)
       this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !asks(job)));
     for (const parked of this.relays.unparkWhere((entry) => asks(entry.job))) waiting.push(parked.job);
+    for (const job of this.loading) if (asks(job)) this.cancelOnLoad.add(job);
+    const notBegun = new Set([...waiting, ...this.cancelOnLoad].map((job) => job.row.id));
     const answering = this.cancel(
       waiting,
-      requests.filter((request) => !waiting.some((job) => job.row.id === request.id)),
+      requests.filter((request) => !notBegun.has(request.id)),
     );
     this.track(answering);
     await answering;
@@ -216,14 +222,17 @@ export class MailConsumer implements Consumer {
   async drain(deadline: number): Promise<void> {
     this.stopping = true;
     this.health.stop();
-    const waiting = this.backlog.splice(0);
+    // Mail not begun goes back at once, not after the transactions in flight: another worker may
+    // take it meanwhile, and a cancel finds it queued instead of waiting on a stopping worker.
+    const waiting = [...this.backlog.splice(0), ...this.relays.unparkAll().map((parked) => parked.job)];
+    await this.queue.release(waiting.map((job) => job.row));
     while (this.running.size > 0 && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     // Outcomes the store still refuses stay leased; the stale heartbeat returns them.
     this.queue.giveUp();
     // Parked only now: a job still loading when the stop began may have parked since.
-    waiting.push(...this.relays.unparkAll().map((parked) => parked.job), ...this.unstarted.splice(0));
+    const late = [...this.relays.unparkAll().map((parked) => parked.job), ...this.unstarted.splice(0)];
     await this.queue.flush();
-    await this.queue.release(waiting.map((job) => job.row));
+    await this.queue.release(late.map((job) => job.row));
     this.queue.close();
     if (this.active > 0)
       this.logger.warn({ inFlight: this.active }, 'stopped with SMTP transactions still in flight');
@@ -251,11 +260,22 @@ export class MailConsumer implements Consumer {
         return this.attempt(job, null, null, () => Promise.resolve(failedBeforeSending(failure)));
       }
       let context: DeliveryContext | null;
+      let loadFailure: unknown = null;
+      this.loading.add(job);
       try {
         context = await job.batch.load(job.row.project_id, job.row.template);
       } catch (err) {
-        return this.attempt(job, null, null, () => Promise.reject(err));
+        context = null;
+        loadFailure = err;
+      } finally {
+        this.loading.delete(job);
       }
+      if (this.cancelOnLoad.delete(job)) {
+        // A cancel came while it loaded: it gives its lane back before any transaction began.
+        this.active--;
+        return this.track(this.cancel([job], []));
+      }
+      if (loadFailure !== null) return this.attempt(job, null, null, () => Promise.reject(loadFailure));
       if (this.stopping) {
         // Loaded after the stop began: given back with the backlog, never started.
         this.active--;

@@ -3,7 +3,8 @@ import { Messages } from '../../src/domain/errors.js';
 import { createWorker, type Worker } from '../../src/roles.js';
 import { NotificationService } from '../../src/services/notifications.js';
 import { Signal } from '../../src/services/signal.js';
-import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
+import { cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
+import { NOTIFICATION_QUEUE, releaseClaims } from '../../src/storage/queue.js';
 import { bearer, expectError, sendOk, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -138,6 +139,93 @@ describe.each([
 });
 
 describe('cancel of a claimed message', () => {
+  it('cancels a claimed message whose lane is still loading its template, once loaded', async () => {
+    const loader = ctx.services.loader;
+    const batchOf = loader.batch.bind(loader);
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    loader.batch = () => {
+      const batch = batchOf();
+      const load = batch.load.bind(batch);
+      batch.load = async (...args) => {
+        await gate;
+        return load(...args);
+      };
+      return batch;
+    };
+    try {
+      const { request_id } = await sendOk(ctx.app, apiKey, body());
+      await waitUntil(async () => ((await row(request_id)).state === 'sending' ? true : undefined), {
+        what: 'the worker to claim it',
+      });
+      const answer = cancel(request_id);
+      // The worker has taken the request for the loading lane (white-box: nothing in the store shows it).
+      const consumer = worker.mail as unknown as { cancelOnLoad: Set<unknown> };
+      await waitUntil(() => (consumer.cancelOnLoad.size === 1 ? true : undefined), {
+        what: 'the worker to take the cancel',
+      });
+      open();
+      const canceled = await answer;
+      expect(canceled.statusCode, canceled.body).toBe(200);
+      expect(canceled.json()).toMatchObject({ status: 'failed', error_message: 'Canceled', attempts: 0 });
+      const { request_id: later } = await sendOk(ctx.app, apiKey, body());
+      await waitUntil(
+        async () => ((await statusOf(ctx.app, apiKey, later)).status === 'sent' ? true : undefined),
+        {
+          what: 'a later message to be sent',
+        },
+      );
+      expect(delivered(request_id)).toBe(0);
+    } finally {
+      open();
+      loader.batch = batchOf;
+    }
+  });
+
+  it('finds the mail of a stopping worker given back at once, and cancels it', async () => {
+    sink.hold();
+    const [, second] = await twoWaitingBehindOne();
+    // The stop waits for the held transaction; the mail not begun goes back to the queue first.
+    const stopped = worker.stop();
+    await waitUntil(async () => ((await row(second)).state === 'queued' ? true : undefined), {
+      what: 'the stopping worker to give the waiting mail back',
+    });
+    const canceled = await cancel(second);
+    expect(canceled.statusCode, canceled.body).toBe(200);
+    sink.release();
+    await stopped;
+    worker = createWorker(ctx.services);
+    ctx.services.accept.onAccepted(() => worker.wake());
+    worker.start();
+  });
+
+  it('voids a request of an earlier claim when the message is claimed again', async () => {
+    const { request_id } = await sendOk(
+      ctx.app,
+      apiKey,
+      body({ send_at: new Date(Date.now() + DAY).toISOString() }),
+    );
+    const claim = {
+      now: Date.now() + 2 * DAY,
+      owner: 'gone-worker',
+      leaseUntil: Date.now() + DAY,
+      limit: 10,
+    };
+    const [claimed] = await ctx.services.storage.claim(NOTIFICATION_QUEUE, claim);
+    // Its canceler died before an answer; the claim is given back uncounted, and taken again.
+    expect(await requestCancel(ctx.services.storage.db, claimed!)).toBe(true);
+    await releaseClaims(
+      ctx.services.storage.db,
+      NOTIFICATION_QUEUE,
+      [claimed!.id],
+      'gone-worker',
+      Date.now(),
+    );
+    const [again] = await ctx.services.storage.claim(NOTIFICATION_QUEUE, { ...claim, owner: 'next-worker' });
+    expect(again).toMatchObject({ request_id, attempts: claimed!.attempts, cancel_request: null });
+    expect(await cancelRequestsFor(ctx.services.storage.db, 'next-worker')).toEqual([]);
+  });
+
   it('takes its request back when no worker answers in time, and refuses: the message goes on', async () => {
     // Claimed by a worker that never answers (hung): due tomorrow, so the live worker leaves it.
     const { request_id } = await sendOk(
