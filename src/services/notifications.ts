@@ -5,7 +5,7 @@ import { canceled } from '../domain/lifecycle.js';
 import { notificationView, type NotificationView } from '../domain/notification.js';
 import { quotaState, quotaWindow, type QuotaPeriod, type QuotaState } from '../domain/quota.js';
 import { maskContent, type Rerender } from '../domain/sensitive.js';
-import { cancelStanding, requestCancel, withdrawCancel } from '../storage/cancel-requests.js';
+import { cancelStanding, requestCancel, sameClaim, withdrawCancel } from '../storage/cancel-requests.js';
 import { listAttempts } from '../storage/delivery-attempts.js';
 import {
   countByState,
@@ -154,7 +154,8 @@ export class NotificationService {
       await new Promise((resolve) => setTimeout(resolve, look));
       const now = await cancelStanding(this.db, row.id);
       if (now === undefined) return 'changed';
-      if (now.state !== 'sending' || now.attempts !== row.attempts) return answered();
+      // Given back, finished, canceled, or claimed again (perhaps by another worker): decide again.
+      if (!sameClaim(row, now)) return answered();
       if (now.cancel_request === null) return 'refused';
       // Not withdrawn: the worker's cancel (or another change) got there first.
       if (this.now() >= deadline) return (await withdrawCancel(this.db, row)) ? 'refused' : answered();

@@ -22,29 +22,49 @@ export interface ClaimOf {
   readonly attempts: number;
 }
 
-/** Asks the worker holding `row` under its claim to cancel it; false when it no longer holds it so. */
-export async function requestCancel(db: Kysely<Database>, row: ClaimOf): Promise<boolean> {
+/**
+ * A claim as a canceler saw it. `attempts` alone does not tell claims apart: a claim given back
+ * uncounted and taken again has the same count, so the owner and the claim's time go with it.
+ */
+export type SeenClaim = ClaimOf & Pick<NotificationRow, 'lease_owner' | 'updated_at'>;
+
+/** Asks the worker holding `row` under the claim seen to cancel it; false when it no longer holds it so. */
+export async function requestCancel(db: Kysely<Database>, row: SeenClaim): Promise<boolean> {
   const result = await db
     .updateTable('notifications')
     .set({ cancel_request: row.attempts })
     .where('id', '=', row.id)
     .where('state', '=', LEASED)
     .where('attempts', '=', row.attempts)
+    .where('lease_owner', '=', row.lease_owner)
+    .where('updated_at', '=', row.updated_at)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+/** Whether `now` is still the claim `seen`. */
+export function sameClaim(seen: SeenClaim, now: Pick<NotificationRow, 'state' | keyof SeenClaim>): boolean {
+  return (
+    now.state === LEASED &&
+    now.attempts === seen.attempts &&
+    now.lease_owner === seen.lease_owner &&
+    now.updated_at === seen.updated_at
+  );
 }
 
 /**
  * Takes back a request no worker has answered; true when it still waited (nothing was canceled,
  * and no worker will cancel the message for it now).
  */
-export async function withdrawCancel(db: Kysely<Database>, row: ClaimOf): Promise<boolean> {
+export async function withdrawCancel(db: Kysely<Database>, row: SeenClaim): Promise<boolean> {
   const result = await db
     .updateTable('notifications')
     .set({ cancel_request: null })
     .where('id', '=', row.id)
     .where('state', '=', LEASED)
     .where('attempts', '=', row.attempts)
+    .where('lease_owner', '=', row.lease_owner)
+    .where('updated_at', '=', row.updated_at)
     .where('cancel_request', '=', row.attempts)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
@@ -54,10 +74,13 @@ export async function withdrawCancel(db: Kysely<Database>, row: ClaimOf): Promis
 export async function cancelStanding(
   db: Kysely<Database>,
   id: number,
-): Promise<Pick<NotificationRow, 'state' | 'attempts' | 'cancel_request'> | undefined> {
+): Promise<
+  | Pick<NotificationRow, 'id' | 'state' | 'attempts' | 'lease_owner' | 'updated_at' | 'cancel_request'>
+  | undefined
+> {
   return db
     .selectFrom('notifications')
-    .select(['state', 'attempts', 'cancel_request'])
+    .select(['id', 'state', 'attempts', 'lease_owner', 'updated_at', 'cancel_request'])
     .where('id', '=', id)
     .executeTakeFirst();
 }

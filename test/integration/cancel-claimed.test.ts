@@ -3,7 +3,7 @@ import { Messages } from '../../src/domain/errors.js';
 import { createWorker, type Worker } from '../../src/roles.js';
 import { NotificationService } from '../../src/services/notifications.js';
 import { Signal } from '../../src/services/signal.js';
-import { cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
+import { cancelClaimed, cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
 import { NOTIFICATION_QUEUE, releaseClaims } from '../../src/storage/queue.js';
 import { bearer, expectError, sendOk, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
@@ -224,6 +224,50 @@ describe('cancel of a claimed message', () => {
     const [again] = await ctx.services.storage.claim(NOTIFICATION_QUEUE, { ...claim, owner: 'next-worker' });
     expect(again).toMatchObject({ request_id, attempts: claimed!.attempts, cancel_request: null });
     expect(await cancelRequestsFor(ctx.services.storage.db, 'next-worker')).toEqual([]);
+  });
+
+  it('asks again when its message is given back and claimed by another worker meanwhile', async () => {
+    const { request_id } = await sendOk(
+      ctx.app,
+      apiKey,
+      body({ send_at: new Date(Date.now() + DAY).toISOString() }),
+    );
+    const claim = { now: Date.now() + 2 * DAY, leaseUntil: Date.now() + DAY, limit: 10 };
+    const db = ctx.services.storage.db;
+    await ctx.services.storage.claim(NOTIFICATION_QUEUE, { ...claim, owner: 'stopping-worker' });
+    let wakes = 0;
+    const service = new NotificationService(
+      db,
+      {
+        webhooksQueued: new Signal(),
+        wakeWorkers: () => {
+          wakes++;
+          void (async () => {
+            const [held] = await db
+              .selectFrom('notifications')
+              .selectAll()
+              .where('request_id', '=', request_id)
+              .execute();
+            if (wakes === 1) {
+              // The first holder stops and gives the message back uncounted; another worker,
+              // with a lane of its own busy, claims it at once: the same attempt count.
+              await releaseClaims(db, NOTIFICATION_QUEUE, [held!.id], 'stopping-worker', Date.now());
+              await ctx.services.storage.claim(NOTIFICATION_QUEUE, { ...claim, owner: 'other-worker' });
+            } else {
+              // The new holder answers the request made about its own claim.
+              await db.transaction().execute((tx) => cancelClaimed(tx, held!, 'other-worker', Date.now()));
+            }
+          })();
+        },
+      },
+      Date.now,
+      5_000,
+    );
+    expect(await service.cancel(projectId, request_id)).toMatchObject({
+      status: 'failed',
+      error_message: 'Canceled',
+    });
+    expect(wakes).toBe(2);
   });
 
   it('takes its request back when no worker answers in time, and refuses: the message goes on', async () => {

@@ -800,8 +800,10 @@ describe(`migrations (${backend}): cancel requests`, () => {
         rows.map((row) => ({ ...row, cancel_request: null })),
       );
       // A cancel can ask the worker holding it now, and only under the claim it holds.
-      expect(await requestCancel(storage.db, { id: leased, attempts: 2 })).toBe(false);
-      expect(await requestCancel(storage.db, { id: leased, attempts: 1 })).toBe(true);
+      const claim = { id: leased, attempts: 1, lease_owner: 'old-worker', updated_at: 1_000 };
+      expect(await requestCancel(storage.db, { ...claim, attempts: 2 })).toBe(false);
+      expect(await requestCancel(storage.db, { ...claim, lease_owner: 'another-worker' })).toBe(false);
+      expect(await requestCancel(storage.db, claim)).toBe(true);
       expect(await cancelRequestsFor(storage.db, 'old-worker')).toEqual([{ id: leased, attempts: 1 }]);
       expect(await cancelRequestsFor(storage.db, 'another-worker')).toEqual([]);
     } finally {
