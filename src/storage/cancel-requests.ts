@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, UpdateQueryBuilder, UpdateResult } from 'kysely';
 import { canceledBeforeSending } from '../domain/lifecycle.js';
 import { LEASED } from './queue.js';
 import type { Database, NotificationRow } from './schema.js';
@@ -28,17 +28,27 @@ export interface ClaimOf {
  */
 export type SeenClaim = ClaimOf & Pick<NotificationRow, 'lease_owner' | 'updated_at'>;
 
+type NotificationUpdate = UpdateQueryBuilder<Database, 'notifications', 'notifications', UpdateResult>;
+
+/** Narrows an update to `claim`'s row while `claim.lease_owner` still holds it under that claim. */
+function whereHeld(query: NotificationUpdate, claim: ClaimOf & Pick<NotificationRow, 'lease_owner'>) {
+  return query
+    .where('id', '=', claim.id)
+    .where('attempts', '=', claim.attempts)
+    .where('lease_owner', '=', claim.lease_owner);
+}
+
+/** An update made only while the row is still the claim a canceler saw (`sameClaim`). */
+function whereSeen(query: NotificationUpdate, seen: SeenClaim) {
+  return whereHeld(query, seen).where('state', '=', LEASED).where('updated_at', '=', seen.updated_at);
+}
+
 /** Asks the worker holding `row` under the claim seen to cancel it; false when it no longer holds it so. */
 export async function requestCancel(db: Kysely<Database>, row: SeenClaim): Promise<boolean> {
-  const result = await db
-    .updateTable('notifications')
-    .set({ cancel_request: row.attempts })
-    .where('id', '=', row.id)
-    .where('state', '=', LEASED)
-    .where('attempts', '=', row.attempts)
-    .where('lease_owner', '=', row.lease_owner)
-    .where('updated_at', '=', row.updated_at)
-    .executeTakeFirst();
+  const result = await whereSeen(
+    db.updateTable('notifications').set({ cancel_request: row.attempts }),
+    row,
+  ).executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
@@ -57,14 +67,7 @@ export function sameClaim(seen: SeenClaim, now: Pick<NotificationRow, 'state' | 
  * and no worker will cancel the message for it now).
  */
 export async function withdrawCancel(db: Kysely<Database>, row: SeenClaim): Promise<boolean> {
-  const result = await db
-    .updateTable('notifications')
-    .set({ cancel_request: null })
-    .where('id', '=', row.id)
-    .where('state', '=', LEASED)
-    .where('attempts', '=', row.attempts)
-    .where('lease_owner', '=', row.lease_owner)
-    .where('updated_at', '=', row.updated_at)
+  const result = await whereSeen(db.updateTable('notifications').set({ cancel_request: null }), row)
     .where('cancel_request', '=', row.attempts)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
@@ -119,12 +122,10 @@ export async function refuseCancels(
   requests: readonly ClaimOf[],
 ): Promise<void> {
   for (const request of requests) {
-    await db
-      .updateTable('notifications')
-      .set({ cancel_request: null })
-      .where('id', '=', request.id)
-      .where('lease_owner', '=', owner)
-      .where('attempts', '=', request.attempts)
+    await whereHeld(db.updateTable('notifications').set({ cancel_request: null }), {
+      ...request,
+      lease_owner: owner,
+    })
       .where('cancel_request', '=', request.attempts)
       .execute();
   }
