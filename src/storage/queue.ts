@@ -19,6 +19,8 @@ export interface Queue<Table extends QueueTable = QueueTable> {
   readonly table: Table;
   /** The state of a row waiting for its time or for a worker. */
   readonly ready: 'queued' | 'pending';
+  /** What a claim writes to the queue's rows besides the lease (`claimedValues`). */
+  readonly claimResets: Partial<Pick<LeaseColumns, 'cancel_request'>>;
 }
 
 export type QueueTable = 'notifications' | 'webhook_deliveries';
@@ -29,8 +31,18 @@ export interface QueueRows {
   webhook_deliveries: WebhookDeliveryRow;
 }
 
-export const NOTIFICATION_QUEUE: Queue<'notifications'> = { table: 'notifications', ready: 'queued' };
-export const WEBHOOK_QUEUE: Queue<'webhook_deliveries'> = { table: 'webhook_deliveries', ready: 'pending' };
+export const NOTIFICATION_QUEUE: Queue<'notifications'> = {
+  table: 'notifications',
+  ready: 'queued',
+  // A cancel asks about the claim it saw, made before it asked: a request left from an earlier
+  // claim (its canceler gone before an answer) is void (cancel-requests.ts).
+  claimResets: { cancel_request: null },
+};
+export const WEBHOOK_QUEUE: Queue<'webhook_deliveries'> = {
+  table: 'webhook_deliveries',
+  ready: 'pending',
+  claimResets: {},
+};
 export const QUEUES: readonly Queue[] = [NOTIFICATION_QUEUE, WEBHOOK_QUEUE];
 
 /** The state of a claimed row, the same in every queue. */
@@ -97,19 +109,15 @@ export function dueIds(db: Kysely<LeaseDatabase>, queue: Queue, claim: ClaimRequ
     .limit(claim.limit);
 }
 
-/**
- * What a claim writes to each row it takes: the lease, and one more attempt. A notification's
- * cancel request of an earlier claim (its canceler gone before an answer) is void: a cancel asks
- * about the claim it saw, and only after it was made.
- */
-export function claimedValues(table: QueueTable, claim: ClaimRequest) {
+/** What a claim writes to each row it takes: the lease, one more attempt, and the queue's resets. */
+export function claimedValues(queue: Queue, claim: ClaimRequest) {
   return {
     state: LEASED,
     lease_owner: claim.owner,
     lease_until: claim.leaseUntil,
-    attempts: sql<number>`${sql.ref(`${table}.attempts`)} + 1`,
+    attempts: sql<number>`${sql.ref(`${queue.table}.attempts`)} + 1`,
     updated_at: claim.now,
-    ...(table === 'notifications' ? { cancel_request: null } : {}),
+    ...queue.claimResets,
   };
 }
 
@@ -148,7 +156,7 @@ export async function claimWith<Table extends QueueTable>(
     leases,
     table,
     due: dueIds(leases, queue, claim),
-    values: claimedValues(table, claim),
+    values: claimedValues(queue, claim),
   }).execute();
   return byDueTime(rows as QueueRows[Table][]);
 }
