@@ -14,8 +14,8 @@ import { windowPolicy } from '../domain/relay-window.js';
 import { suppressedMessage, type SuppressionReason } from '../domain/suppression.js';
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
-import { cancelClaimed, cancelRequestsFor, refuseCancels, type ClaimOf } from '../storage/cancel-requests.js';
 import type { NotificationRow } from '../storage/schema.js';
+import { ClaimedCancels } from './claimed-cancels.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import type { Attempted } from './outcomes.js';
@@ -76,10 +76,8 @@ export class MailConsumer implements Consumer {
   /** Jobs loaded after a stop began: given back with the backlog. */
   private readonly unstarted: Job[] = [];
   private readonly running = new Set<Promise<void>>();
-  /** Jobs in a lane loading what they need, before their relay is chosen. */
-  private readonly loading = new Set<Job>();
-  /** Loading jobs a cancel asked about: canceled once loaded, instead of sent. */
-  private readonly cancelOnLoad = new Set<Job>();
+  /** Answers cancels of the mail this worker holds. */
+  private readonly cancels: ClaimedCancels<Job>;
   private leftOut = new Set<number>();
   private stopping = false;
   /** Told when lanes came free (the loop may claim more). */
@@ -116,6 +114,8 @@ export class MailConsumer implements Consumer {
       now,
     );
     this.health.onChange = (relay, down) => this.relayChanged(relay, down);
+    this.cancels = new ClaimedCancels(queue, logger, now);
+    this.cancels.onWebhooksQueued = () => this.onWebhooksQueued();
   }
 
   /** Refills before the backlog runs dry, so the lanes never wait for a claim. */
@@ -164,52 +164,26 @@ export class MailConsumer implements Consumer {
   }
 
   /**
-   * Answers the cancels waiting for this worker (storage/cancel-requests.ts). Mail it holds whose
-   * SMTP transaction has not begun, in the backlog or parked behind its relay, is canceled, and
-   * taken out before the first wait so that no lane can start it meanwhile; mail already on its way
-   * (its lane taken) is refused, and goes on.
+   * Answers the cancels waiting for this worker (claimed-cancels.ts). The mail asked about is taken
+   * out of the backlog and the parked before the first wait, so that no lane starts it meanwhile.
    */
   async answerRequests(): Promise<void> {
     if (this.stopping || this.queue.holding === 0) return;
-    const requests = await cancelRequestsFor(this.queue.db, this.queue.owner);
-    if (requests.length === 0 || this.stopping) return;
-    const asked = new Map(requests.map((request) => [request.id, request.attempts]));
-    const asks = (job: Job) => asked.get(job.row.id) === job.row.attempts;
-    const waiting = this.backlog.filter(asks);
+    const asked = await this.cancels.asked();
+    if (asked === null || this.stopping) return;
+    const waiting = this.backlog.filter((job) => asked.about(job));
     if (waiting.length > 0)
-      this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !asks(job)));
-    for (const parked of this.relays.unparkWhere((entry) => asks(entry.job))) waiting.push(parked.job);
-    for (const job of this.loading) if (asks(job)) this.cancelOnLoad.add(job);
-    const notBegun = new Set([...waiting, ...this.cancelOnLoad].map((job) => job.row.id));
-    const answering = this.cancel(
-      waiting,
-      requests.filter((request) => !notBegun.has(request.id)),
-    );
+      this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !asked.about(job)));
+    for (const parked of this.relays.unparkWhere((entry) => asked.about(entry.job))) waiting.push(parked.job);
+    const answering = this.cancels.answer(asked, waiting).then((back) => this.goOn(back));
     this.track(answering);
     await answering;
   }
 
-  /** Cancels `waiting` (taken out of the lines) and refuses the requests about mail on its way. */
-  private async cancel(waiting: readonly Job[], begun: readonly ClaimOf[]): Promise<void> {
-    const { db, owner } = this.queue;
-    // What is not canceled goes on: withdrawn meanwhile (the canceler stopped waiting and answered
-    // 409), or not reached when the store failed.
-    const back = [...waiting];
-    try {
-      await refuseCancels(db, owner, begun);
-      for (const job of waiting) {
-        const written = await this.queue.settle(job.row, (tx) =>
-          cancelClaimed(tx, job.row, owner, this.now()),
-        );
-        if (written === undefined) continue;
-        back.splice(back.indexOf(job), 1);
-        if (written.webhookDeliveries > 0) this.onWebhooksQueued();
-      }
-    } catch (err) {
-      this.logger.error({ err }, 'answering cancels failed; the mail they asked about goes on');
-    }
-    if (this.stopping) this.unstarted.push(...back);
-    else this.backlog.unshift(...back);
+  /** Jobs taken out of the lines for a cancel that did not cancel them: they go on first. */
+  private goOn(jobs: readonly Job[]): void {
+    if (this.stopping) this.unstarted.push(...jobs);
+    else this.backlog.unshift(...jobs);
     this.pump();
     this.onRoom();
   }
@@ -261,19 +235,20 @@ export class MailConsumer implements Consumer {
       }
       let context: DeliveryContext | null;
       let loadFailure: unknown = null;
-      this.loading.add(job);
+      let canceled: boolean;
+      this.cancels.loadStarted(job);
       try {
         context = await job.batch.load(job.row.project_id, job.row.template);
       } catch (err) {
         context = null;
         loadFailure = err;
       } finally {
-        this.loading.delete(job);
+        canceled = this.cancels.loadFinished(job);
       }
-      if (this.cancelOnLoad.delete(job)) {
+      if (canceled) {
         // A cancel came while it loaded: it gives its lane back before any transaction began.
         this.active--;
-        return this.track(this.cancel([job], []));
+        return this.track(this.cancels.cancel([job]).then((back) => this.goOn(back)));
       }
       if (loadFailure !== null) return this.attempt(job, null, null, () => Promise.reject(loadFailure));
       if (this.stopping) {

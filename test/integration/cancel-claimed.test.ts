@@ -160,8 +160,8 @@ describe('cancel of a claimed message', () => {
       });
       const answer = cancel(request_id);
       // The worker has taken the request for the loading lane (white-box: nothing in the store shows it).
-      const consumer = worker.mail as unknown as { cancelOnLoad: Set<unknown> };
-      await waitUntil(() => (consumer.cancelOnLoad.size === 1 ? true : undefined), {
+      const { cancels } = worker.mail as unknown as { cancels: { onLoad: Set<unknown> } };
+      await waitUntil(() => (cancels.onLoad.size === 1 ? true : undefined), {
         what: 'the worker to take the cancel',
       });
       open();
