@@ -5,6 +5,7 @@ import { migrateToLatest } from '../../src/storage/migrate.js';
 import { cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
 import { migrationsFor, POSTGRES_TYPES, SQLITE_TYPES } from '../../src/storage/migrations.js';
 import { openStorage } from '../../src/storage/open.js';
+import type { Database } from '../../src/storage/schema.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
 import { runHerald } from '../helpers/processes.js';
@@ -90,6 +91,18 @@ async function appliedMigrations(db: Kysely<unknown>): Promise<string[]> {
   return rows.map((row) => row.name);
 }
 
+/**
+ * Migrates `db` through the migration `name` and no further, as the release that added it left a
+ * database; the names applied.
+ */
+async function migrateThrough(db: Kysely<Database>, name: string): Promise<string[]> {
+  const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
+  const names = MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1);
+  if (names.length === 0) throw new Error(`no migration named ${name}`);
+  await migrateToLatest(db, Object.fromEntries(names.map((m) => [m, all[m]!])), { inTransaction: false });
+  return names;
+}
+
 let fx: StorageFixture;
 beforeAll(async () => {
   fx = await openTestStorage();
@@ -149,8 +162,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      await migrateToLatest(storage.db, { '001_initial': all['001_initial']! }, { inTransaction: false });
+      await migrateThrough(storage.db, '001_initial');
       const projectId = await addProject(storage.db);
       const id = await addNotification(storage.db, projectId, {
         state: 'sent',
@@ -192,9 +204,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const before = Object.fromEntries(MIGRATIONS.slice(0, 6).map((name) => [name, all[name]!]));
-      await migrateToLatest(storage.db, before, { inTransaction: false });
+      await migrateThrough(storage.db, '006_scheduled_send');
       const projectId = await addProject(storage.db);
       const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi' });
       const queued = await addNotification(storage.db, projectId, { state: 'queued' });
@@ -241,9 +251,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const before = Object.fromEntries(MIGRATIONS.slice(0, 7).map((name) => [name, all[name]!]));
-      await migrateToLatest(storage.db, before, { inTransaction: false });
+      await migrateThrough(storage.db, '007_webhooks_suppressions');
       const projectId = await addProject(storage.db);
       const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi' });
       const event = await storage.db
@@ -290,9 +298,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const before = Object.fromEntries(MIGRATIONS.slice(0, 8).map((name) => [name, all[name]!]));
-      await migrateToLatest(storage.db, before, { inTransaction: false });
+      await migrateThrough(storage.db, '008_complaints_once');
       const projectId = await addProject(storage.db);
       const project = await storage.db.selectFrom('projects').selectAll().executeTakeFirstOrThrow();
       const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Kept' });
@@ -318,10 +324,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const upTo = (n: number) =>
-        Object.fromEntries(MIGRATIONS.slice(0, n).map((name) => [name, all[name]!]));
-      await migrateToLatest(storage.db, upTo(9), { inTransaction: false });
+      await migrateThrough(storage.db, '009_project_change_notices');
       const projectId = await addProject(storage.db);
       const bounced = await addNotification(storage.db, projectId, {
         state: 'failed',
@@ -366,11 +369,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const upTo = (n: number) =>
-        Object.fromEntries(MIGRATIONS.slice(0, n).map((name) => [name, all[name]!]));
-      const at011 = MIGRATIONS.indexOf('011_relay_health');
-      await migrateToLatest(storage.db, upTo(at011), { inTransaction: false });
+      await migrateThrough(storage.db, '010_bounce_categories');
       const projectId = await addProject(storage.db);
       const queued = await addNotification(storage.db, projectId, {
         state: 'queued',
@@ -414,10 +413,8 @@ describe(`migrations (${backend})`, () => {
       const settings = await old.selectFrom('smtp_settings').selectAll().execute();
       const attempts = await old.selectFrom('delivery_attempts').selectAll().execute();
       // Through 011 alone: later migrations add columns of their own, checked by their tests.
-      await migrateToLatest(storage.db, upTo(at011 + 1), { inTransaction: false });
-      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
-        MIGRATIONS.slice(0, at011 + 1),
-      );
+      const through011 = await migrateThrough(storage.db, '011_relay_health');
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(through011);
       // Every row and column as it was; nothing went through a fallback or waits for a relay.
       expect(await storage.db.selectFrom('notifications').selectAll().orderBy('id').execute()).toEqual(
         rows.map((row) => ({ ...row, relay: null, waits_for_relay: null })),
@@ -448,12 +445,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const last = MIGRATIONS.indexOf('013_login_attempts');
-      const upTo = (n: number) =>
-        Object.fromEntries(MIGRATIONS.slice(0, n).map((name) => [name, all[name]!]));
-      const before = upTo(last);
-      await migrateToLatest(storage.db, before, { inTransaction: false });
+      await migrateThrough(storage.db, '011_relay_health');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, {
         state: 'failed',
@@ -469,10 +461,8 @@ describe(`migrations (${backend})`, () => {
       const tables = ['projects', 'notifications', 'admins', 'sessions'] as const;
       const rows = await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()));
       // Through 013 alone: later migrations add columns of their own, checked by their tests.
-      await migrateToLatest(storage.db, upTo(last + 1), { inTransaction: false });
-      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
-        MIGRATIONS.slice(0, last + 1),
-      );
+      const through013 = await migrateThrough(storage.db, '013_login_attempts');
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(through013);
       expect(await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()))).toEqual(
         rows,
       );
@@ -487,11 +477,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const upTo010 = MIGRATIONS.slice(0, MIGRATIONS.indexOf('010_bounce_categories') + 1);
-      await migrateToLatest(storage.db, Object.fromEntries(upTo010.map((name) => [name, all[name]!])), {
-        inTransaction: false,
-      });
+      await migrateThrough(storage.db, '010_bounce_categories');
       const projectId = await addProject(storage.db);
       // Written in the placeholder syntax, one with braces Handlebars would not parse.
       const db = storage.db as unknown as Kysely<LegacyTemplates>;
@@ -513,10 +499,7 @@ describe(`migrations (${backend})`, () => {
       const notificationsBefore = await storage.db.selectFrom('notifications').selectAll().execute();
 
       // Through 014: later migrations add columns of their own, checked by their tests.
-      const through014 = MIGRATIONS.slice(0, MIGRATIONS.indexOf('014_template_versions') + 1);
-      await migrateToLatest(storage.db, Object.fromEntries(through014.map((name) => [name, all[name]!])), {
-        inTransaction: false,
-      });
+      const through014 = await migrateThrough(storage.db, '014_template_versions');
 
       expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(through014);
       const templatesAfter = await storage.db.selectFrom('templates').selectAll().orderBy('id').execute();
@@ -567,10 +550,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const upTo = (name: string) =>
-        Object.fromEntries(MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1).map((n) => [n, all[n]!]));
-      await migrateToLatest(storage.db, upTo('014_template_versions'), { inTransaction: false });
+      await migrateThrough(storage.db, '014_template_versions');
       const projectId = await addProject(storage.db);
       const ids = [
         await addNotification(storage.db, projectId, { state: 'queued', data: '{"user_name":"Jane"}' }),
@@ -591,10 +571,8 @@ describe(`migrations (${backend})`, () => {
         tables.map((t) => storage.db.selectFrom(t).selectAll().execute() as Promise<unknown[]>),
       );
 
-      await migrateToLatest(storage.db, upTo('015_message_fields'), { inTransaction: false });
-      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
-        MIGRATIONS.slice(0, MIGRATIONS.indexOf('015_message_fields') + 1),
-      );
+      const through015 = await migrateThrough(storage.db, '015_message_fields');
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(through015);
       const after = await Promise.all(
         tables.map((t) => storage.db.selectFrom(t).selectAll().execute() as Promise<unknown[]>),
       );
@@ -654,11 +632,7 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const through014 = MIGRATIONS.slice(0, MIGRATIONS.indexOf('014_template_versions') + 1);
-      await migrateToLatest(storage.db, Object.fromEntries(through014.map((name) => [name, all[name]!])), {
-        inTransaction: false,
-      });
+      await migrateThrough(storage.db, '014_template_versions');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, { state: 'sent', subject: 'Kept', template_version: 1 });
       await storage.db
@@ -734,18 +708,13 @@ describe(`migrations (${backend})`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const through = (name: string) =>
-        Object.fromEntries(MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1).map((m) => [m, all[m]!]));
-      await migrateToLatest(storage.db, through('016_admin_tokens'), { inTransaction: false });
+      await migrateThrough(storage.db, '016_admin_tokens');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, { state: 'sent', sent_at: 1_700_000_000_000 });
       const tables = ['projects', 'notifications', 'templates', 'template_versions'] as const;
       const rows = await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()));
-      await migrateToLatest(storage.db, through('017_inbound_reports'), { inTransaction: false });
-      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(
-        MIGRATIONS.slice(0, MIGRATIONS.indexOf('017_inbound_reports') + 1),
-      );
+      const through017 = await migrateThrough(storage.db, '017_inbound_reports');
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(through017);
       expect(await Promise.all(tables.map((t) => storage.db.selectFrom(t).selectAll().execute()))).toEqual(
         rows,
       );
@@ -780,10 +749,7 @@ describe(`migrations (${backend}): cancel requests`, () => {
     const database = await freshDatabase();
     const storage = openStorage(loadConfig(testEnv(database)).database);
     try {
-      const all = migrationsFor(backend === 'postgres' ? POSTGRES_TYPES : SQLITE_TYPES);
-      const through = (name: string) =>
-        Object.fromEntries(MIGRATIONS.slice(0, MIGRATIONS.indexOf(name) + 1).map((m) => [m, all[m]!]));
-      await migrateToLatest(storage.db, through('017_inbound_reports'), { inTransaction: false });
+      await migrateThrough(storage.db, '017_inbound_reports');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, { state: 'sent', sent_at: 1_700_000_000_000 });
       // A message a worker of the old release holds: its lease survives the upgrade.
