@@ -12,6 +12,11 @@ export class Deadline {
    * RelayPool): what a transaction cut off at the deadline is judged on.
    */
   greeted = false;
+  /**
+   * Whether the relay had accepted that connection (for implicit TLS, finished the handshake):
+   * with `greeted` false, a relay that took the connection and then said nothing.
+   */
+  accepted = false;
 
   /** Whether the deadline has passed. */
   get aborted(): boolean {

@@ -96,6 +96,12 @@ export function greetedBefore(error: unknown): boolean {
   return typeof greeted === 'boolean' ? greeted : true;
 }
 
+/** Whether the relay had accepted the connection when `error` happened (true for failures after connecting). */
+export function acceptedBefore(error: unknown): boolean {
+  const accepted = (error as { accepted?: unknown } | null)?.accepted;
+  return typeof accepted === 'boolean' ? accepted : true;
+}
+
 export class RelayPool {
   private readonly idle: SMTPConnection[] = [];
   private readonly open = new Set<SMTPConnection>();
@@ -111,6 +117,7 @@ export class RelayPool {
     // A connection the relay dropped while it was idle fails before a byte of the message is
     // sent: the message goes on the next idle connection, or a new one.
     for (let connection = this.idle.pop(); connection !== undefined; connection = this.idle.pop()) {
+      deadline.accepted = true;
       deadline.greeted = true;
       const outcome = await this.transmit(connection, envelope, raw, deadline);
       if (outcome.kind !== 'stale') return this.settle(connection, outcome);
@@ -162,15 +169,19 @@ export class RelayPool {
         settled = true;
         stopListening();
         const greeted = greetingCame(connection, error);
+        // nodemailer's stage turns `connected` once the socket is open (and TLS, if implicit, set up).
+        const accepted = connection.stage === 'connected';
         deadline.greeted = greeted;
+        deadline.accepted = accepted;
         connection.close();
-        reject(Object.assign(error, { greeted }));
+        reject(Object.assign(error, { greeted, accepted }));
       };
       const abort = () => fail(aborted());
       const ready = () => {
         if (settled) return;
         settled = true;
         stopListening();
+        deadline.accepted = true;
         deadline.greeted = true;
         resolve(connection);
       };

@@ -3,9 +3,10 @@ import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
-import { greetedBefore, RelayPool } from './relay-pool.js';
+import { acceptedBefore, greetedBefore, RelayPool } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 import { oneLine } from '../domain/one-line.js';
+import { urlHost } from '../domain/url-host.js';
 
 /**
  * Sends pre-built messages over SMTP: a pool of open connections per relay and login
@@ -45,6 +46,18 @@ interface NodemailerError extends Error {
 
 export const NOT_SMTP = 'not an SMTP server';
 export const DEADLINE_EXCEEDED = 'SMTP transaction did not finish within the deadline';
+
+/**
+ * A relay that took the connection and then said nothing until the deadline: a firewall or proxy
+ * that holds connections, a server too busy to answer, or one that waits for TLS first. Said as
+ * such, where "did not finish" would leave the reader guessing how far it got.
+ */
+export function silentRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs: number): string {
+  return (
+    `The relay at ${urlHost(target.host)}:${target.port} accepted the connection ` +
+    `but sent no greeting within ${timeoutMs / 1000} s`
+  );
+}
 
 /**
  * A relay's reply is kept in error_message, in every attempt and in the log: a relay that answers
@@ -148,7 +161,7 @@ export class SmtpMailer {
       : (
           await lookup(target.host, { all: true, verbatim: true }).catch((error: Error) => {
             // A name that does not resolve is a relay that cannot be reached.
-            throw Object.assign(error, { greeted: false });
+            throw Object.assign(error, { greeted: false, accepted: false });
           })
         ).map((entry) => entry.address);
     let refusal: string | null = null;
@@ -226,7 +239,7 @@ export class SmtpMailer {
    * Bounds a whole transaction, not only each idle wait: a relay that drips one line every few
    * seconds never trips the socket timeout. At the deadline the transaction's connection is closed.
    */
-  private async withDeadline<T>(work: (deadline: Deadline) => Promise<T>): Promise<T> {
+  private async withDeadline<T>(target: SmtpTarget, work: (deadline: Deadline) => Promise<T>): Promise<T> {
     const deadline = new Deadline();
     let timer: NodeJS.Timeout | undefined;
     const expiry = new Promise<never>((_resolve, reject) => {
@@ -240,13 +253,23 @@ export class SmtpMailer {
       return await Promise.race([running, expiry]);
     } catch (error) {
       if (error instanceof SmtpDeliveryError) throw error;
-      // An attempt cut off at the deadline reports the deadline, whatever its connection said.
-      const failure = classifySmtpError(
-        deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
-      );
       // What the relay's health is judged on (domain/relay-health.ts).
       const timedOut = deadline.aborted || (error as { code?: unknown } | null)?.code === 'ETIMEDOUT';
       const reached = deadline.aborted ? deadline.greeted : greetedBefore(error);
+      const accepted = deadline.aborted ? deadline.accepted : acceptedBefore(error);
+      // Out of time before any greeting on an open connection, whichever timer fired first (the
+      // deadline, or nodemailer's greeting timeout of the same length): the relay never spoke.
+      // Otherwise an attempt cut off at the deadline reports the deadline, whatever its connection said.
+      const failure =
+        timedOut && accepted && !reached
+          ? {
+              kind: 'transient' as const,
+              message: silentRelay(target, this.options.timeoutMs),
+              smtpCode: null,
+            }
+          : classifySmtpError(
+              deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
+            );
       throw new SmtpDeliveryError({ ...failure, reached, timedOut });
     } finally {
       clearTimeout(timer);
@@ -257,7 +280,7 @@ export class SmtpMailer {
   /** Sends one composed message; resolves with the relay's final reply, or throws SmtpDeliveryError. */
   async send(target: SmtpTarget, envelope: Envelope, raw: Buffer): Promise<SmtpReply> {
     // One deadline covers the look-up, connecting and the transaction.
-    const reply = await this.withDeadline(async (deadline) => {
+    const reply = await this.withDeadline(target, async (deadline) => {
       const pool = await this.pool(target);
       try {
         // The deadline passed while the pool was being made (a slow look-up): the attempt has
@@ -275,7 +298,7 @@ export class SmtpMailer {
 
   /** Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". */
   async verify(target: SmtpTarget): Promise<void> {
-    await this.withDeadline(async (deadline) => {
+    await this.withDeadline(target, async (deadline) => {
       const relay = await this.relayPool(target);
       if (deadline.aborted) throw new Error(DEADLINE_EXCEEDED);
       await relay.verify(deadline);

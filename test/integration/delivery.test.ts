@@ -3,6 +3,7 @@ import { createWorker } from '../../src/roles.js';
 import type { Worker } from '../../src/roles.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
+import { deadRelay } from '../helpers/dead-relays.js';
 import { settledStatus } from '../helpers/http.js';
 
 /** End to end: HTTP send → store → worker → a real SMTP server in this process. */
@@ -192,6 +193,25 @@ describe('delivery over SMTP', () => {
     expect(body.error_message).toMatch(/ECONNREFUSED|ECONNECTION/);
     const { attempts } = await ctx.services.notifications.detail(requestId);
     expect(attempts.map((a) => a.outcome)).toEqual(['retry', 'retry', 'failed']);
+  });
+
+  it('retries a relay that takes the connection and never greets, saying so', async () => {
+    const relay = await deadRelay('silent', ctx.services.mailer);
+    try {
+      const { projectId, apiKey } = await seedProject(ctx.services);
+      await ctx.services.smtpSettings.setFromUrl(projectId, `smtp://127.0.0.1:${relay.port}?security=none`);
+      const requestId = await send(apiKey, { template: 'user_created', to: 'a@b.example' });
+      const body = await settled(apiKey, requestId);
+      const silent = `The relay at 127.0.0.1:${relay.port} accepted the connection but sent no greeting within 2 s`;
+      // Its last attempts may not be made once it is judged down: they say so, naming this failure.
+      expect(body).toMatchObject({ status: 'failed', attempts: 3 });
+      expect([silent, `Relay down: ${silent}`]).toContain(body.error_message);
+      const { attempts } = await ctx.services.notifications.detail(requestId);
+      expect(attempts.map((a) => a.outcome)).toEqual(['retry', 'retry', 'failed']);
+      expect(attempts[0]?.response).toBe(silent);
+    } finally {
+      await relay.close();
+    }
   });
 });
 

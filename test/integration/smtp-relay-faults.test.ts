@@ -83,12 +83,21 @@ describe('relay faults', () => {
     expect(send.failure).toMatchObject({ reached: true, timedOut: true });
   });
 
-  it('reports a relay that takes the connection and never greets as not reached', async () => {
+  it('reports a relay that takes the connection and never greets as not reached, and says so', async () => {
     const port = await rawServer(() => undefined);
+    const silent = `The relay at 127.0.0.1:${port} accepted the connection but sent no greeting within 1.5 s`;
     const send = await failureOf(
       mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
     );
-    expect(send.failure).toMatchObject({ kind: 'transient', reached: false, timedOut: true });
+    expect(send.failure).toMatchObject({
+      kind: 'transient',
+      message: silent,
+      reached: false,
+      timedOut: true,
+    });
+    // The dashboard's check of the settings says the same.
+    const verify = await failureOf(mailer.verify(target(port)));
+    expect(verify.failure.message).toBe(silent);
   });
 
   it('reports a connection closed after the greeting, during EHLO, as reached', async () => {
