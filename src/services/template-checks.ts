@@ -2,7 +2,7 @@ import { errors, type HeraldError } from '../domain/errors.js';
 import { compilePart, type TemplateEngine } from '../domain/message.js';
 import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
-import { checkTemplateBounds } from '../domain/template/handlebars.js';
+import { checkTemplateBounds, refuseContentVariable } from '../domain/template/handlebars.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 
 /** Names are bounded like the `template` field of a send request, so every template can be sent. */
@@ -71,15 +71,10 @@ export function checkSizes(input: {
 
 const PART_NAMES: Record<RenderMode, string> = { subject: 'subject', text: 'text body', html: 'HTML body' };
 
-/**
- * Compiles one part, turning a syntax error into `Invalid template: <part>, line L, column C: …`.
- * A Handlebars part is held to the bounds of its tags first (checkTemplateBounds), since its parse and compile
- * block the event loop.
- */
-export function compileChecked(source: string, mode: RenderMode, engine: TemplateEngine, label = ''): void {
+/** Runs a check of one part, turning a syntax error into `Invalid template: <part>, line L, column C: …`. */
+function checkPart(mode: RenderMode, label: string, check: () => void): void {
   try {
-    if (engine === 'handlebars') checkTemplateBounds(source);
-    compilePart(source, mode, engine);
+    check();
   } catch (error) {
     if (error instanceof TemplateSyntaxError)
       throw invalidTemplate(`${PART_NAMES[mode]}${label}, ${error.message}`);
@@ -87,10 +82,37 @@ export function compileChecked(source: string, mode: RenderMode, engine: Templat
   }
 }
 
-/** Every part of a variant must compile; `locale` names the variant in the error. */
-export function checkVariant(content: VariantContent, engine: TemplateEngine, locale: string): void {
+/**
+ * Compiles one part. A Handlebars part is held to the bounds of its tags first
+ * (checkTemplateBounds), since its parse and compile block the event loop.
+ */
+export function compileChecked(source: string, mode: RenderMode, engine: TemplateEngine, label = ''): void {
+  checkPart(mode, label, () => {
+    if (engine === 'handlebars') checkTemplateBounds(source);
+    compilePart(source, mode, engine);
+  });
+}
+
+/**
+ * Every part of a variant must compile, and a template's part must not read `@content`, which
+ * only renders as nothing (refuseContentVariable). `locale` names the variant in the error. A part
+ * the same as in `saved` (the variant as stored) is not held to that rule, so a template saved
+ * before it can still have its other parts changed, a variant removed, or be put again as it is.
+ */
+export function checkVariant(
+  content: VariantContent,
+  engine: TemplateEngine,
+  locale: string,
+  saved?: VariantContent,
+): void {
   const label = locale === '' ? '' : ` (${locale})`;
-  compileChecked(content.subject, 'subject', engine, label);
-  compileChecked(content.text, 'text', engine, label);
-  if (content.html !== null && content.html !== '') compileChecked(content.html, 'html', engine, label);
+  const parts: [RenderMode, string, string | null | undefined][] = [
+    ['subject', content.subject, saved?.subject],
+    ['text', content.text, saved?.text],
+  ];
+  if (content.html !== null && content.html !== '') parts.push(['html', content.html, saved?.html]);
+  for (const [mode, source] of parts) compileChecked(source, mode, engine, label);
+  if (engine !== 'handlebars') return;
+  for (const [mode, source, stored] of parts)
+    if (source !== stored) checkPart(mode, label, () => refuseContentVariable(source));
 }

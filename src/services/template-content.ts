@@ -23,8 +23,14 @@ export interface TemplateContent {
 /** Locale variants a template may have: far more than any product speaks, few enough to check. */
 export const MAX_LOCALE_VARIANTS = 100;
 
-/** The variants of a PUT, each checked as a create or update checks it, by canonical tag. */
-export function variantsFrom(input: TemplateContent): Map<string, VariantContent> {
+/**
+ * The variants of a PUT, each checked as a create or update checks it (against `saved`, the
+ * current version's variants), by canonical tag.
+ */
+export function variantsFrom(
+  input: TemplateContent,
+  saved?: ReadonlyMap<string, VariantContent>,
+): Map<string, VariantContent> {
   const variants = new Map<string, VariantContent>();
   const locales = Object.entries(input.locales ?? {});
   if (locales.length > MAX_LOCALE_VARIANTS)
@@ -35,7 +41,7 @@ export function variantsFrom(input: TemplateContent): Map<string, VariantContent
       throw errors.invalidInput(`Locale ${JSON.stringify(tag)} is given twice or is not a locale`);
     const variant = { subject: content.subject, text: content.text, html: emptyHtml(content.html) ?? null };
     checkSizes(variant);
-    checkVariant(variant, 'handlebars', locale);
+    checkVariant(variant, 'handlebars', locale, saved?.get(locale));
     variants.set(locale, variant);
   }
   return variants;

@@ -87,9 +87,9 @@ export class TemplateService {
     input: TemplateContent,
   ): Promise<{ template: Template; outcome: 'created' | 'updated' | 'unchanged' }> {
     const project = await this.projects.resolve(projectRef);
-    const variants = variantsFrom(input);
-    const layoutId = (await this.layoutFor(project.id, input.layout ?? null))?.id ?? null;
     const current = await findCurrentTemplate(this.db, project.id, name);
+    const variants = variantsFrom(input, current === undefined ? undefined : variantsOf(current));
+    const layoutId = (await this.layoutFor(project.id, input.layout ?? null))?.id ?? null;
     if (current === undefined) {
       await this.insertNew(project.id, name, variants, layoutId, {});
       return { template: await this.get(project.id, name), outcome: 'created' };
@@ -238,9 +238,10 @@ export class TemplateService {
     note: string | null,
     sampleData?: string | null,
   ): Promise<void> {
+    const stored = variantsOf(current);
     for (const [locale, content] of variants) {
       checkSizes({ subject: content.subject, text: content.text, html: content.html });
-      checkVariant(content, engine, locale);
+      checkVariant(content, engine, locale, stored.get(locale));
     }
     const now = this.now();
     const main = variants.get(DEFAULT) as VariantContent;

@@ -279,6 +279,94 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect((await templates.get(projectId, 'many')).version).toBe(1);
   });
 
+  it('refuses @content in a template, where it renders as nothing, on every way a template is saved', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    const reason =
+      "@content belongs in a layout, not in a template, where it renders as nothing; a layout takes the template's body at {{{content}}} (HTML) or {{content}} (text)";
+    expect(
+      await refusal(() =>
+        templates.create(projectId, {
+          name: 'framed',
+          subject: 'Hi',
+          text: 'Hello',
+          html: '<main>\n  {{{@content}}}\n</main>',
+        }),
+      ),
+    ).toBe(`Invalid template: HTML body, line 2, column 6: ${reason}`);
+    expect(
+      await refusal(() =>
+        templates.create(projectId, { name: 'framed', subject: 'Hi', text: '{{@content}}' }),
+      ),
+    ).toBe(`Invalid template: text body, line 1, column 3: ${reason}`);
+    await templates.create(projectId, { name: 'framed', subject: 'Hi', text: 'Hello {{content}}' });
+    // Inside a block, as a block's value, and in a locale variant.
+    expect(
+      await refusal(() =>
+        templates.update(projectId, 'framed', { text: '{{#each items}}\n{{#if @content}}x{{/if}}{{/each}}' }),
+      ),
+    ).toBe(`Invalid template: text body, line 2, column 7: ${reason}`);
+    expect(
+      await refusal(() =>
+        templates.update(projectId, 'framed', {
+          locale: 'fr',
+          subject: 'Salut {{@content.title}}',
+          text: 'x',
+        }),
+      ),
+    ).toBe(`Invalid template: subject (fr), line 1, column 9: ${reason}`);
+    expect(
+      await refusal(() =>
+        templates.put(projectId, 'framed', { subject: 'Hi', text: 'Hello', html: '{{{@content}}}' }),
+      ),
+    ).toBe(`Invalid template: HTML body, line 1, column 4: ${reason}`);
+    expect((await templates.get(projectId, 'framed')).version).toBe(1);
+  });
+
+  it('still sends a template saved with @content before it was refused, and saves its other parts', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    await templates.create(projectId, { name: 'older', subject: 'Hi', text: 'x', html: '<p>x</p>' });
+    // As a database of an earlier release may hold it.
+    const html = '<main>{{{@content}}}</main>';
+    const db = ctx.services.storage.db;
+    const { id } = await db
+      .selectFrom('templates')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .where('name', '=', 'older')
+      .executeTakeFirstOrThrow();
+    const version = await db
+      .selectFrom('template_versions')
+      .select('id')
+      .where('template_id', '=', id)
+      .executeTakeFirstOrThrow();
+    await db
+      .updateTable('template_variants')
+      .set({ html_body: html })
+      .where('version_id', '=', version.id)
+      .execute();
+    await db.updateTable('templates').set({ html_body: html }).where('id', '=', id).execute();
+
+    const before = await delivered(apiKey, { template: 'older', to: 'a@example.org' });
+    expect(before.status.status).toBe('sent');
+    expect(before.message!.parsed.html).toBe('<main></main>');
+    // Its other parts change, as a form sends them (every part back) and as the CLI does (one part).
+    await templates.update(projectId, 'older', { subject: 'Hello', text: 'x', html });
+    await templates.update(projectId, 'older', { locale: 'fr', subject: 'Salut', text: 'y' });
+    await templates.deleteVariant(projectId, 'older', 'fr');
+    expect((await templates.put(projectId, 'older', { subject: 'Hello', text: 'x', html })).outcome).toBe(
+      'unchanged',
+    );
+    expect(await templates.get(projectId, 'older')).toMatchObject({ version: 4, subject: 'Hello', html });
+    // A part written anew is held to the rule.
+    expect(await refusal(() => templates.update(projectId, 'older', { html: `${html}\n` }))).toMatch(
+      /^Invalid template: HTML body, line 1, column 10: @content belongs in a layout/,
+    );
+    const after = await delivered(apiKey, { template: 'older', to: 'a@example.org' });
+    expect(after.status).toMatchObject({ status: 'sent', template_version: 4 });
+  });
+
   it('refuses a layout without its content placeholder, and deleting one that templates use', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates, layouts } = ctx.services;

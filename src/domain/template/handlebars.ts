@@ -10,6 +10,7 @@ import {
   syntaxError,
   type TemplateLexer,
 } from './handlebars-syntax.js';
+import { TemplateSyntaxError } from './syntax-error.js';
 
 /**
  * Templates in Handlebars syntax (what Amazon SES, SendGrid and Mailgun users write), rendered by
@@ -344,4 +345,47 @@ export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): bo
     }
   }
   return false;
+}
+
+/**
+ * Refuses a template's part that reads `@content` (`{{@content}}`, `{{{@content}}}`,
+ * `{{#if @content}}`), at the first place it does. Handlebars reads it as a data variable, which
+ * nothing in Herald sets, so it would always render as nothing: it is where a layout of another
+ * service (Postmark's) puts the template's body, and a Herald layout takes the body as `content`.
+ * Checked where a template is saved, never where one renders, so templates saved before still send.
+ */
+export function refuseContentVariable(source: string): void {
+  const stack: Node[] = [parseTemplate(source)];
+  while (stack.length > 0) {
+    const node = stack.pop() as Node;
+    switch (node.type) {
+      // Children are pushed last first, so the first in the source is looked at first.
+      case 'Program':
+        stack.push(...(node as hbs.AST.Program).body.slice().reverse());
+        break;
+      case 'MustacheStatement':
+      case 'BlockStatement':
+      case 'SubExpression': {
+        const call = node as hbs.AST.MustacheStatement | hbs.AST.BlockStatement | hbs.AST.SubExpression;
+        const block = node.type === 'BlockStatement' ? (node as hbs.AST.BlockStatement) : null;
+        if (block?.inverse) stack.push(block.inverse);
+        if (block?.program) stack.push(block.program);
+        stack.push(...(call.hash?.pairs ?? []).map((pair) => pair.value).reverse());
+        stack.push(...call.params.slice().reverse(), call.path);
+        break;
+      }
+      case 'PathExpression': {
+        const path = node as hbs.AST.PathExpression;
+        if (path.data && path.parts[0] === 'content')
+          throw new TemplateSyntaxError(
+            '@content belongs in a layout, not in a template, where it renders as nothing; ' +
+              "a layout takes the template's body at {{{content}}} (HTML) or {{content}} (text)",
+            path.loc ? { line: path.loc.start.line, column: path.loc.start.column + 1 } : null,
+          );
+        break;
+      }
+      default:
+        break;
+    }
+  }
 }
