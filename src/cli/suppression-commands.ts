@@ -24,8 +24,14 @@ export function suppressionCommands(): Command {
     .requiredOption('--email <email>', 'the address')
     .action(
       servicesAction(async ({ suppressions }, out, options: { project: string; email: string }) => {
-        const row = suppressionView(await suppressions.add(options.project, options.email));
-        out.print({ ...row }, `${row.email} is suppressed (${row.reason}).`);
+        const { entry, created } = await suppressions.add(options.project, options.email);
+        const row = suppressionView(entry);
+        out.print(
+          { ...row },
+          created
+            ? `${row.email} is suppressed (${row.reason}).`
+            : `${row.email} was already suppressed (${row.reason}, since ${row.created_at}); its entry is kept.`,
+        );
       }),
     );
 

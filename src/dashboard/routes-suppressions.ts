@@ -4,8 +4,12 @@ import { SUPPRESSION_PAGE } from '../services/suppressions.js';
 import { formPage, notice, projectOf, type DashboardDeps, type IdParams } from './context.js';
 import { fieldsOf, refusal, text, whole } from './forms.js';
 
-const NOTICES: Record<string, string> = {
+/** What a change did: the notice the list page shows after it. */
+type Done = 'added' | 'kept' | 'removed';
+
+const NOTICES: Record<Done, string> = {
   added: 'Address added to the suppression list: mail to it now fails without being sent.',
+  kept: 'Address already on the suppression list: its entry is kept as it was.',
   removed: 'Address removed from the suppression list: mail to it is sent again.',
 };
 
@@ -34,21 +38,25 @@ export async function suppressionRoutes(app: FastifyInstance, deps: DashboardDep
     },
   );
 
-  /** Runs a change; a refused one (not an address, not on the list) is shown on the list page. */
+  /**
+   * Runs a change, which names its notice; a refused one (not an address, not on the list) is shown
+   * on the list page.
+   */
   const change = async (
     request: FastifyRequest<IdParams>,
     reply: FastifyReply,
-    run: (project: Project, email: string) => Promise<unknown>,
-    done: 'added' | 'removed',
+    run: (project: Project, email: string) => Promise<Done>,
+    refillRefused: boolean,
   ) => {
     const project = await projectOf(deps, request.params);
     const email = text(fieldsOf(request.body), 'email');
+    let done: Done;
     try {
-      await run(project, email);
+      done = await run(project, email);
     } catch (error) {
       const message = refusal(error, 'PROJECT_NOT_FOUND');
       // A refused address is given back to the add form to correct; a failed removal is not.
-      const refill = done === 'added' ? email : '';
+      const refill = refillRefused ? email : '';
       return listPage(request, reply, { project, email: refill, error: message }, 400);
     }
     return reply.redirect(`/projects/${project.id}/suppressions?notice=${done}`, 303);
@@ -59,10 +67,23 @@ export async function suppressionRoutes(app: FastifyInstance, deps: DashboardDep
   );
 
   app.post<IdParams>('/projects/:id/suppressions', async (request, reply) =>
-    change(request, reply, (project, email) => suppressions.add(project.id, email), 'added'),
+    change(
+      request,
+      reply,
+      async (project, email) => ((await suppressions.add(project.id, email)).created ? 'added' : 'kept'),
+      true,
+    ),
   );
 
   app.post<IdParams>('/projects/:id/suppressions/remove', async (request, reply) =>
-    change(request, reply, (project, email) => suppressions.remove(project.id, email), 'removed'),
+    change(
+      request,
+      reply,
+      async (project, email) => {
+        await suppressions.remove(project.id, email);
+        return 'removed';
+      },
+      false,
+    ),
   );
 }

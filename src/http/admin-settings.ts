@@ -129,16 +129,18 @@ export async function adminSettingsRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       bodyLimit: SMALL_BODY_LIMIT,
       schema: suppressions('adminAddSuppression', 'Stop mailing an address (reason: manual)', {
-        description: 'An address already on the list keeps its entry.',
+        description:
+          'A new address answers `201` with its entry. One already on the list, in any spelling, keeps ' +
+          'its entry (its reason, time and detail) and answers `200` with it as it stands.',
         params: ProjectParams,
         body: SuppressionAddBody,
-        response: createdAnswers(Suppression, 'Project'),
+        response: { 200: Suppression, ...createdAnswers(Suppression, 'Project') },
       }),
     },
-    async (request, reply) =>
-      reply
-        .code(201)
-        .send(suppressionView(await deps.suppressions.add(project(request), request.body.email))),
+    async (request, reply) => {
+      const { entry, created } = await deps.suppressions.add(project(request), request.body.email);
+      return reply.code(created ? 201 : 200).send(suppressionView(entry));
+    },
   );
 
   api.delete(

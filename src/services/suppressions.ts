@@ -51,16 +51,22 @@ export class SuppressionService {
     });
   }
 
-  /** Adds an address by hand (`manual`); one already on the list keeps its entry. */
-  async add(projectRef: string | number, email: string): Promise<SuppressionRow> {
+  /**
+   * Adds an address by hand (`manual`). One already on the list keeps its entry as it is (a bounce
+   * or complaint stays the reason, with its time): `created` is false, and `entry` is that entry.
+   */
+  async add(
+    projectRef: string | number,
+    email: string,
+  ): Promise<{ entry: SuppressionRow; created: boolean }> {
     const project = await this.projects.resolve(projectRef);
     const key = suppressionKey(email);
     if (key === null)
       throw errors.invalidInput(`Not an email address: ${JSON.stringify(email.slice(0, 100))}`);
-    await addSuppressions(this.db, [
+    const added = await addSuppressions(this.db, [
       { projectId: project.id, email: key, reason: 'manual', requestId: null, detail: null, now: this.now() },
     ]);
-    return (await findSuppression(this.db, project.id, key))!;
+    return { entry: (await findSuppression(this.db, project.id, key))!, created: added === 1 };
   }
 
   /** Takes an address off the list (mail to it is sent again); returns the address as it was kept. */

@@ -179,6 +179,9 @@ describe(`a client generated from the document (${backend})`, () => {
       (await client.adminAddSuppression!({ project: 'generated' }, { email: 'gone@example.org' })).status,
     ).toBe(201);
     expect(
+      await client.adminAddSuppression!({ project: 'generated' }, { email: 'Gone@example.org' }),
+    ).toMatchObject({ status: 200, data: { email: 'gone@example.org', reason: 'manual' } });
+    expect(
       (await client.adminCreateWebhook!({ project: 'generated' }, { url: 'https://hooks.example/h' })).data
         .secret,
     ).toMatch(/^whsec_/);

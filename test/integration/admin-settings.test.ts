@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
+import { addSuppressions } from '../../src/storage/suppressions.js';
 import { backend } from '../helpers/database.js';
 import { adminClient, ok, refusal, type AdminClient } from '../helpers/admin.js';
 import { expectError } from '../helpers/http.js';
@@ -163,6 +164,35 @@ describe(`the suppression list (${backend})`, () => {
       404,
       'Not on the suppression list: "not-an-address"',
     );
+  });
+
+  it('answers an address already listed, in any spelling, with 200 and its entry as it stands', async () => {
+    const first = ok(await admin.post(path('/suppressions'), { email: 'kept@example.org' }), 201);
+    const again = ok(await admin.post(path('/suppressions'), { email: 'Kept Person <KEPT@Example.ORG>' }));
+    expect(again).toEqual(first);
+
+    // A bounce's entry stays a bounce's, with its time and detail: adding it by hand changes nothing.
+    const bouncedAt = Date.parse('2025-03-01T10:00:00.000Z');
+    await addSuppressions(ctx.services.storage.db, [
+      {
+        projectId: project.projectId,
+        email: 'bounced@example.org',
+        reason: 'hard_bounce',
+        requestId: null,
+        detail: 'SMTP 550 5.1.1 user unknown',
+        now: bouncedAt,
+      },
+    ]);
+    const bounced = ok(await admin.post(path('/suppressions'), { email: 'Bounced@Example.org' }));
+    expect(bounced).toEqual({
+      email: 'bounced@example.org',
+      reason: 'hard_bounce',
+      created_at: '2025-03-01T10:00:00.000Z',
+      request_id: null,
+      detail: 'SMTP 550 5.1.1 user unknown',
+    });
+    for (const email of ['kept@example.org', 'bounced@example.org'])
+      ok(await admin.delete(path(`/suppressions/${email}`)));
   });
 
   it('refuses what is not an address, and pages out of range', async () => {

@@ -417,6 +417,28 @@ describe(`suppression page (${backend})`, () => {
     expect(await ctx.services.suppressions.list(projectB)).toMatchObject([{ email: 'kept@example.org' }]);
   });
 
+  it('says an address is already listed, and keeps its entry', async () => {
+    await addSuppressions(db(), [
+      {
+        projectId: projectA,
+        email: 'bounced@example.org',
+        reason: 'hard_bounce',
+        requestId: null,
+        detail: 'SMTP 550 5.1.1 <bounced@example.org>: user unknown',
+        now: Date.now() - 60_000,
+      },
+    ]);
+    const before = await ctx.services.suppressions.list(projectA);
+    const again = await post(`/projects/${projectA}/suppressions`, { email: 'Bounced@Example.org' });
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe(`/projects/${projectA}/suppressions?notice=kept`);
+    const listed = await get(again.headers.location!);
+    expect(listed.body).toContain('Address already on the suppression list: its entry is kept as it was.');
+    expect(listed.body).not.toContain('Address added to the suppression list');
+    expect(await ctx.services.suppressions.list(projectA)).toEqual(before);
+    await ctx.services.suppressions.remove(projectA, 'bounced@example.org');
+  });
+
   it('shows automatic entries with their message and detail, and pages the list', async () => {
     const { request_id } = await sendOk(ctx.app, apiKeyA, {
       template: 'user_created',

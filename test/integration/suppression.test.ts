@@ -236,9 +236,9 @@ describe('suppression by SMTP replies', () => {
     expect(relay.rcptFor('gone@example.org')).toBe(1);
     expect(relay.deliveredTo('gone@example.org')).toBe(0);
 
-    // An address on the list keeps its first entry.
+    // An address on the list keeps its first entry, and adding it is not a creation.
     const again = await ctx.services.suppressions.add(projectId, 'Gone@example.org');
-    expect(again).toMatchObject({ email: 'gone@example.org', reason: 'hard_bounce', request_id: requestId });
+    expect(again).toEqual({ entry: list[0], created: false });
   });
 
   it('suppresses an address refused with 5.1.10 (no such recipient), naming the category', async () => {
@@ -462,7 +462,11 @@ describe('suppression by SMTP replies', () => {
 describe('managing the list', () => {
   it('adds by hand (manual), fails sends to it, and mails the address again once removed', async () => {
     const { projectId, apiKey } = await seedProject(ctx.services);
-    const added = await ctx.services.suppressions.add(projectId, 'Jane Roe <Manual@Example.org>');
+    const { entry: added, created } = await ctx.services.suppressions.add(
+      projectId,
+      'Jane Roe <Manual@Example.org>',
+    );
+    expect(created).toBe(true);
     expect(added).toMatchObject({
       project_id: projectId,
       email: 'manual@example.org',

@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import { closeServices, openServices, type Services } from '../../src/compose.js';
 import { NOTIFICATION_EVENTS } from '../../src/domain/events.js';
 import { createLogger } from '../../src/logger.js';
+import { suppressionView } from '../../src/services/suppressions.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { heraldJson, runHerald } from '../helpers/processes.js';
 import { seedProject, testEnv } from '../helpers/services.js';
@@ -239,6 +240,33 @@ describe('herald suppression', { timeout: 90_000 }, () => {
     );
     expect(await services.suppressions.list(shop.projectId)).toEqual([]);
     expect(removed).toEqual({ removed: true, email: 'jane.roe@example.org' });
+  });
+
+  it('says an address was already suppressed, and keeps its entry', async () => {
+    const added = await runHerald(
+      ['suppression', 'add', '--project', 'shop', '--email', 'twice@example.org'],
+      env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toBe('twice@example.org is suppressed (manual).\n');
+    const [entry] = (await services.suppressions.list(shop.projectId)).map(suppressionView);
+
+    const again = await runHerald(
+      ['suppression', 'add', '--project', 'shop', '--email', 'Twice <TWICE@Example.org>'],
+      env,
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe(
+      `twice@example.org was already suppressed (manual, since ${entry!.created_at}); its entry is kept.\n`,
+    );
+    expect(
+      await heraldJson<Entry>(
+        ['suppression', 'add', '--project', 'shop', '--email', 'Twice@example.org'],
+        env,
+      ),
+    ).toEqual(entry);
+
+    await services.suppressions.remove(shop.projectId, 'twice@example.org');
   });
 
   it('refuses what is not an address, an address not listed, and an unknown project', async () => {
