@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { layoutJson } from '../services/json-views.js';
+import type { Layout, LayoutService } from '../services/layouts.js';
 import { readBodyFiles, withBodyFiles } from './body-files.js';
 import { given, namedSubcommand, projectSubcommand, servicesAction } from './context.js';
 
@@ -12,48 +13,61 @@ interface LayoutOptions {
   textFile?: string;
 }
 
+/**
+ * `layout create` and `layout update`: `--project`, `--name`, then the two frames, each given inline
+ * (`html` and `text` say what the command does with one) or read from a file. `change` gets the
+ * options with the files read; the layout it answers with is printed as `done`.
+ */
+function frameSubcommand(
+  parent: Command,
+  command: {
+    readonly name: string;
+    readonly description: string;
+    readonly html: string;
+    readonly text: string;
+    readonly done: 'Created' | 'Updated';
+    readonly change: (layouts: LayoutService, options: LayoutOptions) => Promise<Layout>;
+  },
+): void {
+  withBodyFiles(
+    namedSubcommand(parent, command.name, command.description, 'layout name')
+      .option('--html <html>', command.html)
+      .option('--text <text>', command.text),
+    ['html', 'text'],
+  ).action(
+    servicesAction(async ({ layouts }, out, typed: LayoutOptions) => {
+      const changed = await command.change(layouts, await readBodyFiles(typed));
+      out.print(layoutJson(changed), `${command.done} layout ${changed.name}.`);
+    }),
+  );
+}
+
 export function layoutCommands(): Command {
   const layout = new Command('layout').description("manage a project's layouts (frames templates go into)");
 
-  withBodyFiles(
-    namedSubcommand(
-      layout,
-      'create',
-      'create a layout: {{{content}}} in its HTML, {{content}} in its text',
-      'layout name',
-    )
-      .option('--html <html>', 'HTML frame, with {{{content}}} where the template HTML goes')
-      .option('--text <text>', 'text frame, with {{content}} where the template text goes'),
-    ['html', 'text'],
-  ).action(
-    servicesAction(async ({ layouts }, out, typed: LayoutOptions) => {
-      const options = await readBodyFiles(typed);
-      const created = await layouts.create(options.project, {
+  frameSubcommand(layout, {
+    name: 'create',
+    description: 'create a layout: {{{content}}} in its HTML, {{content}} in its text',
+    html: 'HTML frame, with {{{content}}} where the template HTML goes',
+    text: 'text frame, with {{content}} where the template text goes',
+    done: 'Created',
+    change: (layouts, options) =>
+      layouts.create(options.project, {
         name: options.name,
         html: options.html ?? null,
         text: options.text ?? null,
-      });
-      out.print(layoutJson(created), `Created layout ${created.name}.`);
-    }),
-  );
+      }),
+  });
 
-  withBodyFiles(
-    namedSubcommand(
-      layout,
-      'update',
-      'change a layout (templates in it render with the change)',
-      'layout name',
-    )
-      .option('--html <html>', 'HTML frame ("" removes it)')
-      .option('--text <text>', 'text frame ("" removes it)'),
-    ['html', 'text'],
-  ).action(
-    servicesAction(async ({ layouts }, out, typed: LayoutOptions) => {
-      const options = await readBodyFiles(typed);
-      const updated = await layouts.update(options.project, options.name, given(options, 'html', 'text'));
-      out.print(layoutJson(updated), `Updated layout ${updated.name}.`);
-    }),
-  );
+  frameSubcommand(layout, {
+    name: 'update',
+    description: 'change a layout (templates in it render with the change)',
+    html: 'HTML frame ("" removes it)',
+    text: 'text frame ("" removes it)',
+    done: 'Updated',
+    change: (layouts, options) =>
+      layouts.update(options.project, options.name, given(options, 'html', 'text')),
+  });
 
   projectSubcommand(layout, 'list', "list a project's layouts").action(
     servicesAction(async ({ layouts }, out, options: { project: string }) => {

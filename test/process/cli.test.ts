@@ -250,6 +250,49 @@ describe('herald CLI', () => {
     }
   });
 
+  it('creates a layout and changes only the frames an update gives, saying which it did', async () => {
+    const project = ['--project', 'shop'];
+    const created = await runHerald(
+      ['layout', 'create', ...project, '--name', 'plain', '--text', '{{content}}\n-- Shop'],
+      env,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toBe('Created layout plain.\n');
+    const updated = await herald(
+      'layout',
+      'update',
+      ...project,
+      '--name',
+      'plain',
+      '--html',
+      '<div>{{{content}}}</div>',
+    );
+    expect(updated).toMatchObject({
+      name: 'plain',
+      html: '<div>{{{content}}}</div>',
+      text: '{{content}}\n-- Shop',
+    });
+    const cleared = await runHerald(['layout', 'update', ...project, '--name', 'plain', '--html', ''], env);
+    expect(cleared.code, cleared.stderr).toBe(0);
+    expect(cleared.stdout).toBe('Updated layout plain.\n');
+    expect(await services.layouts.get('shop', 'plain')).toMatchObject({
+      html: null,
+      text: '{{content}}\n-- Shop',
+    });
+    const missing = await heraldFails(
+      'layout',
+      'update',
+      ...project,
+      '--name',
+      'nope',
+      '--text',
+      '{{content}}',
+    );
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toBe('herald: Layout not found: nope');
+    await services.layouts.delete('shop', 'plain');
+  });
+
   it('manages layouts, locale variants and versions, and rolls back', async () => {
     const project = ['--project', 'shop'];
     const frame = await herald(
