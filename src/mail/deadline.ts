@@ -13,10 +13,10 @@ export class Deadline {
    */
   greeted = false;
   /**
-   * Whether the relay had accepted that connection (for implicit TLS, finished the handshake):
-   * with `greeted` false, a relay that took the connection and then said nothing.
+   * Whether the relay had taken that connection (for implicit TLS, finished the handshake) and sent
+   * not a byte on it: a relay that never spoke.
    */
-  accepted = false;
+  silent = false;
 
   /** Whether the deadline has passed. */
   get aborted(): boolean {

@@ -96,10 +96,19 @@ export function greetedBefore(error: unknown): boolean {
   return typeof greeted === 'boolean' ? greeted : true;
 }
 
-/** Whether the relay had accepted the connection when `error` happened (true for failures after connecting). */
-export function acceptedBefore(error: unknown): boolean {
-  const accepted = (error as { accepted?: unknown } | null)?.accepted;
-  return typeof accepted === 'boolean' ? accepted : true;
+/** Whether the relay had taken the connection and sent nothing when `error` happened (`silentOn`). */
+export function silentBefore(error: unknown): boolean {
+  return (error as { silent?: unknown } | null)?.silent === true;
+}
+
+/**
+ * Whether the relay took `connection` and has sent not a byte on it. nodemailer's stage turns
+ * `connected` once the socket is open (and TLS, if implicit, set up); a relay that sent anything,
+ * even a greeting it never finished, has spoken.
+ */
+function silentOn(connection: SMTPConnection): boolean {
+  const socket = (connection as unknown as { _socket?: { bytesRead?: number } })._socket;
+  return connection.stage === 'connected' && (socket?.bytesRead ?? 0) === 0;
 }
 
 export class RelayPool {
@@ -117,7 +126,7 @@ export class RelayPool {
     // A connection the relay dropped while it was idle fails before a byte of the message is
     // sent: the message goes on the next idle connection, or a new one.
     for (let connection = this.idle.pop(); connection !== undefined; connection = this.idle.pop()) {
-      deadline.accepted = true;
+      deadline.silent = false;
       deadline.greeted = true;
       const outcome = await this.transmit(connection, envelope, raw, deadline);
       if (outcome.kind !== 'stale') return this.settle(connection, outcome);
@@ -169,19 +178,18 @@ export class RelayPool {
         settled = true;
         stopListening();
         const greeted = greetingCame(connection, error);
-        // nodemailer's stage turns `connected` once the socket is open (and TLS, if implicit, set up).
-        const accepted = connection.stage === 'connected';
+        const silent = silentOn(connection);
         deadline.greeted = greeted;
-        deadline.accepted = accepted;
+        deadline.silent = silent;
         connection.close();
-        reject(Object.assign(error, { greeted, accepted }));
+        reject(Object.assign(error, { greeted, silent }));
       };
       const abort = () => fail(aborted());
       const ready = () => {
         if (settled) return;
         settled = true;
         stopListening();
-        deadline.accepted = true;
+        deadline.silent = false;
         deadline.greeted = true;
         resolve(connection);
       };

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
-import { acceptedBefore, greetedBefore, RelayPool } from './relay-pool.js';
+import { greetedBefore, RelayPool, silentBefore } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 import { oneLine } from '../domain/one-line.js';
 import { urlHost } from '../domain/url-host.js';
@@ -48,14 +48,14 @@ export const NOT_SMTP = 'not an SMTP server';
 export const DEADLINE_EXCEEDED = 'SMTP transaction did not finish within the deadline';
 
 /**
- * A relay that took the connection and then said nothing until the deadline: a firewall or proxy
- * that holds connections, a server too busy to answer, or one that waits for TLS first. Said as
- * such, where "did not finish" would leave the reader guessing how far it got.
+ * A relay that took the connection and then sent not a byte until the deadline: a firewall or
+ * proxy that holds connections, a server too busy to answer, or one that waits for TLS first.
+ * Said as such, where "did not finish" would leave the reader guessing how far it got.
  */
 export function silentRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs: number): string {
   return (
     `The relay at ${urlHost(target.host)}:${target.port} accepted the connection ` +
-    `but sent no greeting within ${timeoutMs / 1000} s`
+    `but sent no greeting before the ${timeoutMs / 1000} s deadline`
   );
 }
 
@@ -161,7 +161,7 @@ export class SmtpMailer {
       : (
           await lookup(target.host, { all: true, verbatim: true }).catch((error: Error) => {
             // A name that does not resolve is a relay that cannot be reached.
-            throw Object.assign(error, { greeted: false, accepted: false });
+            throw Object.assign(error, { greeted: false });
           })
         ).map((entry) => entry.address);
     let refusal: string | null = null;
@@ -256,12 +256,12 @@ export class SmtpMailer {
       // What the relay's health is judged on (domain/relay-health.ts).
       const timedOut = deadline.aborted || (error as { code?: unknown } | null)?.code === 'ETIMEDOUT';
       const reached = deadline.aborted ? deadline.greeted : greetedBefore(error);
-      const accepted = deadline.aborted ? deadline.accepted : acceptedBefore(error);
-      // Out of time before any greeting on an open connection, whichever timer fired first (the
-      // deadline, or nodemailer's greeting timeout of the same length): the relay never spoke.
-      // Otherwise an attempt cut off at the deadline reports the deadline, whatever its connection said.
+      const silent = deadline.aborted ? deadline.silent : silentBefore(error);
+      // Out of time on an open connection the relay never spoke on, whichever timer fired first
+      // (the deadline, or nodemailer's greeting timeout of the same length). Otherwise an attempt
+      // cut off at the deadline reports the deadline, whatever its connection said.
       const failure =
-        timedOut && accepted && !reached
+        timedOut && silent
           ? {
               kind: 'transient' as const,
               message: silentRelay(target, this.options.timeoutMs),

@@ -202,7 +202,7 @@ describe('delivery over SMTP', () => {
       await ctx.services.smtpSettings.setFromUrl(projectId, `smtp://127.0.0.1:${relay.port}?security=none`);
       const requestId = await send(apiKey, { template: 'user_created', to: 'a@b.example' });
       const body = await settled(apiKey, requestId);
-      const silent = `The relay at 127.0.0.1:${relay.port} accepted the connection but sent no greeting within 2 s`;
+      const silent = `The relay at 127.0.0.1:${relay.port} accepted the connection but sent no greeting before the 2 s deadline`;
       // Its last attempts may not be made once it is judged down: they say so, naming this failure.
       expect(body).toMatchObject({ status: 'failed', attempts: 3 });
       expect([silent, `Relay down: ${silent}`]).toContain(body.error_message);

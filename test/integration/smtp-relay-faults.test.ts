@@ -85,7 +85,7 @@ describe('relay faults', () => {
 
   it('reports a relay that takes the connection and never greets as not reached, and says so', async () => {
     const port = await rawServer(() => undefined);
-    const silent = `The relay at 127.0.0.1:${port} accepted the connection but sent no greeting within 1.5 s`;
+    const silent = `The relay at 127.0.0.1:${port} accepted the connection but sent no greeting before the 1.5 s deadline`;
     const send = await failureOf(
       mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
     );
