@@ -114,5 +114,10 @@ export function checkVariant(
   for (const [mode, source] of parts) compileChecked(source, mode, engine, label);
   if (engine !== 'handlebars') return;
   for (const [mode, source, stored] of parts)
-    if (source !== stored) checkPart(mode, label, () => refuseContentVariable(source));
+    if (!sameText(source, stored)) checkPart(mode, label, () => refuseContentVariable(source));
+}
+
+/** Whether a part is the one stored, line ends aside (a form sends `\r\n` as `\n`, dashboard/forms.ts). */
+function sameText(part: string, stored: string | null | undefined): boolean {
+  return typeof stored === 'string' && part.replace(/\r\n?/g, '\n') === stored.replace(/\r\n?/g, '\n');
 }

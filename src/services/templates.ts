@@ -96,7 +96,7 @@ export class TemplateService {
     }
     if (sameContent(current, variants, layoutId))
       return { template: toTemplate(current), outcome: 'unchanged' };
-    await this.saveVersion(current, variants, 'handlebars', layoutId, null);
+    await this.saveVersion(current, variants, { engine: 'handlebars', layoutId });
     return { template: await this.get(project.id, name), outcome: 'updated' };
   }
 
@@ -174,7 +174,11 @@ export class TemplateService {
         : ((await this.layoutFor(project.id, input.layout))?.id ?? null);
     // The content as it already is (a form saved without a change) makes no version.
     if (sameContent(current, variants, layoutId)) return this.keepContent(project.id, name, input.sampleData);
-    await this.saveVersion(current, variants, 'handlebars', layoutId, null, input.sampleData);
+    await this.saveVersion(current, variants, {
+      engine: 'handlebars',
+      layoutId,
+      sampleData: input.sampleData,
+    });
     return this.get(project.id, name);
   }
 
@@ -208,7 +212,10 @@ export class TemplateService {
     if (tag === DEFAULT || stored === undefined)
       throw errors.invalidInput(`Template ${JSON.stringify(name)} has no ${tag} variant`);
     variants.delete(stored);
-    await this.saveVersion(current, variants, current.version.engine, current.version.layout_id, null);
+    await this.saveVersion(current, variants, {
+      engine: current.version.engine,
+      layoutId: current.version.layout_id,
+    });
     return this.get(project.id, name);
   }
 
@@ -220,25 +227,24 @@ export class TemplateService {
     const target = Number.isSafeInteger(n) ? await findVersion(this.db, current.template.id, n) : undefined;
     if (target === undefined)
       throw errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${n}`);
-    await this.saveVersion(
-      current,
-      variantsOf(target),
-      target.version.engine,
-      target.version.layout_id,
-      `rollback to ${n}`,
-    );
+    // A rollback restores what was saved once: its parts are not held to rules made since.
+    const restored = variantsOf(target);
+    await this.saveVersion(current, restored, {
+      engine: target.version.engine,
+      layoutId: target.version.layout_id,
+      note: `rollback to ${n}`,
+      from: restored,
+    });
     return this.get(project.id, name);
   }
 
   private async saveVersion(
     current: CurrentTemplate,
     variants: Map<string, VariantContent>,
-    engine: TemplateEngine,
-    layoutId: number | null,
-    note: string | null,
-    sampleData?: string | null,
+    made: NewVersion,
   ): Promise<void> {
-    const stored = variantsOf(current);
+    const { engine, layoutId, note = null, sampleData } = made;
+    const stored = made.from ?? variantsOf(current);
     for (const [locale, content] of variants) {
       checkSizes({ subject: content.subject, text: content.text, html: content.html });
       checkVariant(content, engine, locale, stored.get(locale));
@@ -353,4 +359,14 @@ export class TemplateService {
   async names(projectId: number): Promise<string[]> {
     return (await templateRows.list(this.db, projectId)).map((template: TemplateRow) => template.name);
   }
+} /** How `saveVersion` makes a version, besides its variants. */
+interface NewVersion {
+  readonly engine: TemplateEngine;
+  readonly layoutId: number | null;
+  /** Shown in the template's history (a rollback's). */
+  readonly note?: string;
+  /** The sample data saved with it; undefined keeps the template's. */
+  readonly sampleData?: string | null;
+  /** The variants the parts are checked against (`checkVariant`): the current version's unless given. */
+  readonly from?: ReadonlyMap<string, VariantContent>;
 }

@@ -126,12 +126,12 @@ describe(`templates (${backend})`, () => {
     expect(ok<{ version: number }>(await admin.get(path('/templates/welcome'))).version).toBe(before.version);
   });
 
-  it('refuse @content, which belongs in a layout, in the CLI’s words, saving nothing', async () => {
+  it('refuse @content, which renders as nothing, in the CLI’s words, saving nothing', async () => {
     const body = { subject: 'Hi', text: 'Hello', html: '<main>{{{@content}}}</main>' };
     const expected = await refusal(() =>
       ctx.services.templates.create(project, { name: 'body-in-frame', ...body }),
     );
-    expect(expected).toMatch(/^Invalid template: HTML body, line 1, column 10: @content belongs in a layout/);
+    expect(expected).toMatch(/^Invalid template: HTML body, line 1, column 10: @content renders as nothing/);
     expectError(await admin.put(path('/templates/body-in-frame'), body), 400, expected);
     expectError(await admin.get(path('/templates/body-in-frame')), 404, 'Template not found');
   });

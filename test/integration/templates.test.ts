@@ -282,8 +282,8 @@ describe('templates with logic, layouts, locales and versions', () => {
   it('refuses @content in a template, where it renders as nothing, on every way a template is saved', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;
-    const reason =
-      "@content belongs in a layout, not in a template, where it renders as nothing; a layout takes the template's body at {{{content}}} (HTML) or {{content}} (text)";
+    const reason = (name: string) =>
+      `@${name} renders as nothing: Herald puts a template's body into its layout at {{{content}}} (HTML) or {{content}} (text), without the @`;
     expect(
       await refusal(() =>
         templates.create(projectId, {
@@ -293,19 +293,25 @@ describe('templates with logic, layouts, locales and versions', () => {
           html: '<main>\n  {{{@content}}}\n</main>',
         }),
       ),
-    ).toBe(`Invalid template: HTML body, line 2, column 6: ${reason}`);
+    ).toBe(`Invalid template: HTML body, line 2, column 6: ${reason('content')}`);
     expect(
       await refusal(() =>
         templates.create(projectId, { name: 'framed', subject: 'Hi', text: '{{@content}}' }),
       ),
-    ).toBe(`Invalid template: text body, line 1, column 3: ${reason}`);
+    ).toBe(`Invalid template: text body, line 1, column 3: ${reason('content')}`);
+    // In any case: Handlebars' data variables are case-sensitive, and no other spelling is set either.
+    expect(
+      await refusal(() =>
+        templates.create(projectId, { name: 'framed', subject: 'Hi', text: 'Hello', html: '{{{@Content}}}' }),
+      ),
+    ).toBe(`Invalid template: HTML body, line 1, column 4: ${reason('Content')}`);
     await templates.create(projectId, { name: 'framed', subject: 'Hi', text: 'Hello {{content}}' });
     // Inside a block, as a block's value, and in a locale variant.
     expect(
       await refusal(() =>
         templates.update(projectId, 'framed', { text: '{{#each items}}\n{{#if @content}}x{{/if}}{{/each}}' }),
       ),
-    ).toBe(`Invalid template: text body, line 2, column 7: ${reason}`);
+    ).toBe(`Invalid template: text body, line 2, column 7: ${reason('content')}`);
     expect(
       await refusal(() =>
         templates.update(projectId, 'framed', {
@@ -314,39 +320,20 @@ describe('templates with logic, layouts, locales and versions', () => {
           text: 'x',
         }),
       ),
-    ).toBe(`Invalid template: subject (fr), line 1, column 9: ${reason}`);
+    ).toBe(`Invalid template: subject (fr), line 1, column 9: ${reason('content')}`);
     expect(
       await refusal(() =>
         templates.put(projectId, 'framed', { subject: 'Hi', text: 'Hello', html: '{{{@content}}}' }),
       ),
-    ).toBe(`Invalid template: HTML body, line 1, column 4: ${reason}`);
+    ).toBe(`Invalid template: HTML body, line 1, column 4: ${reason('content')}`);
     expect((await templates.get(projectId, 'framed')).version).toBe(1);
   });
 
   it('still sends a template saved with @content before it was refused, and saves its other parts', async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;
-    await templates.create(projectId, { name: 'older', subject: 'Hi', text: 'x', html: '<p>x</p>' });
-    // As a database of an earlier release may hold it.
     const html = '<main>{{{@content}}}</main>';
-    const db = ctx.services.storage.db;
-    const { id } = await db
-      .selectFrom('templates')
-      .select('id')
-      .where('project_id', '=', projectId)
-      .where('name', '=', 'older')
-      .executeTakeFirstOrThrow();
-    const version = await db
-      .selectFrom('template_versions')
-      .select('id')
-      .where('template_id', '=', id)
-      .executeTakeFirstOrThrow();
-    await db
-      .updateTable('template_variants')
-      .set({ html_body: html })
-      .where('version_id', '=', version.id)
-      .execute();
-    await db.updateTable('templates').set({ html_body: html }).where('id', '=', id).execute();
+    await createOfEarlierRelease(projectId, 'older', html);
 
     const before = await delivered(apiKey, { template: 'older', to: 'a@example.org' });
     expect(before.status.status).toBe('sent');
@@ -361,10 +348,28 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(await templates.get(projectId, 'older')).toMatchObject({ version: 4, subject: 'Hello', html });
     // A part written anew is held to the rule.
     expect(await refusal(() => templates.update(projectId, 'older', { html: `${html}\n` }))).toMatch(
-      /^Invalid template: HTML body, line 1, column 10: @content belongs in a layout/,
+      /^Invalid template: HTML body, line 1, column 10: @content renders as nothing/,
     );
     const after = await delivered(apiKey, { template: 'older', to: 'a@example.org' });
     expect(after.status).toMatchObject({ status: 'sent', template_version: 4 });
+  });
+
+  it('takes back a part stored with @content in other line ends, and rolls back to a version that had it', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    // Put through the API from a checkout with CRLF line ends.
+    const html = '<main>\r\n{{{@content}}}\r\n</main>';
+    await createOfEarlierRelease(projectId, 'older', html);
+    // A form sends every part back, with `\n` line ends: the part is still the one stored.
+    const formHtml = html.replace(/\r\n/g, '\n');
+    await templates.update(projectId, 'older', { subject: 'Hello', text: 'x', html: formHtml });
+    await templates.update(projectId, 'older', { html: '<main>{{{content}}}</main>' });
+    expect((await templates.get(projectId, 'older')).version).toBe(3);
+    // What was saved once may be restored, though it would not be saved anew.
+    await templates.rollback(projectId, 'older', 2);
+    expect(await templates.get(projectId, 'older')).toMatchObject({ version: 4, html: formHtml });
+    await templates.rollback(projectId, 'older', 1);
+    expect(await templates.get(projectId, 'older')).toMatchObject({ version: 5, html });
   });
 
   it('refuses a layout without its content placeholder, and deleting one that templates use', async () => {
@@ -418,3 +423,26 @@ describe('templates with logic, layouts, locales and versions', () => {
     }
   });
 });
+
+/** A template whose HTML holds what Herald now refuses to save, as a database of an earlier release may. */
+async function createOfEarlierRelease(projectId: number, name: string, html: string): Promise<void> {
+  await ctx.services.templates.create(projectId, { name, subject: 'Hi', text: 'x', html: '<p>x</p>' });
+  const db = ctx.services.storage.db;
+  const { id } = await db
+    .selectFrom('templates')
+    .select('id')
+    .where('project_id', '=', projectId)
+    .where('name', '=', name)
+    .executeTakeFirstOrThrow();
+  const version = await db
+    .selectFrom('template_versions')
+    .select('id')
+    .where('template_id', '=', id)
+    .executeTakeFirstOrThrow();
+  await db
+    .updateTable('template_variants')
+    .set({ html_body: html })
+    .where('version_id', '=', version.id)
+    .execute();
+  await db.updateTable('templates').set({ html_body: html }).where('id', '=', id).execute();
+}

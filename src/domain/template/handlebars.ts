@@ -348,7 +348,7 @@ export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): bo
 }
 
 /**
- * Refuses a template's part that reads `@content` (`{{@content}}`, `{{{@content}}}`,
+ * Refuses a template's part that reads `@content` in any case (`{{@content}}`, `{{{@Content}}}`,
  * `{{#if @content}}`), at the first place it does. Handlebars reads it as a data variable, which
  * nothing in Herald sets, so it would always render as nothing: it is where a layout of another
  * service (Postmark's) puts the template's body, and a Herald layout takes the body as `content`.
@@ -376,10 +376,10 @@ export function refuseContentVariable(source: string): void {
       }
       case 'PathExpression': {
         const path = node as hbs.AST.PathExpression;
-        if (path.data && path.parts[0] === 'content')
+        if (path.data && path.parts[0]?.toLowerCase() === 'content')
           throw new TemplateSyntaxError(
-            '@content belongs in a layout, not in a template, where it renders as nothing; ' +
-              "a layout takes the template's body at {{{content}}} (HTML) or {{content}} (text)",
+            `@${path.parts[0]} renders as nothing: Herald puts a template's body into its layout ` +
+              'at {{{content}}} (HTML) or {{content}} (text), without the @',
             path.loc ? { line: path.loc.start.line, column: path.loc.start.column + 1 } : null,
           );
         break;
