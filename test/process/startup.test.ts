@@ -102,7 +102,8 @@ describe('herald serve that cannot start', () => {
 
   it('refuses a secret key that cannot read the stored secrets, before the check existed too', async () => {
     const env = testEnv(database);
-    expect((await runHerald(['project', 'create', '--name', 'keyed'], env)).code).toBe(0);
+    const created = await runHerald(['project', 'create', '--name', 'keyed'], env);
+    expect(created.code, created.stderr).toBe(0);
     const hook = await runHerald(
       ['webhook', 'create', '--project', 'keyed', '--url', 'https://hooks.example.org/herald'],
       env,
@@ -119,7 +120,8 @@ describe('herald serve that cannot start', () => {
     await storage.close();
     expectOneLine(await runHerald(['project', 'list'], wrong), refusal);
     // The right key reads it, and writes the check again.
-    expect((await runHerald(['project', 'list'], env)).code).toBe(0);
+    const listed = await runHerald(['project', 'list'], env);
+    expect(listed.code, listed.stderr).toBe(0);
     expectOneLine(await runHerald(['project', 'list'], wrong), refusal);
   });
 });
