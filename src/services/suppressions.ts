@@ -32,6 +32,9 @@ export function suppressionView(row: SuppressionRow): SuppressionView {
 /** Entries shown per page of the list. */
 export const SUPPRESSION_PAGE = 100;
 
+/** How many times an add is made while concurrent removes keep taking its entry away. */
+const ADD_ROUNDS = 5;
+
 /** A project's suppression list, managed by people (bounces and complaints add to it on their own). */
 export class SuppressionService {
   constructor(
@@ -63,10 +66,23 @@ export class SuppressionService {
     const key = suppressionKey(email);
     if (key === null)
       throw errors.invalidInput(`Not an email address: ${JSON.stringify(email.slice(0, 100))}`);
-    const added = await addSuppressions(this.db, [
-      { projectId: project.id, email: key, reason: 'manual', requestId: null, detail: null, now: this.now() },
-    ]);
-    return { entry: (await findSuppression(this.db, project.id, key))!, created: added === 1 };
+    // A remove that runs between the insert and the read takes the entry away: the add is made
+    // again, as if it had come after the remove. Each round needs another remove to lose it.
+    for (let round = 1; ; round++) {
+      const added = await addSuppressions(this.db, [
+        {
+          projectId: project.id,
+          email: key,
+          reason: 'manual',
+          requestId: null,
+          detail: null,
+          now: this.now(),
+        },
+      ]);
+      const entry = await findSuppression(this.db, project.id, key);
+      if (entry !== undefined) return { entry, created: added === 1 };
+      if (round === ADD_ROUNDS) throw new Error(`${key} was removed as often as it was added`);
+    }
   }
 
   /** Takes an address off the list (mail to it is sent again); returns the address as it was kept. */

@@ -494,6 +494,25 @@ describe('managing the list', () => {
     expect(await suppressions(projectId)).toEqual([]);
   });
 
+  it('answers every add with its entry while removes of the address race it', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const service = ctx.services.suppressions;
+    const email = 'flap@example.org';
+    const notListed = (error: unknown) => {
+      if (!/Not on the suppression list/.test(String(error))) throw error;
+    };
+    const added = await Promise.all(
+      Array.from({ length: 60 }, async () => {
+        const [add] = await Promise.all([
+          service.add(projectId, email),
+          service.remove(projectId, email).catch(notListed),
+        ]);
+        return add.entry.email;
+      }),
+    );
+    expect(added).toEqual(added.map(() => email));
+  });
+
   it('scopes manual entries to their project', async () => {
     const a = await seedProject(ctx.services);
     const b = await seedProject(ctx.services);
