@@ -279,6 +279,21 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect((await templates.get(projectId, 'many')).version).toBe(1);
   });
 
+  it('refuses a raw block when saved: Handlebars reads it as a section over the data', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    expect(
+      await refusal(() =>
+        ctx.services.templates.create(projectId, {
+          name: 'prices',
+          subject: 'Hi',
+          text: 'Price: {{{{raw}}}}{{amount}}{{{{/raw}}}}',
+        }),
+      ),
+    ).toBe(
+      'Invalid template: text body, line 1, column 8: raw blocks ({{{{raw}}}}) are not supported; write \\{{ where braces should show',
+    );
+  });
+
   it('refuses @content in a template, where it renders as nothing, on every way a template is saved', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;

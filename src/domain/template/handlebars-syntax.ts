@@ -128,6 +128,9 @@ export function checkTags(source: string, lexer: TemplateLexer, names: Record<nu
     if (name === 'EOF') return;
     if (++tokens > maxTokens) throw problem(`more than ${maxTokens} tokens in one part`);
     if (name === 'OPEN_SEXPR') throw problem('helper calls in parentheses are not supported');
+    // Parsed as a section named `raw`, it would show its text only where the data has a `raw`.
+    if (name === 'OPEN_RAW_BLOCK')
+      throw problem('raw blocks ({{{{raw}}}}) are not supported; write \\{{ where braces should show');
     // Each such token cost the lexer a look to the end of the part; the parser refuses it anyway.
     if (name === 'INVALID')
       throw problem('unexpected character inside {{ }} (write \\{{ for literal braces)');
@@ -165,7 +168,7 @@ export function checkTags(source: string, lexer: TemplateLexer, names: Record<nu
  */
 const RESERVED = ['log', 'lookup', 'helperMissing', 'blockHelperMissing'];
 
-/** Refuses partials, decorators, raw blocks and helpers Herald does not register. */
+/** Refuses partials, decorators and helpers Herald does not register (raw blocks: `checkTags`). */
 export function refuseUnsupported(program: hbs.AST.Program): void {
   const stack: Node[] = [program];
   while (stack.length > 0) {
