@@ -42,10 +42,15 @@ interface NodemailerError extends Error {
   responseCode?: number;
   response?: string;
   command?: string;
+  /** OpenSSL's reason, on a TLS error. */
+  reason?: string;
 }
 
 export const NOT_SMTP = 'not an SMTP server';
 export const DEADLINE_EXCEEDED = 'SMTP transaction did not finish within the deadline';
+export const NOT_TLS =
+  'The relay does not take TLS on connect (smtps://, security=tls): it answered in plain text. ' +
+  'Use smtp://, which upgrades with STARTTLS (usually on port 587 or 25)';
 
 /**
  * A relay that took the connection and then sent not a byte until the deadline: a firewall or
@@ -110,6 +115,10 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
       command: err.command ?? null,
     };
   }
+  // TLS on connect to a relay that speaks plain SMTP first: OpenSSL reads its greeting as a TLS
+  // record, and its own words (a library's file and line) would tell the reader nothing.
+  if (/wrong version number/i.test(`${err.reason ?? ''} ${err.message ?? ''}`))
+    return { kind: 'transient', message: NOT_TLS, smtpCode: null, command: err.command ?? null };
   const message = oneLine(err.message ?? String(error));
   // Envelope and message errors without a reply code are Herald's own input problems.
   const permanent = err.code === 'EENVELOPE' || err.code === 'EMESSAGE';

@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { DEADLINE_EXCEEDED, NOT_SMTP, SmtpDeliveryError, SmtpMailer } from '../../src/mail/smtp.js';
+import { DEADLINE_EXCEEDED, NOT_SMTP, NOT_TLS, SmtpDeliveryError, SmtpMailer } from '../../src/mail/smtp.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
 
 /**
@@ -60,6 +60,21 @@ describe('relay faults', () => {
       const error = await failureOf(work);
       expect(error.failure.message).toBe(NOT_SMTP);
       expect(error.failure.message).not.toContain('NATS-SECRET-42');
+    }
+  });
+
+  it("says that a relay speaking plain SMTP does not take TLS on connect, without OpenSSL's words", async () => {
+    const port = await rawServer((socket) => socket.write('220 plain.example ESMTP\r\n'));
+    for (const work of [
+      mailer.verify(target(port, { security: 'tls' })),
+      mailer.send(
+        target(port, { security: 'tls' }),
+        { from: 'a@herald.example', to: 'b@example.org' },
+        Buffer.from('x'),
+      ),
+    ]) {
+      const error = await failureOf(work);
+      expect(error.failure).toMatchObject({ kind: 'transient', message: NOT_TLS, smtpCode: null });
     }
   });
 
