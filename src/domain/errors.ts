@@ -96,7 +96,8 @@ export const errors = {
     new HeraldError(ErrorCode.InvalidField, Messages.invalidSendAt, hint === undefined ? {} : { hint }),
   quotaExceeded: () => new HeraldError(ErrorCode.QuotaExceeded, Messages.quotaExceeded),
   notificationNotFound: () => new HeraldError(ErrorCode.NotificationNotFound, Messages.notificationNotFound),
-  notCancelable: () => new HeraldError(ErrorCode.NotCancelable, Messages.notCancelable),
+  notCancelable: (hint?: string) =>
+    new HeraldError(ErrorCode.NotCancelable, Messages.notCancelable, hint === undefined ? {} : { hint }),
   /** The store could not commit; `cause` is the store's error, for the operator's log. */
   queueFailed: (cause?: unknown) => new HeraldError(ErrorCode.QueueFailed, Messages.queueFailed, { cause }),
   idempotencyMismatch: () =>

@@ -125,6 +125,11 @@ export class NotificationService {
         if (row.state !== 'sending') throw errors.notCancelable();
         const answer = await this.askWorker(row);
         if (answer === 'refused') throw errors.notCancelable();
+        if (answer === 'unanswered')
+          throw errors.notCancelable(
+            `The worker that claimed it did not answer within ${this.cancelWaitMs / 1000} s, so it goes on ` +
+              'as claimed; a cancel may still succeed if it returns to the queue',
+          );
         if (answer === 'changed') continue;
         return notificationView(answer);
       }
@@ -138,11 +143,13 @@ export class NotificationService {
 
   /**
    * Asks the worker that claimed `row` to cancel it (storage/cancel-requests.ts) and waits for its
-   * answer: the row canceled; `refused`, its SMTP transaction begun, or no answer in time (the
-   * request is then taken back, so no worker cancels it later); or `changed`, the row no longer
-   * under that claim (given back to the queue, finished): the caller decides again.
+   * answer: the row canceled; `refused`, its SMTP transaction begun; `unanswered`, no answer in
+   * time (the request is then taken back, so no worker cancels it later); or `changed`, the row no
+   * longer under that claim (given back to the queue, finished): the caller decides again.
    */
-  private async askWorker(row: NotificationRow): Promise<NotificationRow | 'refused' | 'changed'> {
+  private async askWorker(
+    row: NotificationRow,
+  ): Promise<NotificationRow | 'refused' | 'unanswered' | 'changed'> {
     if (!(await requestCancel(this.db, row))) return 'changed';
     this.signals.wakeWorkers();
     const deadline = this.now() + this.cancelWaitMs;
@@ -158,7 +165,7 @@ export class NotificationService {
       if (!sameClaim(row, now)) return answered();
       if (now.cancel_request === null) return 'refused';
       // Not withdrawn: the worker's cancel (or another change) got there first.
-      if (this.now() >= deadline) return (await withdrawCancel(this.db, row)) ? 'refused' : answered();
+      if (this.now() >= deadline) return (await withdrawCancel(this.db, row)) ? 'unanswered' : answered();
     }
   }
 

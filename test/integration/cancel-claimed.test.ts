@@ -300,6 +300,7 @@ describe('cancel of a claimed message', () => {
     );
     await expect(service.cancel(projectId, request_id)).rejects.toMatchObject({
       message: Messages.notCancelable,
+      hint: 'The worker that claimed it did not answer within 0.3 s, so it goes on as claimed; a cancel may still succeed if it returns to the queue',
     });
     expect(woken).toEqual(['wake']);
     // Withdrawn: the hung worker, answering late, finds nothing to cancel.
