@@ -95,6 +95,8 @@ export class LayoutService {
     const html = input.html === undefined ? before.html_body : (blankToNull(input.html) ?? null);
     const text = input.text === undefined ? before.text_body : (blankToNull(input.text) ?? null);
     checkLayout(html, text);
+    // Saved again as it is (a form saved without a change, a repeated PUT): nothing to write.
+    if (html === before.html_body && text === before.text_body) return toLayout(before);
     const row = await layoutRows.update(this.db, project.id, name, {
       html_body: html,
       text_body: text,

@@ -210,6 +210,9 @@ describe(`layouts (${backend})`, () => {
     const changed = ok(await admin.put(path('/layouts/frame'), { text: '== {{content}} ==' }));
     expect(changed).toMatchObject({ id: created.id, html: null, text: '== {{content}} ==' });
     expect(ok(await admin.get(path('/layouts/frame')))).toEqual(changed);
+    // Put again as it is (a later millisecond): nothing changes, not even its time.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(ok(await admin.put(path('/layouts/frame'), { text: '== {{content}} ==' }))).toEqual(changed);
     expect(ok<{ layouts: unknown[] }>(await admin.get(path('/layouts'))).layouts).toEqual([changed]);
 
     const framed = ok(
