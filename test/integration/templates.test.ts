@@ -154,33 +154,7 @@ describe('templates with logic, layouts, locales and versions', () => {
     const html = '<style>p { color: red }</style><p>{{{name}}} {{&name}} {{a/b}}}</p>';
     await templates.create(projectId, { name: 'legacy', subject: 'Hi {{name}}', text: 'x' });
     // As a database of an earlier release holds it: version 1 in the placeholder engine.
-    const db = ctx.services.storage.db;
-    const { id } = await db
-      .selectFrom('templates')
-      .select('id')
-      .where('project_id', '=', projectId)
-      .where('name', '=', 'legacy')
-      .executeTakeFirstOrThrow();
-    await db
-      .updateTable('template_versions')
-      .set({ engine: 'placeholders' })
-      .where('template_id', '=', id)
-      .execute();
-    const version = await db
-      .selectFrom('template_versions')
-      .select('id')
-      .where('template_id', '=', id)
-      .executeTakeFirstOrThrow();
-    await db
-      .updateTable('template_variants')
-      .set({ text_body: text, html_body: html })
-      .where('version_id', '=', version.id)
-      .execute();
-    await db
-      .updateTable('templates')
-      .set({ text_body: text, html_body: html })
-      .where('id', '=', id)
-      .execute();
+    await asEarlierRelease(projectId, 'legacy', { text_body: text, html_body: html }, 'placeholders');
     const data = { name: 'Jane <j>', this: 'Sir', 0: '10 EUR', a: { b: 'nope' } };
 
     const before = await delivered(apiKey, { template: 'legacy', to: 'a@example.org', data });
@@ -442,6 +416,19 @@ describe('templates with logic, layouts, locales and versions', () => {
 /** A template whose HTML holds what Herald now refuses to save, as a database of an earlier release may. */
 async function createOfEarlierRelease(projectId: number, name: string, html: string): Promise<void> {
   await ctx.services.templates.create(projectId, { name, subject: 'Hi', text: 'x', html: '<p>x</p>' });
+  await asEarlierRelease(projectId, name, { html_body: html });
+}
+
+/**
+ * Writes a template's first (and only) version as a database of an earlier release may hold it:
+ * with `parts` and `engine`, which Herald may no longer save.
+ */
+async function asEarlierRelease(
+  projectId: number,
+  name: string,
+  parts: { text_body?: string; html_body?: string },
+  engine?: 'placeholders',
+): Promise<void> {
   const db = ctx.services.storage.db;
   const { id } = await db
     .selectFrom('templates')
@@ -454,10 +441,8 @@ async function createOfEarlierRelease(projectId: number, name: string, html: str
     .select('id')
     .where('template_id', '=', id)
     .executeTakeFirstOrThrow();
-  await db
-    .updateTable('template_variants')
-    .set({ html_body: html })
-    .where('version_id', '=', version.id)
-    .execute();
-  await db.updateTable('templates').set({ html_body: html }).where('id', '=', id).execute();
+  if (engine !== undefined)
+    await db.updateTable('template_versions').set({ engine }).where('id', '=', version.id).execute();
+  await db.updateTable('template_variants').set(parts).where('version_id', '=', version.id).execute();
+  await db.updateTable('templates').set(parts).where('id', '=', id).execute();
 }
