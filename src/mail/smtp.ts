@@ -74,8 +74,11 @@ function bounded(text: string): string {
   return text.length <= MAX_REPLY_CHARS ? text : `${text.slice(0, MAX_REPLY_CHARS)}… (cut)`;
 }
 
-/** Relays answer 4xx for "try later" and 5xx for "never"; network failures are always worth a retry. */
-export function classifySmtpError(error: unknown): DeliveryFailure {
+/**
+ * Relays answer 4xx for "try later" and 5xx for "never"; network failures are always worth a retry.
+ * `security` is how the connection was made (TLS on connect, or not).
+ */
+export function classifySmtpError(error: unknown, security?: SmtpTarget['security']): DeliveryFailure {
   const err = (error ?? {}) as NodemailerError;
   // A peer that never gave a valid SMTP greeting may be any service (a cache, a message bus): its
   // bytes are never echoed to the dashboard or the API, and it is not worth a retry.
@@ -116,8 +119,9 @@ export function classifySmtpError(error: unknown): DeliveryFailure {
     };
   }
   // TLS on connect to a relay that speaks plain SMTP first: OpenSSL reads its greeting as a TLS
-  // record, and its own words (a library's file and line) would tell the reader nothing.
-  if (/wrong version number/i.test(`${err.reason ?? ''} ${err.message ?? ''}`))
+  // record, and its own words (a library's file and line) would tell the reader nothing. After
+  // STARTTLS the same error means the relay agreed to TLS and did not start it: no advice fits.
+  if (security === 'tls' && /wrong version number/i.test(`${err.reason ?? ''} ${err.message ?? ''}`))
     return { kind: 'transient', message: NOT_TLS, smtpCode: null, command: err.command ?? null };
   const message = oneLine(err.message ?? String(error));
   // Envelope and message errors without a reply code are Herald's own input problems.
@@ -278,6 +282,7 @@ export class SmtpMailer {
             }
           : classifySmtpError(
               deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
+              target.security,
             );
       throw new SmtpDeliveryError({ ...failure, reached, timedOut });
     } finally {

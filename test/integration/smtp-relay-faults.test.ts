@@ -76,6 +76,31 @@ describe('relay faults', () => {
       const error = await failureOf(work);
       expect(error.failure).toMatchObject({ kind: 'transient', message: NOT_TLS, smtpCode: null });
     }
+    // A relay that agrees to STARTTLS and goes on in plain text: the same OpenSSL error, on a
+    // connection already made with smtp://, where that advice would send the reader in a circle.
+    const agrees = await rawServer((socket) => {
+      socket.write('220 plain.example ESMTP\r\n');
+      let agreed = false;
+      socket.on('data', (data) => {
+        const line = data.toString('latin1');
+        // The client's TLS hello, answered in plain text.
+        if (agreed) socket.write('250 still plain\r\n');
+        else if (/^EHLO/i.test(line)) socket.write('250-plain.example\r\n250 STARTTLS\r\n');
+        else if (/^STARTTLS/i.test(line)) {
+          agreed = true;
+          socket.write('220 go ahead\r\n');
+        }
+      });
+    });
+    const upgrade = await failureOf(
+      mailer.send(
+        target(agrees, { security: 'starttls' }),
+        { from: 'a@herald.example', to: 'b@example.org' },
+        Buffer.from('x'),
+      ),
+    );
+    expect(upgrade.failure.kind).toBe('transient');
+    expect(upgrade.failure.message).not.toBe(NOT_TLS);
   });
 
   it('bounds a drip-feeding relay by the total deadline, for verify and for send', async () => {
