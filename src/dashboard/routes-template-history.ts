@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errors } from '../domain/errors.js';
 import type { TemplateVersionContent } from '../services/templates.js';
 import { notice, page, projectOf, type DashboardDeps, type NameParams } from './context.js';
 import { diffLines, type DiffLine } from './diff.js';
-import { fieldsOf, whole } from './forms.js';
+import { fieldsOf, refusal, whole } from './forms.js';
 
 /** One part of one variant, compared between two versions; only parts that differ are listed. */
 interface PartDiff {
@@ -45,7 +46,8 @@ function compare(a: TemplateVersionContent, b: TemplateVersionContent): PartDiff
 export async function templateHistoryRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { templates } = deps.services;
 
-  app.get<NameParams>('/projects/:id/templates/history/:name', async (request, reply) => {
+  /** The history page; a refused restore shows it again with the reason. */
+  const show = async (request: FastifyRequest<NameParams>, reply: FastifyReply, refused?: string) => {
     const project = await projectOf(deps, request.params);
     const template = await templates.get(project.id, request.params.name);
     const versions = await templates.versions(project.id, template.name);
@@ -56,23 +58,44 @@ export async function templateHistoryRoutes(app: FastifyInstance, deps: Dashboar
       templates.version(project.id, template.name, from),
       templates.version(project.id, template.name, to),
     ]);
-    return page(request, reply, deps, 'template-history', {
-      title: `History · ${template.name}`,
-      project,
-      tab: 'templates',
-      template,
-      versions,
-      from,
-      to,
-      diff: compare(a, b),
-      notice: notice(request, { restored: 'Version restored.' }),
-    });
-  });
+    return page(
+      request,
+      reply,
+      deps,
+      'template-history',
+      {
+        title: `History · ${template.name}`,
+        project,
+        tab: 'templates',
+        template,
+        versions,
+        from,
+        to,
+        diff: compare(a, b),
+        notice: notice(request, { restored: 'Version restored.' }),
+        error: refused ?? null,
+      },
+      refused === undefined ? 200 : 400,
+    );
+  };
+
+  app.get<NameParams>('/projects/:id/templates/history/:name', (request, reply) => show(request, reply));
 
   app.post<NameParams>('/projects/:id/templates/rollback/:name', async (request, reply) => {
     const project = await projectOf(deps, request.params);
-    const version = whole(fieldsOf(request.body).version);
-    const restored = await templates.rollback(project.id, request.params.name, version ?? NaN);
+    const chosen = fieldsOf(request.body).version ?? '';
+    const version = whole(chosen);
+    let restored;
+    try {
+      if (version === undefined)
+        throw errors.invalidInput(
+          `Template ${JSON.stringify(request.params.name)} has no version ${JSON.stringify(chosen)}`,
+        );
+      restored = await templates.rollback(project.id, request.params.name, version);
+    } catch (error) {
+      // A template deleted meanwhile gets the 404 page; anything else refused, the history again.
+      return show(request, reply, refusal(error, 'TEMPLATE_NOT_FOUND'));
+    }
     return reply.redirect(
       `/projects/${project.id}/templates/history/${encodeURIComponent(restored.name)}?notice=restored`,
       303,

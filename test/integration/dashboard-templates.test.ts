@@ -204,3 +204,30 @@ describe('saving the template editor', () => {
     });
   });
 });
+
+describe('restoring a version from the history', () => {
+  const ROLLBACK = () => `/projects/${projectId}/templates/rollback/user_created`;
+
+  it('shows the history again with the reason when the version does not exist', async () => {
+    const before = await suite.ctx.services.templates.get(projectId, 'user_created');
+    for (const [version, reason] of [
+      ['99', 'Template &quot;user_created&quot; has no version 99'],
+      ['v1', 'Template &quot;user_created&quot; has no version &quot;v1&quot;'],
+    ] as const) {
+      const page = await suite.client.post(ROLLBACK(), { version }, csrf);
+      expect(page.statusCode).toBe(400);
+      expect(page.body).toMatch(new RegExp(`role="alert">${reason}</p>`));
+      expect(page.body).toContain('data-testid="versions"');
+    }
+    expect((await suite.ctx.services.templates.get(projectId, 'user_created')).version).toBe(before.version);
+  });
+
+  it('restores an existing version', async () => {
+    const before = await suite.ctx.services.templates.get(projectId, 'user_created');
+    const page = await suite.client.post(ROLLBACK(), { version: '1' }, csrf);
+    expect(page.statusCode).toBe(303);
+    expect((await suite.ctx.services.templates.get(projectId, 'user_created')).version).toBe(
+      before.version + 1,
+    );
+  });
+});
