@@ -17,6 +17,11 @@ export class Deadline {
    * not a byte on it: a relay that never spoke.
    */
   silent = false;
+  /**
+   * Whether that connection was still waiting for the relay's address to take it (no TCP
+   * connection yet): nothing answered there.
+   */
+  unanswered = false;
 
   /** Whether the deadline has passed. */
   get aborted(): boolean {

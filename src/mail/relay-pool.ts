@@ -111,6 +111,17 @@ function silentOn(connection: SMTPConnection): boolean {
   return connection.stage === 'connected' && (socket?.bytesRead ?? 0) === 0;
 }
 
+/** Whether the relay's address never took `connection`: its TCP connection was not made. */
+function unansweredOn(connection: SMTPConnection): boolean {
+  const socket = (connection as unknown as { _socket?: { connecting?: boolean } })._socket;
+  return socket === undefined || socket.connecting === true;
+}
+
+/** Whether nothing had taken the connection when `error` happened (see Deadline.unanswered). */
+export function unansweredBefore(error: unknown): boolean {
+  return (error as { unanswered?: unknown } | null)?.unanswered === true;
+}
+
 export class RelayPool {
   private readonly idle: SMTPConnection[] = [];
   private readonly open = new Set<SMTPConnection>();
@@ -127,6 +138,7 @@ export class RelayPool {
     // sent: the message goes on the next idle connection, or a new one.
     for (let connection = this.idle.pop(); connection !== undefined; connection = this.idle.pop()) {
       deadline.silent = false;
+      deadline.unanswered = false;
       deadline.greeted = true;
       const outcome = await this.transmit(connection, envelope, raw, deadline);
       if (outcome.kind !== 'stale') return this.settle(connection, outcome);
@@ -179,10 +191,12 @@ export class RelayPool {
         stopListening();
         const greeted = greetingCame(connection, error);
         const silent = silentOn(connection);
+        const unanswered = unansweredOn(connection);
         deadline.greeted = greeted;
         deadline.silent = silent;
+        deadline.unanswered = unanswered;
         connection.close();
-        reject(Object.assign(error, { greeted, silent }));
+        reject(Object.assign(error, { greeted, silent, unanswered }));
       };
       const abort = () => fail(aborted());
       const ready = () => {
@@ -190,6 +204,7 @@ export class RelayPool {
         settled = true;
         stopListening();
         deadline.silent = false;
+        deadline.unanswered = false;
         deadline.greeted = true;
         resolve(connection);
       };

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
-import { greetedBefore, RelayPool, silentBefore } from './relay-pool.js';
+import { greetedBefore, RelayPool, silentBefore, unansweredBefore } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 import { oneLine } from '../domain/one-line.js';
 import { urlHost } from '../domain/url-host.js';
@@ -61,6 +61,22 @@ export function silentRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs
   return (
     `The relay at ${urlHost(target.host)}:${target.port} accepted the connection ` +
     `but sent no greeting before the ${timeoutMs / 1000} s deadline`
+  );
+}
+
+/**
+ * A relay whose address never took the connection before the deadline: a firewall that drops it
+ * (many hosting providers drop outbound port 25), or a host that is down. Said as such, where "did
+ * not finish" would suggest the relay was reached.
+ */
+export function unansweredRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs: number): string {
+  const port25 =
+    target.port === 25
+      ? "; many hosting providers block outbound port 25, where a relay's submission port (587, or 465 with smtps://) passes"
+      : '';
+  return (
+    `Could not connect to the relay at ${urlHost(target.host)}:${target.port} ` +
+    `within the ${timeoutMs / 1000} s deadline: nothing answered (a firewall may be dropping the connection${port25})`
   );
 }
 
@@ -270,16 +286,20 @@ export class SmtpMailer {
       const timedOut = deadline.aborted || (error as { code?: unknown } | null)?.code === 'ETIMEDOUT';
       const reached = deadline.aborted ? deadline.greeted : greetedBefore(error);
       const silent = deadline.aborted ? deadline.silent : silentBefore(error);
-      // Out of time on an open connection the relay never spoke on, whichever timer fired first
-      // (the deadline, or nodemailer's greeting timeout of the same length). Otherwise an attempt
-      // cut off at the deadline reports the deadline, whatever its connection said.
+      const unanswered = deadline.aborted ? deadline.unanswered : unansweredBefore(error);
+      // Out of time on a connection never made, or made and never spoken on, whichever timer fired
+      // first (the deadline, or nodemailer's timeout of the same length). Otherwise an attempt cut
+      // off at the deadline reports the deadline, whatever its connection said.
+      const unheard = !timedOut
+        ? null
+        : unanswered
+          ? unansweredRelay(target, this.options.timeoutMs)
+          : silent
+            ? silentRelay(target, this.options.timeoutMs)
+            : null;
       const failure =
-        timedOut && silent
-          ? {
-              kind: 'transient' as const,
-              message: silentRelay(target, this.options.timeoutMs),
-              smtpCode: null,
-            }
+        unheard !== null
+          ? { kind: 'transient' as const, message: unheard, smtpCode: null }
           : classifySmtpError(
               deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
               target.security,

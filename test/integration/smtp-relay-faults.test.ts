@@ -1,7 +1,16 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { DEADLINE_EXCEEDED, NOT_SMTP, NOT_TLS, SmtpDeliveryError, SmtpMailer } from '../../src/mail/smtp.js';
+import {
+  DEADLINE_EXCEEDED,
+  NOT_SMTP,
+  NOT_TLS,
+  SmtpDeliveryError,
+  SmtpMailer,
+  unansweredRelay,
+} from '../../src/mail/smtp.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
 
 /**
@@ -30,6 +39,32 @@ async function rawServer(onSocket: (socket: Socket) => void): Promise<number> {
     await new Promise((resolve) => server.close(resolve));
   });
   return (server.address() as { port: number }).port;
+}
+
+/**
+ * A port whose connections are never taken, as behind a firewall that drops them: a socket that
+ * listens with no room in its queue and never accepts (Node's servers accept at once, so a
+ * Python one), its one place taken by a first connection. The kernel drops every later SYN.
+ */
+async function unacceptingPort(): Promise<number> {
+  const listener = spawn(
+    'python3',
+    [
+      '-c',
+      "import socket, sys\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(0)\nprint(s.getsockname()[1], flush=True)\nsys.stdin.read()",
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const [line] = (await once(listener.stdout, 'data')) as [Buffer];
+  const port = Number(String(line).trim());
+  const filler = connect(port, '127.0.0.1');
+  await once(filler, 'connect');
+  closers.push(async () => {
+    filler.destroy();
+    listener.kill();
+    await once(listener, 'exit');
+  });
+  return port;
 }
 
 const target = (port: number, extra: Partial<SmtpTarget> = {}): SmtpTarget => ({
@@ -138,6 +173,28 @@ describe('relay faults', () => {
     // The dashboard's check of the settings says the same.
     const verify = await failureOf(mailer.verify(target(port)));
     expect(verify.failure.message).toBe(silent);
+  });
+
+  it('reports a relay whose address never takes the connection as not reached, and says so', async () => {
+    const port = await unacceptingPort();
+    const unanswered = `Could not connect to the relay at 127.0.0.1:${port} within the 1.5 s deadline: nothing answered (a firewall may be dropping the connection)`;
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({
+      kind: 'transient',
+      message: unanswered,
+      reached: false,
+      timedOut: true,
+    });
+    const verify = await failureOf(mailer.verify(target(port)));
+    expect(verify.failure.message).toBe(unanswered);
+  });
+
+  it('names the hosting providers that block port 25 when a relay there never answers', () => {
+    expect(unansweredRelay({ host: 'mx.example.org', port: 25 }, 30_000)).toBe(
+      "Could not connect to the relay at mx.example.org:25 within the 30 s deadline: nothing answered (a firewall may be dropping the connection; many hosting providers block outbound port 25, where a relay's submission port (587, or 465 with smtps://) passes)",
+    );
   });
 
   it('reports a connection closed after the greeting, during EHLO, as reached', async () => {
