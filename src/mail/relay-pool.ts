@@ -104,17 +104,24 @@ export function silentBefore(error: unknown): boolean {
 /**
  * Whether the relay took `connection` and has sent not a byte on it. nodemailer's stage turns
  * `connected` once the socket is open (and TLS, if implicit, set up); a relay that sent anything,
- * even a greeting it never finished, has spoken.
+ * even a greeting it never finished, has spoken. Asked only of a connection not greeted: after
+ * STARTTLS the socket is a new one, its bytes read counted from the handshake.
  */
 function silentOn(connection: SMTPConnection): boolean {
   const socket = (connection as unknown as { _socket?: { bytesRead?: number } })._socket;
   return connection.stage === 'connected' && (socket?.bytesRead ?? 0) === 0;
 }
 
-/** Whether the relay's address never took `connection`: its TCP connection was not made. */
+/**
+ * Whether the relay's address never took `connection`: its socket is still making the TCP
+ * connection. Before the socket exists (nodemailer's `_socket` is false while it looks the name
+ * up) nothing was tried yet: a look-up that hangs is not a relay that does not answer.
+ */
 function unansweredOn(connection: SMTPConnection): boolean {
-  const socket = (connection as unknown as { _socket?: { connecting?: boolean } })._socket;
-  return socket === undefined || socket.connecting === true;
+  const socket = (connection as unknown as { _socket?: unknown })._socket;
+  return (
+    typeof socket === 'object' && socket !== null && (socket as { connecting?: unknown }).connecting === true
+  );
 }
 
 /** Whether nothing had taken the connection when `error` happened (see Deadline.unanswered). */
@@ -190,8 +197,8 @@ export class RelayPool {
         settled = true;
         stopListening();
         const greeted = greetingCame(connection, error);
-        const silent = silentOn(connection);
-        const unanswered = unansweredOn(connection);
+        const silent = !greeted && silentOn(connection);
+        const unanswered = !greeted && unansweredOn(connection);
         deadline.greeted = greeted;
         deadline.silent = silent;
         deadline.unanswered = unanswered;

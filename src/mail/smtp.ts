@@ -1,6 +1,11 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
+import {
+  isInternalAddress,
+  OPEN_OUTBOUND,
+  outboundRefusal,
+  type OutboundPolicy,
+} from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
 import { greetedBefore, RelayPool, silentBefore, unansweredBefore } from './relay-pool.js';
@@ -65,13 +70,15 @@ export function silentRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs
 }
 
 /**
- * A relay whose address never took the connection before the deadline: a firewall that drops it
- * (many hosting providers drop outbound port 25), or a host that is down. Said as such, where "did
- * not finish" would suggest the relay was reached.
+ * A relay whose address never took the connection before the deadline: a firewall that drops it,
+ * or a host that is down. Said as such, where "did not finish" would suggest the relay was
+ * reached. At port 25 of an address outside the local networks the usual cause is named: many
+ * hosting providers drop outbound port 25.
  */
 export function unansweredRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs: number): string {
+  const local = isIP(target.host) !== 0 ? isInternalAddress(target.host) : target.host === 'localhost';
   const port25 =
-    target.port === 25
+    target.port === 25 && !local
       ? "; many hosting providers block outbound port 25, where a relay's submission port (587, or 465 with smtps://) passes"
       : '';
   return (

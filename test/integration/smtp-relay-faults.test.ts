@@ -12,6 +12,8 @@ import {
   unansweredRelay,
 } from '../../src/mail/smtp.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
+import { Deadline } from '../../src/mail/deadline.js';
+import { RelayPool } from '../../src/mail/relay-pool.js';
 
 /**
  * product.md §8 against real sockets: a whole SMTP transaction has a deadline, a non-SMTP peer's
@@ -61,8 +63,10 @@ async function unacceptingPort(): Promise<number> {
   await once(filler, 'connect');
   closers.push(async () => {
     filler.destroy();
+    if (listener.exitCode !== null || listener.signalCode !== null) return;
+    const exited = once(listener, 'exit');
     listener.kill();
-    await once(listener, 'exit');
+    await exited;
   });
   return port;
 }
@@ -191,10 +195,54 @@ describe('relay faults', () => {
     expect(verify.failure.message).toBe(unanswered);
   });
 
-  it('names the hosting providers that block port 25 when a relay there never answers', () => {
+  it("says so also when nodemailer's own connection timeout ends it before the deadline", async () => {
+    const port = await unacceptingPort();
+    // The deadline never passes here: nodemailer's timer (the same length in SmtpMailer) ends it.
+    const pool = new RelayPool({
+      host: '127.0.0.1',
+      port,
+      secure: false,
+      requireTLS: false,
+      ignoreTLS: true,
+      auth: null,
+      timeoutMs: 300,
+    });
+    const error = await pool
+      .send({ from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x'), new Deadline())
+      .then(
+        () => null,
+        (failure: unknown) => failure,
+      );
+    pool.close();
+    expect(error).toMatchObject({ code: 'ETIMEDOUT', greeted: false, unanswered: true, silent: false });
+  });
+
+  it('names the hosting providers that block port 25 when a relay there never answers, outside local networks', () => {
     expect(unansweredRelay({ host: 'mx.example.org', port: 25 }, 30_000)).toBe(
       "Could not connect to the relay at mx.example.org:25 within the 30 s deadline: nothing answered (a firewall may be dropping the connection; many hosting providers block outbound port 25, where a relay's submission port (587, or 465 with smtps://) passes)",
     );
+    for (const host of ['10.0.0.25', '127.0.0.1', 'localhost', '::1'])
+      expect(unansweredRelay({ host, port: 25 }, 30_000)).not.toContain('hosting providers');
+  });
+
+  it('reports a relay that greets and then stalls in the TLS handshake after STARTTLS as reached', async () => {
+    const port = await rawServer((socket) => {
+      socket.write('220 stall.example ESMTP\r\n');
+      socket.on('data', (data: Buffer) => {
+        const line = data.toString('latin1');
+        if (/^EHLO/i.test(line)) socket.write('250-stall.example\r\n250 STARTTLS\r\n');
+        else if (/^STARTTLS/i.test(line)) socket.write('220 2.0.0 Ready to start TLS\r\n');
+      });
+    });
+    const send = await failureOf(
+      mailer.send(
+        target(port, { security: 'starttls' }),
+        { from: 'a@herald.example', to: 'b@example.org' },
+        Buffer.from('x'),
+      ),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', reached: true, timedOut: true });
+    expect(send.failure.message).toContain(DEADLINE_EXCEEDED);
   });
 
   it('reports a connection closed after the greeting, during EHLO, as reached', async () => {
