@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errors } from '../domain/errors.js';
-import type { TemplateVersionContent } from '../services/templates.js';
+import { noSuchVersion, type Template, type TemplateVersionContent } from '../services/templates.js';
 import { notice, page, projectOf, type DashboardDeps, type NameParams } from './context.js';
 import { diffLines, type DiffLine } from './diff.js';
 import { fieldsOf, refusal, whole } from './forms.js';
@@ -85,12 +84,10 @@ export async function templateHistoryRoutes(app: FastifyInstance, deps: Dashboar
     const project = await projectOf(deps, request.params);
     const chosen = fieldsOf(request.body).version ?? '';
     const version = whole(chosen);
-    let restored;
+    if (version === undefined)
+      return show(request, reply, noSuchVersion(request.params.name, chosen).message);
+    let restored: Template;
     try {
-      if (version === undefined)
-        throw errors.invalidInput(
-          `Template ${JSON.stringify(request.params.name)} has no version ${JSON.stringify(chosen)}`,
-        );
       restored = await templates.rollback(project.id, request.params.name, version);
     } catch (error) {
       // A template deleted meanwhile gets the 404 page; anything else refused, the history again.

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { errors } from '../domain/errors.js';
+import { errors, type HeraldError } from '../domain/errors.js';
 import type { LayoutSource, TemplateEngine } from '../domain/message.js';
 import type { LocalizedTemplate } from '../domain/template/localized.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
@@ -45,6 +45,11 @@ export type {
   TemplateVersion,
   TemplateVersionContent,
 } from './template-model.js';
+
+/** A version asked for that the template does not have, named as it was asked for. */
+export function noSuchVersion(name: string, version: number | string): HeraldError {
+  return errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${version}`);
+}
 
 export class TemplateService {
   constructor(
@@ -225,8 +230,7 @@ export class TemplateService {
     const current = await findCurrentTemplate(this.db, project.id, name);
     if (current === undefined) throw errors.templateNotFound();
     const target = Number.isSafeInteger(n) ? await findVersion(this.db, current.template.id, n) : undefined;
-    if (target === undefined)
-      throw errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${n}`);
+    if (target === undefined) throw noSuchVersion(name, n);
     // A rollback restores what was saved once: its parts are not held to rules made since.
     const restored = variantsOf(target);
     await this.saveVersion(current, restored, {
@@ -324,8 +328,7 @@ export class TemplateService {
   async version(projectRef: string | number, name: string, n: number): Promise<TemplateVersionContent> {
     const template = await this.get(projectRef, name);
     const stored = await findVersion(this.db, template.id, n);
-    if (stored === undefined)
-      throw errors.invalidInput(`Template ${JSON.stringify(name)} has no version ${n}`);
+    if (stored === undefined) throw noSuchVersion(name, n);
     const layout =
       stored.version.layout_id === null
         ? undefined

@@ -212,7 +212,7 @@ describe('restoring a version from the history', () => {
     const before = await suite.ctx.services.templates.get(projectId, 'user_created');
     for (const [version, reason] of [
       ['99', 'Template &quot;user_created&quot; has no version 99'],
-      ['v1', 'Template &quot;user_created&quot; has no version &quot;v1&quot;'],
+      ['v1', 'Template &quot;user_created&quot; has no version v1'],
     ] as const) {
       const page = await suite.client.post(ROLLBACK(), { version }, csrf);
       expect(page.statusCode).toBe(400);
