@@ -22,6 +22,11 @@ export class Deadline {
    * connection yet): nothing answered there.
    */
   unanswered = false;
+  /**
+   * Whether the transaction's whole message had been sent, so that only the relay's answer to it
+   * was missing: it may have been delivered.
+   */
+  sentWhole = false;
 
   /** Whether the deadline has passed. */
   get aborted(): boolean {

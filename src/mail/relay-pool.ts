@@ -124,6 +124,11 @@ function unansweredOn(connection: SMTPConnection): boolean {
   );
 }
 
+/** Whether the whole message had been sent when `error` happened (see Deadline.sentWhole). */
+export function sentWholeBefore(error: unknown): boolean {
+  return (error as { sentWhole?: unknown } | null)?.sentWhole === true;
+}
+
 /** Whether nothing had taken the connection when `error` happened (see Deadline.unanswered). */
 export function unansweredBefore(error: unknown): boolean {
   return (error as { unanswered?: unknown } | null)?.unanswered === true;
@@ -247,6 +252,7 @@ export class RelayPool {
     const message = Readable.from([raw], { objectMode: false });
     return new Promise((resolve) => {
       const abort = () => {
+        deadline.sentWhole = message.readableEnded;
         connection.close();
         resolve({ kind: 'failed', error: aborted() });
       };
@@ -256,7 +262,10 @@ export class RelayPool {
         stopListening();
         if (!error) return resolve({ kind: 'sent', response: String(info?.response ?? '250 OK') });
         const stale = !message.readableDidRead && connectionLost(error);
-        resolve({ kind: stale ? 'stale' : 'failed', error });
+        resolve({
+          kind: stale ? 'stale' : 'failed',
+          error: Object.assign(error, { sentWhole: message.readableEnded }),
+        });
       });
     });
   }

@@ -8,7 +8,7 @@ import {
 } from '../domain/outbound.js';
 import type { DeliveryFailure } from '../domain/attempt.js';
 import { Deadline } from './deadline.js';
-import { greetedBefore, RelayPool, silentBefore, unansweredBefore } from './relay-pool.js';
+import { greetedBefore, RelayPool, sentWholeBefore, silentBefore, unansweredBefore } from './relay-pool.js';
 import { smtpTargetKey, type SmtpTarget } from './smtp-target.js';
 import { oneLine } from '../domain/one-line.js';
 import { urlHost } from '../domain/url-host.js';
@@ -85,6 +85,36 @@ export function unansweredRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeo
     `Could not connect to the relay at ${urlHost(target.host)}:${target.port} ` +
     `within the ${timeoutMs / 1000} s deadline: nothing answered (a firewall may be dropping the connection${port25})`
   );
+}
+
+/**
+ * A relay that was sent the whole message and did not confirm it before the deadline: it may
+ * have taken the message, and the retry may deliver it again (RFC 5321 §4.5.3.2.6 gives the reply
+ * to the final dot up to ten minutes; a relay that scans content can take longer than Herald waits).
+ */
+export function unconfirmedMessage(timeoutMs: number): string {
+  return (
+    `The relay was sent the whole message and did not confirm it within the ${timeoutMs / 1000} s ` +
+    'deadline: it may have been delivered, and a retry may deliver it again'
+  );
+}
+
+/**
+ * A connection the relay's address refused, or a relay name that does not resolve, said with the
+ * relay's address where Node's words (`connect ECONNREFUSED 127.0.0.1:2525`) would leave the reader
+ * to decode them; the code stays at the end, to search for. Null for any other failure.
+ */
+export function unreachedRelay(error: unknown, target: Pick<SmtpTarget, 'host' | 'port'>): string | null {
+  const text = (error as { message?: unknown } | null)?.message;
+  if (typeof text !== 'string') return null;
+  const at = `${urlHost(target.host)}:${target.port}`;
+  if (/^connect ECONNREFUSED\b/.test(text))
+    return `The relay at ${at} refused the connection: nothing listens on that port, or a firewall rejects it (ECONNREFUSED)`;
+  if (/^getaddrinfo (ENOTFOUND|ENODATA)\b/.test(text))
+    return `The relay's host name ${target.host} does not resolve: no such name in DNS (${/ENODATA/.test(text) ? 'ENODATA' : 'ENOTFOUND'})`;
+  if (/^getaddrinfo EAI_AGAIN\b/.test(text))
+    return `The relay's host name ${target.host} could not be looked up: DNS did not answer (EAI_AGAIN)`;
+  return null;
 }
 
 /**
@@ -294,16 +324,20 @@ export class SmtpMailer {
       const reached = deadline.aborted ? deadline.greeted : greetedBefore(error);
       const silent = deadline.aborted ? deadline.silent : silentBefore(error);
       const unanswered = deadline.aborted ? deadline.unanswered : unansweredBefore(error);
+      const sentWhole = deadline.aborted ? deadline.sentWhole : sentWholeBefore(error);
       // Out of time on a connection never made, or made and never spoken on, whichever timer fired
-      // first (the deadline, or nodemailer's timeout of the same length). Otherwise an attempt cut
-      // off at the deadline reports the deadline, whatever its connection said.
+      // first (the deadline, or nodemailer's timeout of the same length), or with only the
+      // relay's answer to the whole message missing. Otherwise an attempt cut off at the deadline
+      // reports the deadline, whatever its connection said.
       const unheard = !timedOut
         ? null
         : unanswered
           ? unansweredRelay(target, this.options.timeoutMs)
           : silent
             ? silentRelay(target, this.options.timeoutMs)
-            : null;
+            : sentWhole
+              ? unconfirmedMessage(this.options.timeoutMs)
+              : null;
       const failure =
         unheard !== null
           ? { kind: 'transient' as const, message: unheard, smtpCode: null }
@@ -311,7 +345,15 @@ export class SmtpMailer {
               deadline.aborted ? Object.assign(new Error(DEADLINE_EXCEEDED), { code: 'ETIMEDOUT' }) : error,
               target.security,
             );
-      throw new SmtpDeliveryError({ ...failure, reached, timedOut });
+      // A connection refused, or a name not found, is classified as any failure to connect (its
+      // command, for the relay's window) and said with the relay's address.
+      const unreached = timedOut ? null : unreachedRelay(error, target);
+      throw new SmtpDeliveryError({
+        ...failure,
+        ...(unreached !== null && { message: unreached }),
+        reached,
+        timedOut,
+      });
     } finally {
       clearTimeout(timer);
       running.catch(() => undefined);

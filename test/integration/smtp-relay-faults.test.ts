@@ -10,6 +10,8 @@ import {
   SmtpDeliveryError,
   SmtpMailer,
   unansweredRelay,
+  unconfirmedMessage,
+  unreachedRelay,
 } from '../../src/mail/smtp.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
 import { Deadline } from '../../src/mail/deadline.js';
@@ -242,7 +244,71 @@ describe('relay faults', () => {
       ),
     );
     expect(send.failure).toMatchObject({ kind: 'transient', reached: true, timedOut: true });
-    expect(send.failure.message).toContain(DEADLINE_EXCEEDED);
+    // The deadline, or nodemailer's socket timeout of the same length, whichever fired first; never
+    // a relay that did not speak.
+    expect(send.failure.message).toMatch(new RegExp(`^(${DEADLINE_EXCEEDED}|Timeout)`));
+  });
+
+  it('says in a sentence that a relay refused the connection, with its address', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused = `The relay at 127.0.0.1:${port} refused the connection: nothing listens on that port, or a firewall rejects it (ECONNREFUSED)`;
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    // Classified as any connection not made: the relay's window reads its command (relay-lanes.ts).
+    expect(send.failure).toMatchObject({
+      kind: 'transient',
+      message: refused,
+      command: 'CONN',
+      reached: false,
+      timedOut: false,
+    });
+    expect((await failureOf(mailer.verify(target(port)))).failure.message).toBe(refused);
+  });
+
+  it('says that a relay name does not resolve, or that DNS did not answer, in a sentence', () => {
+    const relay = { host: 'smtp.nowhere.example', port: 587 };
+    const lookupError = (code: string) =>
+      Object.assign(new Error(`getaddrinfo ${code} smtp.nowhere.example`), { code: 'EDNS' });
+    expect(unreachedRelay(lookupError('ENOTFOUND'), relay)).toBe(
+      "The relay's host name smtp.nowhere.example does not resolve: no such name in DNS (ENOTFOUND)",
+    );
+    expect(unreachedRelay(lookupError('EAI_AGAIN'), relay)).toBe(
+      "The relay's host name smtp.nowhere.example could not be looked up: DNS did not answer (EAI_AGAIN)",
+    );
+    expect(unreachedRelay(new Error('Connection closed'), relay)).toBeNull();
+  });
+
+  it('says that a message the relay never confirmed may have been delivered', async () => {
+    let received = 0;
+    const server = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      // Reads the whole message and never answers the final dot.
+      onData: (stream) => {
+        stream.resume();
+        stream.on('end', () => received++);
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.server.address() as { port: number }).port;
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x\r\n')),
+    );
+    expect(received).toBe(1);
+    expect(send.failure).toMatchObject({
+      kind: 'transient',
+      message: unconfirmedMessage(TIMEOUT_MS),
+      reached: true,
+      timedOut: true,
+    });
+    expect(unconfirmedMessage(TIMEOUT_MS)).toBe(
+      'The relay was sent the whole message and did not confirm it within the 1.5 s deadline: it may have been delivered, and a retry may deliver it again',
+    );
   });
 
   it('reports a connection closed after the greeting, during EHLO, as reached', async () => {
