@@ -170,10 +170,16 @@ export function templateCommands(): Command {
     .action(
       servicesAction(
         async ({ templates }, out, options: { project: string; name: string; version: number }) => {
-          const updated = await templates.rollback(options.project, options.name, options.version);
+          const { template: updated, outcome } = await templates.rollback(
+            options.project,
+            options.name,
+            options.version,
+          );
           out.print(
-            templateJson(updated),
-            `Restored version ${options.version} of ${updated.name} as version ${updated.version}.`,
+            { ...templateJson(updated), outcome },
+            outcome === 'unchanged'
+              ? `Version ${options.version} of ${updated.name} is its current content (version ${updated.version}); nothing changed.`
+              : `Restored version ${options.version} of ${updated.name} as version ${updated.version}.`,
           );
         },
       ),

@@ -41,6 +41,22 @@ function compare(a: TemplateVersionContent, b: TemplateVersionContent): PartDiff
   return out;
 }
 
+/** What a restore came to, from the numbers its redirect carries (`?notice=restored&from=1&as=3`). */
+function restoreNotices(query: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const from = whole(query.from);
+  const as = whole(query.as);
+  return {
+    restored:
+      from === undefined || as === undefined
+        ? 'Version restored.'
+        : `Version ${from} restored as version ${as}.`,
+    unchanged:
+      from === undefined
+        ? 'That version is the current content; nothing changed.'
+        : `Version ${from} is the current content; nothing changed.`,
+  };
+}
+
 /** A template's history: its versions, the difference between two, and restoring one. */
 export async function templateHistoryRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { templates } = deps.services;
@@ -71,7 +87,7 @@ export async function templateHistoryRoutes(app: FastifyInstance, deps: Dashboar
         from,
         to,
         diff: compare(a, b),
-        notice: notice(request, { restored: 'Version restored.' }),
+        notice: notice(request, restoreNotices(query)),
         error: refused ?? null,
       },
       refused === undefined ? 200 : 400,
@@ -82,19 +98,25 @@ export async function templateHistoryRoutes(app: FastifyInstance, deps: Dashboar
 
   app.post<NameParams>('/projects/:id/templates/rollback/:name', async (request, reply) => {
     const project = await projectOf(deps, request.params);
-    const chosen = fieldsOf(request.body).version ?? '';
+    const chosen = (fieldsOf(request.body).version ?? '').trim();
     const version = whole(chosen);
-    if (version === undefined)
-      return show(request, reply, noSuchVersion(request.params.name, chosen).message);
-    let restored: Template;
+    if (version === undefined) {
+      const reason =
+        chosen === '' ? 'Choose a version to restore' : noSuchVersion(request.params.name, chosen).message;
+      return show(request, reply, reason);
+    }
+    let restored: { template: Template; outcome: 'updated' | 'unchanged' };
     try {
       restored = await templates.rollback(project.id, request.params.name, version);
     } catch (error) {
       // A template deleted meanwhile gets the 404 page; anything else refused, the history again.
       return show(request, reply, refusal(error, 'TEMPLATE_NOT_FOUND'));
     }
+    const { template, outcome } = restored;
+    const said = outcome === 'unchanged' ? 'unchanged' : 'restored';
     return reply.redirect(
-      `/projects/${project.id}/templates/history/${encodeURIComponent(restored.name)}?notice=restored`,
+      `/projects/${project.id}/templates/history/${encodeURIComponent(template.name)}` +
+        `?notice=${said}&from=${version}&as=${template.version}`,
       303,
     );
   });

@@ -143,6 +143,16 @@ export const TemplatePut = Type.Object(
   { description: 'The template as it is now, with its new (or unchanged) version.' },
 );
 
+export const TemplateRollback = Type.Object(
+  {
+    ...Template.properties,
+    outcome: Type.Union([Type.Literal('updated'), Type.Literal('unchanged')], {
+      description: "`unchanged`: that version's content is the current content, and no version was made.",
+    }),
+  },
+  { description: 'The template as it is now, with its new (or unchanged) version.' },
+);
+
 const VariantInput = (what: string) => ({
   subject: Type.String({ description: `Subject (Handlebars)${what}.` }),
   text: Type.String({ description: `Text body (Handlebars)${what}.` }),

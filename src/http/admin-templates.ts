@@ -21,6 +21,7 @@ import {
   TemplateList,
   TemplateParams,
   TemplatePut,
+  TemplateRollback,
   TemplatePutBody,
   TemplateVersions,
 } from './admin-schemas.js';
@@ -169,15 +170,20 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     {
       bodyLimit: SMALL_BODY_LIMIT,
       schema: templates('adminRollbackTemplate', "A new version with an earlier version's content", {
+        description: 'None when that content is the current content already (`outcome: unchanged`).',
         params: TemplateParams,
         body: RollbackBody,
-        response: answers(Template, 'Project or template'),
+        response: answers(TemplateRollback, 'Project or template'),
       }),
     },
-    async (request) =>
-      templateJson(
-        await deps.templates.rollback(projectId(request), request.params.name, request.body.version),
-      ),
+    async (request) => {
+      const { template, outcome } = await deps.templates.rollback(
+        projectId(request),
+        request.params.name,
+        request.body.version,
+      );
+      return { ...templateJson(template), outcome };
+    },
   );
 
   listAndGet(app, LAYOUTS, deps.layouts, layoutJson);

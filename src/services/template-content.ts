@@ -1,4 +1,5 @@
 import { errors } from '../domain/errors.js';
+import type { TemplateEngine } from '../domain/message.js';
 import type { CurrentTemplate } from '../storage/template-versions.js';
 import { checkSizes, checkVariant, type VariantContent } from './template-checks.js';
 import { DEFAULT, localeOf, variantsOf } from './template-model.js';
@@ -61,9 +62,10 @@ export function sameContent(
   current: CurrentTemplate,
   variants: ReadonlyMap<string, VariantContent>,
   layoutId: number | null,
+  engine: TemplateEngine = 'handlebars',
 ): boolean {
   const stored = variantsOf(current);
-  if (current.version.engine !== 'handlebars' || current.version.layout_id !== layoutId) return false;
+  if (current.version.engine !== engine || current.version.layout_id !== layoutId) return false;
   if (stored.size !== variants.size) return false;
   return [...variants].every(([locale, v]) => {
     const s = stored.get(locale);

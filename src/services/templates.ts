@@ -224,8 +224,15 @@ export class TemplateService {
     return this.get(project.id, name);
   }
 
-  /** A new version with version `n`'s content (its variants, layout and engine). */
-  async rollback(projectRef: string | number, name: string, n: number): Promise<Template> {
+  /**
+   * A new version with version `n`'s content (its variants, layout and engine); none when that is
+   * the current content already (`unchanged`).
+   */
+  async rollback(
+    projectRef: string | number,
+    name: string,
+    n: number,
+  ): Promise<{ template: Template; outcome: 'updated' | 'unchanged' }> {
     const project = await this.projects.resolve(projectRef);
     const current = await findCurrentTemplate(this.db, project.id, name);
     if (current === undefined) throw errors.templateNotFound();
@@ -233,13 +240,11 @@ export class TemplateService {
     if (target === undefined) throw noSuchVersion(name, n);
     // A rollback restores what was saved once: its parts are not held to rules made since.
     const restored = variantsOf(target);
-    await this.saveVersion(current, restored, {
-      engine: target.version.engine,
-      layoutId: target.version.layout_id,
-      note: `rollback to ${n}`,
-      from: restored,
-    });
-    return this.get(project.id, name);
+    const { engine, layout_id: layoutId } = target.version;
+    if (sameContent(current, restored, layoutId, engine))
+      return { template: toTemplate(current), outcome: 'unchanged' };
+    await this.saveVersion(current, restored, { engine, layoutId, note: `rollback to ${n}`, from: restored });
+    return { template: await this.get(project.id, name), outcome: 'updated' };
   }
 
   private async saveVersion(

@@ -107,7 +107,7 @@ describe('templates with logic, layouts, locales and versions in the dashboard',
     await screenshot(page, 'template-history', true);
 
     await page.getByTestId('restore-1').click();
-    await page.getByText('Version restored.').waitFor();
+    await page.getByText('Version 1 restored as version 3.').waitFor();
     expect(await page.getByTestId('current-version').innerText()).toBe('3');
     const template = await h.server.services.templates.get(projectId, 'order_shipped');
     expect(template).toMatchObject({ version: 3, layout: 'brand', locales: {} });

@@ -88,6 +88,14 @@ describe(`templates (${backend})`, () => {
       await admin.get(path('/templates/welcome/versions')),
     );
     expect(newest.versions[0]).toMatchObject({ version: 4, note: 'rollback to 2' });
+    expect(restored).toMatchObject({ outcome: 'updated' });
+    // Version 2's content is the current content now: restoring it again makes no version.
+    const again = ok(await admin.post(path('/templates/welcome/rollback'), { version: 2 }));
+    expect(again).toMatchObject({ version: 4, outcome: 'unchanged' });
+    const same = ok<{ versions: { version: number }[] }>(
+      await admin.get(path('/templates/welcome/versions')),
+    );
+    expect(same.versions[0]?.version).toBe(4);
     for (const version of [99, 0])
       expectError(
         await admin.post(path('/templates/welcome/rollback'), { version }),

@@ -213,6 +213,7 @@ describe('restoring a version from the history', () => {
     for (const [version, reason] of [
       ['99', 'Template &quot;user_created&quot; has no version 99'],
       ['v1', 'Template &quot;user_created&quot; has no version v1'],
+      [' ', 'Choose a version to restore'],
     ] as const) {
       const page = await suite.client.post(ROLLBACK(), { version }, csrf);
       expect(page.statusCode).toBe(400);
@@ -222,12 +223,25 @@ describe('restoring a version from the history', () => {
     expect((await suite.ctx.services.templates.get(projectId, 'user_created')).version).toBe(before.version);
   });
 
-  it('restores an existing version', async () => {
+  it('restores an earlier version and says which, as which', async () => {
     const before = await suite.ctx.services.templates.get(projectId, 'user_created');
-    const page = await suite.client.post(ROLLBACK(), { version: '1' }, csrf);
-    expect(page.statusCode).toBe(303);
-    expect((await suite.ctx.services.templates.get(projectId, 'user_created')).version).toBe(
-      before.version + 1,
-    );
+    await suite.ctx.services.templates.update(projectId, 'user_created', {
+      subject: 'Changed {{user_name}}',
+    });
+    const restored = await suite.client.post(ROLLBACK(), { version: String(before.version) }, csrf);
+    expect(restored.statusCode).toBe(303);
+    const as = before.version + 2;
+    expect((await suite.ctx.services.templates.get(projectId, 'user_created')).version).toBe(as);
+    const page = await suite.client.get(restored.headers.location as string);
+    expect(page.body).toContain(`Version ${before.version} restored as version ${as}.`);
+  });
+
+  it('makes no version when the version restored is the current content, and says so', async () => {
+    const current = await suite.ctx.services.templates.get(projectId, 'user_created');
+    const restored = await suite.client.post(ROLLBACK(), { version: String(current.version) }, csrf);
+    expect(restored.statusCode).toBe(303);
+    expect((await suite.ctx.services.templates.get(projectId, 'user_created')).version).toBe(current.version);
+    const page = await suite.client.get(restored.headers.location as string);
+    expect(page.body).toContain(`Version ${current.version} is the current content; nothing changed.`);
   });
 });

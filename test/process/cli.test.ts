@@ -357,7 +357,14 @@ describe('herald CLI', () => {
     expect((versions.versions as { version: number }[]).map((v) => v.version)).toEqual([2, 1]);
     // --version here is the command's own option, not a request for Herald's version.
     const v3 = await herald('template', 'rollback', ...project, '--name', 'order', '--version', '1');
-    expect(v3).toMatchObject({ version: 3, locales: {} });
+    expect(v3).toMatchObject({ version: 3, locales: {}, outcome: 'updated' });
+    // Version 1's content is the current content now: no version is made.
+    expect(
+      await herald('template', 'rollback', ...project, '--name', 'order', '--version', '1'),
+    ).toMatchObject({
+      version: 3,
+      outcome: 'unchanged',
+    });
     const notNumber = await heraldFails(
       'template',
       'rollback',
