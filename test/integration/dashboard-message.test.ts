@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/roles.js';
+import { insertAttempt } from '../../src/storage/delivery-attempts.js';
 import { MASK } from '../../src/domain/sensitive.js';
 import { backend } from '../helpers/database.js';
 import { sendOk, settledStatus } from '../helpers/http.js';
@@ -92,6 +93,28 @@ describe(`message page (${backend})`, () => {
     expect(shown.body).toContain('<span class="badge neutral" data-testid="message-status">canceled</span>');
     const list = await app.inject({ url: '/messages', cookies: { herald_session: session } });
     expect(list.body).toContain('<span class="badge neutral">canceled</span>');
+  });
+
+  it('shows an attempt to be retried as failed, with the time it ended, not as the time of the retry', async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
+    const { id } = await ctx.services.storage.db
+      .selectFrom('notifications')
+      .select('id')
+      .where('request_id', '=', request_id)
+      .executeTakeFirstOrThrow();
+    await insertAttempt(ctx.services.storage.db, {
+      notification_id: id,
+      attempt: 1,
+      started_at: Date.UTC(2026, 10, 30, 10, 7, 37),
+      finished_at: Date.UTC(2026, 10, 30, 10, 7, 37, 314),
+      outcome: 'retry',
+      smtp_code: 451,
+      response: '451 4.3.0 Try again later',
+      transport: 'smtp',
+      relay: 'primary',
+    });
+    const shown = await open(request_id);
+    expect(shown.body).toContain('<strong>Attempt 1: failed (to be retried)</strong>');
   });
 
   it('marks a captured message as captured, and a failed one in capture mode as failed only', async () => {
