@@ -93,6 +93,13 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
   };
 }
 
+/** A check asked for where there is no relay at all: neither the project's nor Herald's. */
+const NOT_CONFIGURED: SmtpCheckResult = {
+  ok: false,
+  title: 'Not configured',
+  reply: 'Save SMTP settings first.',
+};
+
 /**
  * A verify or test send that failed, as shown: the error's message, which for an SmtpDeliveryError
  * is the relay's reply (or what went wrong on the way to it) as delivery would record it.
@@ -162,13 +169,9 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
 
   app.post<IdParams>('/projects/:id/smtp/verify', async (request, reply) => {
     const id = idParam(request.params.id);
-    const smtp = await smtpSettings.forDelivery((await projects.resolve(id)).id);
-    if (smtp === null)
-      return showResult(request, reply, id, {
-        ok: false,
-        title: 'Not configured',
-        reply: 'Save SMTP settings first.',
-      });
+    // The project's own relays, or Herald's while it has none.
+    const smtp = await smtpSettings.forChecks((await projects.resolve(id)).id);
+    if (smtp === null) return showResult(request, reply, id, NOT_CONFIGURED);
     const connected = (target: SmtpTarget) =>
       `Connected to ${describeSmtpTarget(target)}; ${target.username === null ? 'no login configured' : 'the login was accepted'}.`;
     let verified: string;
@@ -202,20 +205,15 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const project = await projects.get(id);
     const toText = text(fieldsOf(request.body), 'to');
     const smtp = await smtpSettings.forDelivery(project.id);
-    if (smtp === null)
-      return showResult(
-        request,
-        reply,
-        id,
-        { ok: false, title: 'Not configured', reply: 'Save SMTP settings first.' },
-        toText,
-      );
-    // Planned like real mail, but only over the project's own settings: this tests them.
+    const globalTarget = smtp === null ? deps.services.globalSmtp : null;
+    if (smtp === null && globalTarget === null) return showResult(request, reply, id, NOT_CONFIGURED, toText);
+    // Planned like real mail, over the project's own settings, or Herald's relay while it has
+    // none: this tests them.
     const planned = planDelivery({
       project,
       smtp,
       defaultFrom: deps.services.defaultFrom,
-      globalTarget: null,
+      globalTarget,
       production: true,
       recipient: toText,
       idLeft: `test-${randomUUID()}`,
@@ -232,6 +230,9 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
       return showResult(request, reply, id, result, toText);
     }
     const { plan } = planned;
+    // Planned for production, the plan names a relay whenever there is one (checked above).
+    const relay = plan.target;
+    if (relay === null) return showResult(request, reply, id, NOT_CONFIGURED, toText);
     try {
       const raw = await composeMessage({
         from: plan.from,
@@ -241,7 +242,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         messageId: plan.messageId,
         date: new Date(),
       });
-      const sent = await mailer.send(smtp.target, plan.envelope, raw);
+      const sent = await mailer.send(relay, plan.envelope, raw);
       return showResult(
         request,
         reply,

@@ -287,6 +287,19 @@ export class SmtpSettingsService {
     };
   }
 
+  /**
+   * The relays the project's mail goes through, for the dashboard's checks: its own (as
+   * forDelivery), else Herald's (HERALD_SMTP_URL and HERALD_SMTP_FALLBACK_URL); null when neither.
+   */
+  async forChecks(
+    projectId: number,
+  ): Promise<{ readonly target: SmtpTarget; readonly fallback: SmtpTarget | null } | null> {
+    const own = await this.forDelivery(projectId);
+    if (own !== null) return own;
+    const { primary, fallback } = this.globals;
+    return primary === null ? null : { target: primary, fallback };
+  }
+
   private target({ passwordEnc, ...relay }: StoredRelay): SmtpTarget {
     return { ...relay, password: passwordEnc === null ? null : this.secrets.open(passwordEnc) };
   }

@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backend } from '../helpers/database.js';
+import { csrfOf, dashboardApp, dashboardClient, type DashboardClient } from '../helpers/dashboard.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { SmtpSink } from '../helpers/smtp-sink.js';
+
+/**
+ * The SMTP page's checks for a project without settings of its own while Herald has a relay
+ * (HERALD_SMTP_URL): its mail goes there, so "Verify connection" and "Send test email" check that
+ * relay, against a real SMTP server.
+ */
+
+let sink: SmtpSink;
+let ctx: TestContext;
+let app: FastifyInstance;
+let client: DashboardClient;
+let projectId: number;
+
+beforeAll(async () => {
+  sink = await new SmtpSink().start();
+  ctx = await createTestContext({ HERALD_SMTP_URL: sink.url });
+  let session: string;
+  ({ app, session } = await dashboardApp(ctx));
+  client = dashboardClient(app, session);
+  ({ projectId } = await seedProject(ctx.services, { fromEmail: 'shop@herald.example' }));
+});
+afterAll(async () => {
+  await app?.close();
+  await ctx?.close();
+  await sink?.stop();
+});
+
+describe(`the SMTP checks through Herald's relay (${backend})`, () => {
+  it('are offered, and say which relay they check', async () => {
+    const page = await client.get(`/projects/${projectId}/smtp`);
+    expect(page.body).toContain('data-testid="smtp-checks-global"');
+    expect(page.body).not.toContain('data-testid="smtp-checks-disabled"');
+    expect(page.body).not.toMatch(/<button type="submit" class="btn" disabled/);
+  });
+
+  it("verify Herald's relay", async () => {
+    const page = await client.get(`/projects/${projectId}/smtp`);
+    const verified = await client.post(`/projects/${projectId}/smtp/verify`, {}, csrfOf(page));
+    expect(verified.body).toContain('Connection verified');
+    expect(verified.body).toContain(`Connected to smtp://127.0.0.1:${sink.port}`);
+  });
+
+  it("send the test email through Herald's relay", async () => {
+    const page = await client.get(`/projects/${projectId}/smtp`);
+    const sent = await client.post(
+      `/projects/${projectId}/smtp/test`,
+      { to: 'dev@example.org' },
+      csrfOf(page),
+    );
+    expect(sent.body).toContain('Test email accepted');
+    await sink.waitFor(1);
+    expect(sink.messages.at(-1)).toMatchObject({ envelopeTo: ['dev@example.org'] });
+    expect(sink.messages.at(-1)?.parsed.subject).toMatch(/^Herald test email for /);
+  });
+});
