@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
+import { SmtpDeliveryError } from '../mail/smtp.js';
 import { urlHost } from '../domain/url-host.js';
 import {
   describeSmtpTarget,
@@ -251,7 +252,15 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         toText,
       );
     } catch (error) {
-      return showResult(request, reply, id, failure('Test email refused', error), toText);
+      // Refused by the relay, or never reached it: the title says which.
+      const unreached = error instanceof SmtpDeliveryError && error.failure.reached === false;
+      return showResult(
+        request,
+        reply,
+        id,
+        failure(unreached ? 'Test email not sent: the relay was not reached' : 'Test email refused', error),
+        toText,
+      );
     }
   });
 }

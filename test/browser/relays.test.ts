@@ -114,7 +114,7 @@ describe('SMTP page of a project whose relay is down', () => {
     await result.filter({ hasText: 'Fallback connection failed' }).waitFor();
     expect(await result.innerText()).toMatch(
       new RegExp(
-        `Connected to smtp://127\\.0\\.0\\.1:${fallback.port}[^\\n]*\\nFallback smtp://127\\.0\\.0\\.1:${refused} \\(none\\): .*ECONNREFUSED`,
+        `Connected to smtp://127\\.0\\.0\\.1:${fallback.port}[^\\n]*\\nFallback smtp://127\\.0\\.0\\.1:${refused} \\(security=none\\): .*ECONNREFUSED`,
       ),
     );
     await h.server.services.smtpSettings.setFromUrl(projectId, fallback.url, {
@@ -124,7 +124,7 @@ describe('SMTP page of a project whose relay is down', () => {
     await page.getByRole('button', { name: 'Verify connection' }).click();
     await result.filter({ hasText: 'Connection verified' }).waitFor();
     expect(await result.innerText()).toContain(
-      `Fallback: Connected to smtp://localhost:${fallback.port} (none)`,
+      `Fallback: Connected to smtp://localhost:${fallback.port} (security=none)`,
     );
   });
 });

@@ -59,3 +59,17 @@ describe(`the SMTP checks through Herald's relay (${backend})`, () => {
     expect(sink.messages.at(-1)?.parsed.subject).toMatch(/^Herald test email for /);
   });
 });
+
+describe(`the SMTP page's test email to a relay that is not there (${backend})`, () => {
+  it('says that it was not sent because the relay was not reached, not that the relay refused it', async () => {
+    const closed = await new SmtpSink().start();
+    await closed.stop();
+    const { projectId: own } = await seedProject(ctx.services, { fromEmail: 'shop@herald.example' });
+    await ctx.services.smtpSettings.setFromUrl(own, closed.url);
+    const page = await client.get(`/projects/${own}/smtp`);
+    const sent = await client.post(`/projects/${own}/smtp/test`, { to: 'dev@example.org' }, csrfOf(page));
+    expect(sent.body).toContain('Test email not sent: the relay was not reached');
+    expect(sent.body).toContain(`The relay at 127.0.0.1:${closed.port} refused the connection`);
+    expect(sent.body).not.toContain('Test email refused');
+  });
+});

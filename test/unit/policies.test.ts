@@ -155,8 +155,12 @@ describe('SMTP URLs', () => {
   });
 
   it('describe a target as a URL again, with an IPv6 host in brackets and no password', () => {
-    expect(describeSmtpTarget(parseSmtpUrl('smtp://u:secret@[::1]:2525'))).toBe('smtp://u@[::1]:2525 (auto)');
-    expect(describeSmtpTarget(parseSmtpUrl('smtps://relay.example'))).toBe('smtps://relay.example:465 (tls)');
+    expect(describeSmtpTarget(parseSmtpUrl('smtp://u:secret@[::1]:2525'))).toBe(
+      'smtp://u@[::1]:2525 (security=auto)',
+    );
+    expect(describeSmtpTarget(parseSmtpUrl('smtps://relay.example'))).toBe(
+      'smtps://relay.example:465 (security=tls)',
+    );
   });
 });
 
