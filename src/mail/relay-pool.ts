@@ -124,6 +124,23 @@ function unansweredOn(connection: SMTPConnection): boolean {
   );
 }
 
+/**
+ * Whether the whole message, its final dot included, has left for the relay on `connection`:
+ * `message` read to its end, nodemailer's data stream (which escapes the dots and adds the last
+ * one) ended, and the socket holding none of it back. A relay that stopped reading holds it back.
+ */
+function sentWholeOn(connection: SMTPConnection, message: Readable): boolean {
+  const inner = connection as unknown as { _currentDataStream?: unknown; _socket?: unknown };
+  const socket = inner._socket;
+  return (
+    message.readableEnded &&
+    inner._currentDataStream === false &&
+    typeof socket === 'object' &&
+    socket !== null &&
+    (socket as { writableLength?: unknown }).writableLength === 0
+  );
+}
+
 /** Whether the whole message had been sent when `error` happened (see Deadline.sentWhole). */
 export function sentWholeBefore(error: unknown): boolean {
   return (error as { sentWhole?: unknown } | null)?.sentWhole === true;
@@ -252,7 +269,7 @@ export class RelayPool {
     const message = Readable.from([raw], { objectMode: false });
     return new Promise((resolve) => {
       const abort = () => {
-        deadline.sentWhole = message.readableEnded;
+        deadline.sentWhole = sentWholeOn(connection, message);
         connection.close();
         resolve({ kind: 'failed', error: aborted() });
       };
@@ -264,7 +281,7 @@ export class RelayPool {
         const stale = !message.readableDidRead && connectionLost(error);
         resolve({
           kind: stale ? 'stale' : 'failed',
-          error: Object.assign(error, { sentWhole: message.readableEnded }),
+          error: Object.assign(error, { sentWhole: sentWholeOn(connection, message) }),
         });
       });
     });

@@ -72,11 +72,12 @@ export function silentRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs
 /**
  * A relay whose address never took the connection before the deadline: a firewall that drops it,
  * or a host that is down. Said as such, where "did not finish" would suggest the relay was
- * reached. At port 25 of an address outside the local networks the usual cause is named: many
+ * reached. At port 25 of a relay outside the local networks the usual cause is named: many
  * hosting providers drop outbound port 25.
  */
 export function unansweredRelay(target: Pick<SmtpTarget, 'host' | 'port'>, timeoutMs: number): string {
-  const local = isIP(target.host) !== 0 ? isInternalAddress(target.host) : target.host === 'localhost';
+  // A name without a dot (localhost, a container's service name) is a local network's.
+  const local = isIP(target.host) !== 0 ? isInternalAddress(target.host) : !target.host.includes('.');
   const port25 =
     target.port === 25 && !local
       ? "; many hosting providers block outbound port 25, where a relay's submission port (587, or 465 with smtps://) passes"
@@ -100,21 +101,40 @@ export function unconfirmedMessage(timeoutMs: number): string {
 }
 
 /**
+ * The system's code for why a connection failed: nodemailer files it as `originalCode` when it
+ * gives the error its own (`ESOCKET`, `EDNS`), and a connection tried on every address of a name
+ * fails with an AggregateError whose errors carry it.
+ */
+function causeOf(error: unknown): string | null {
+  const err = (error ?? {}) as { originalCode?: unknown; code?: unknown; errors?: unknown };
+  if (typeof err.originalCode === 'string') return err.originalCode;
+  if (Array.isArray(err.errors)) {
+    const coded = err.errors.find(
+      (inner: unknown) => typeof (inner as { code?: unknown })?.code === 'string',
+    );
+    if (coded !== undefined) return (coded as { code: string }).code;
+  }
+  return typeof err.code === 'string' ? err.code : null;
+}
+
+/**
  * A connection the relay's address refused, or a relay name that does not resolve, said with the
  * relay's address where Node's words (`connect ECONNREFUSED 127.0.0.1:2525`) would leave the reader
  * to decode them; the code stays at the end, to search for. Null for any other failure.
  */
 export function unreachedRelay(error: unknown, target: Pick<SmtpTarget, 'host' | 'port'>): string | null {
-  const text = (error as { message?: unknown } | null)?.message;
-  if (typeof text !== 'string') return null;
-  const at = `${urlHost(target.host)}:${target.port}`;
-  if (/^connect ECONNREFUSED\b/.test(text))
-    return `The relay at ${at} refused the connection: nothing listens on that port, or a firewall rejects it (ECONNREFUSED)`;
-  if (/^getaddrinfo (ENOTFOUND|ENODATA)\b/.test(text))
-    return `The relay's host name ${target.host} does not resolve: no such name in DNS (${/ENODATA/.test(text) ? 'ENODATA' : 'ENOTFOUND'})`;
-  if (/^getaddrinfo EAI_AGAIN\b/.test(text))
-    return `The relay's host name ${target.host} could not be looked up: DNS did not answer (EAI_AGAIN)`;
-  return null;
+  const cause = causeOf(error);
+  switch (cause) {
+    case 'ECONNREFUSED':
+      return `The relay at ${urlHost(target.host)}:${target.port} refused the connection: nothing listens on that port, or a firewall rejects it (ECONNREFUSED)`;
+    case 'ENOTFOUND':
+    case 'ENODATA':
+      return `The relay's host name ${target.host} does not resolve: no such name in DNS (${cause})`;
+    case 'EAI_AGAIN':
+      return `The relay's host name ${target.host} could not be looked up: DNS did not answer (EAI_AGAIN)`;
+    default:
+      return null;
+  }
 }
 
 /**
@@ -176,7 +196,17 @@ export function classifySmtpError(error: unknown, security?: SmtpTarget['securit
   // STARTTLS the same error means the relay agreed to TLS and did not start it: no advice fits.
   if (security === 'tls' && /wrong version number/i.test(`${err.reason ?? ''} ${err.message ?? ''}`))
     return { kind: 'transient', message: NOT_TLS, smtpCode: null, command: err.command ?? null };
-  const message = oneLine(err.message ?? String(error));
+  // A connection tried on every address of a name fails with an AggregateError without words.
+  const cause = causeOf(error);
+  const words =
+    typeof err.message === 'string' && err.message !== ''
+      ? err.message
+      : typeof error !== 'object' || error === null
+        ? String(error)
+        : cause !== null && cause !== err.code
+          ? `Connection failed: ${cause}`
+          : 'Connection failed';
+  const message = oneLine(words);
   // Envelope and message errors without a reply code are Herald's own input problems.
   const permanent = err.code === 'EENVELOPE' || err.code === 'EMESSAGE';
   const label = bounded(err.code ? `${message} (${err.code})` : message);

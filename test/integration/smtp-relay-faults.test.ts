@@ -9,6 +9,7 @@ import {
   NOT_TLS,
   SmtpDeliveryError,
   SmtpMailer,
+  classifySmtpError,
   unansweredRelay,
   unconfirmedMessage,
   unreachedRelay,
@@ -223,7 +224,7 @@ describe('relay faults', () => {
     expect(unansweredRelay({ host: 'mx.example.org', port: 25 }, 30_000)).toBe(
       "Could not connect to the relay at mx.example.org:25 within the 30 s deadline: nothing answered (a firewall may be dropping the connection; many hosting providers block outbound port 25, where a relay's submission port (587, or 465 with smtps://) passes)",
     );
-    for (const host of ['10.0.0.25', '127.0.0.1', 'localhost', '::1'])
+    for (const host of ['10.0.0.25', '127.0.0.1', 'localhost', '::1', 'postfix'])
       expect(unansweredRelay({ host, port: 25 }, 30_000)).not.toContain('hosting providers');
   });
 
@@ -271,15 +272,43 @@ describe('relay faults', () => {
 
   it('says that a relay name does not resolve, or that DNS did not answer, in a sentence', () => {
     const relay = { host: 'smtp.nowhere.example', port: 587 };
+    // As nodemailer files a failed look-up (its own code, the system's as originalCode).
     const lookupError = (code: string) =>
-      Object.assign(new Error(`getaddrinfo ${code} smtp.nowhere.example`), { code: 'EDNS' });
+      Object.assign(new Error(`getaddrinfo ${code} smtp.nowhere.example`), {
+        code: 'EDNS',
+        originalCode: code,
+      });
     expect(unreachedRelay(lookupError('ENOTFOUND'), relay)).toBe(
       "The relay's host name smtp.nowhere.example does not resolve: no such name in DNS (ENOTFOUND)",
     );
     expect(unreachedRelay(lookupError('EAI_AGAIN'), relay)).toBe(
       "The relay's host name smtp.nowhere.example could not be looked up: DNS did not answer (EAI_AGAIN)",
     );
+    // As Node's own look-up fails (under the outbound rules Herald resolves the name itself).
+    const byNode = Object.assign(new Error('getaddrinfo ENOTFOUND smtp.nowhere.example'), {
+      code: 'ENOTFOUND',
+    });
+    expect(unreachedRelay(byNode, relay)).toContain('does not resolve');
     expect(unreachedRelay(new Error('Connection closed'), relay)).toBeNull();
+    // A name with several addresses, each refusing: Node's AggregateError has no words, and
+    // nodemailer files its code as originalCode.
+    const everyAddress = () =>
+      Object.assign(
+        new AggregateError([Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })], ''),
+        {
+          code: 'ESOCKET',
+          originalCode: 'ECONNREFUSED',
+          command: 'CONN',
+        },
+      );
+    expect(unreachedRelay(everyAddress(), relay)).toBe(
+      'The relay at smtp.nowhere.example:587 refused the connection: nothing listens on that port, or a firewall rejects it (ECONNREFUSED)',
+    );
+    const timedOut = Object.assign(new AggregateError([], ''), {
+      code: 'ESOCKET',
+      originalCode: 'ETIMEDOUT',
+    });
+    expect(classifySmtpError(timedOut).message).toBe('Connection failed: ETIMEDOUT (ESOCKET)');
   });
 
   it('says that a message the relay never confirmed may have been delivered', async () => {
@@ -309,6 +338,28 @@ describe('relay faults', () => {
     expect(unconfirmedMessage(TIMEOUT_MS)).toBe(
       'The relay was sent the whole message and did not confirm it within the 1.5 s deadline: it may have been delivered, and a retry may deliver it again',
     );
+  });
+
+  it('does not say the whole message was sent while the relay holds it back unread', async () => {
+    const server = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      size: 64 * 1024 * 1024,
+      // Reads the first chunk of the message, then stops reading: the rest waits in the sockets.
+      onData: (stream) => {
+        stream.once('data', () => stream.pause());
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.server.address() as { port: number }).port;
+    // More than the loopback's socket buffers of both ends hold.
+    const large = Buffer.from(`${'x'.repeat(998)}\r\n`.repeat(32 * 1024));
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, large),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', reached: true, timedOut: true });
+    expect(send.failure.message).not.toBe(unconfirmedMessage(TIMEOUT_MS));
   });
 
   it('reports a connection closed after the greeting, during EHLO, as reached', async () => {
