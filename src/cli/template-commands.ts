@@ -163,7 +163,7 @@ export function templateCommands(): Command {
   namedSubcommand(
     template,
     'rollback',
-    "make a new version with an earlier version's content",
+    "make a new version with an earlier version's content (none when it is the current content)",
     'template name',
   )
     .requiredOption('--version <n>', 'the version whose content to restore', versionNumber)

@@ -94,6 +94,17 @@ function formValues(view: SmtpSettingsView | null): Record<string, string> {
   };
 }
 
+/**
+ * A failed test email's title: refused by the relay, sent and not confirmed, or never at the relay
+ * (not reached, or not tried: an address the outbound rules refuse, a name without one).
+ */
+function testTitle(error: unknown): string {
+  if (!(error instanceof SmtpDeliveryError)) return 'Test email refused';
+  const { reached, timedOut } = error.failure;
+  if (reached !== true) return 'Test email not sent: the relay was not reached';
+  return timedOut === true ? 'Test email not confirmed by the relay' : 'Test email refused';
+}
+
 /** A check asked for where there is no relay at all: neither the project's nor Herald's. */
 const NOT_CONFIGURED: SmtpCheckResult = {
   ok: false,
@@ -252,15 +263,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         toText,
       );
     } catch (error) {
-      // Refused by the relay, or never reached it: the title says which.
-      const unreached = error instanceof SmtpDeliveryError && error.failure.reached === false;
-      return showResult(
-        request,
-        reply,
-        id,
-        failure(unreached ? 'Test email not sent: the relay was not reached' : 'Test email refused', error),
-        toText,
-      );
+      return showResult(request, reply, id, failure(testTitle(error), error), toText);
     }
   });
 }

@@ -169,12 +169,16 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
     '/projects/:project/templates/:name/rollback',
     {
       bodyLimit: SMALL_BODY_LIMIT,
-      schema: templates('adminRollbackTemplate', "A new version with an earlier version's content", {
-        description: 'None when that content is the current content already (`outcome: unchanged`).',
-        params: TemplateParams,
-        body: RollbackBody,
-        response: answers(TemplateRollback, 'Project or template'),
-      }),
+      schema: templates(
+        'adminRollbackTemplate',
+        "A new version with an earlier version's content, unless current",
+        {
+          description: 'None when that content is the current content already (`outcome: unchanged`).',
+          params: TemplateParams,
+          body: RollbackBody,
+          response: answers(TemplateRollback, 'Project or template'),
+        },
+      ),
     },
     async (request) => {
       const { template, outcome } = await deps.templates.rollback(

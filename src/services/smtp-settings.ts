@@ -52,7 +52,7 @@ export interface RelayStatus {
   readonly role: RelayRole;
   /** `host:port`. */
   readonly relay: string;
-  /** The relay without its password, e.g. `smtp://user@host:587 (auto)`. */
+  /** The relay without its password, e.g. `smtp://user@host:587 (security=auto)`. */
   readonly target: string;
   /** The project's own settings, or Herald's (HERALD_SMTP_URL, HERALD_SMTP_FALLBACK_URL). */
   readonly source: 'project' | 'global';

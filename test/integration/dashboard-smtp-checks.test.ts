@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend } from '../helpers/database.js';
 import { csrfOf, dashboardApp, dashboardClient, type DashboardClient } from '../helpers/dashboard.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { SMTPServer } from 'smtp-server';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 
 /**
@@ -19,7 +20,7 @@ let projectId: number;
 
 beforeAll(async () => {
   sink = await new SmtpSink().start();
-  ctx = await createTestContext({ HERALD_SMTP_URL: sink.url });
+  ctx = await createTestContext({ HERALD_SMTP_URL: sink.url, HERALD_SMTP_TIMEOUT_MS: '1500' });
   let session: string;
   ({ app, session } = await dashboardApp(ctx));
   client = dashboardClient(app, session);
@@ -71,5 +72,27 @@ describe(`the SMTP page's test email to a relay that is not there (${backend})`,
     expect(sent.body).toContain('Test email not sent: the relay was not reached');
     expect(sent.body).toContain(`The relay at 127.0.0.1:${closed.port} refused the connection`);
     expect(sent.body).not.toContain('Test email refused');
+  });
+});
+
+describe(`the SMTP page's test email to a relay that never confirms it (${backend})`, () => {
+  it('says that it was not confirmed, not that the relay refused it', async () => {
+    const silent = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onData: (stream) => stream.resume(),
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (silent.server.address() as { port: number }).port;
+      const { projectId: own } = await seedProject(ctx.services, { fromEmail: 'shop@herald.example' });
+      await ctx.services.smtpSettings.setFromUrl(own, `smtp://127.0.0.1:${port}?security=none`);
+      const page = await client.get(`/projects/${own}/smtp`);
+      const sent = await client.post(`/projects/${own}/smtp/test`, { to: 'dev@example.org' }, csrfOf(page));
+      expect(sent.body).toContain('Test email not confirmed by the relay');
+      expect(sent.body).toContain('it may have been delivered');
+    } finally {
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 });

@@ -102,7 +102,8 @@ describe('templates with logic, layouts, locales and versions', () => {
     const { templates } = ctx.services;
     await templates.create(projectId, { name: 'note', subject: 'One', text: 'first' });
     await templates.update(projectId, 'note', { subject: 'Two', text: 'second' });
-    const rolled = await templates.rollback(projectId, 'note', 1);
+    const { template: rolled, outcome } = await templates.rollback(projectId, 'note', 1);
+    expect(outcome).toBe('updated');
     expect(rolled).toMatchObject({ version: 3, subject: 'One', text: 'first' });
     expect((await templates.versions(projectId, 'note')).map((v) => [v.version, v.note])).toEqual([
       [3, 'rollback to 1'],
@@ -359,6 +360,36 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(await templates.get(projectId, 'older')).toMatchObject({ version: 4, html: formHtml });
     await templates.rollback(projectId, 'older', 1);
     expect(await templates.get(projectId, 'older')).toMatchObject({ version: 5, html });
+  });
+
+  it('restores a version that reads the same text with another engine as a new version', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    // Version 1 as a release before Handlebars left it: braces other than placeholders are text.
+    await templates.create(projectId, { name: 'braces', subject: 'Hi', text: '{{#if a}}literal{{/if}}' });
+    await asEarlierRelease(projectId, 'braces', { text_body: '{{#if a}}literal{{/if}}' }, 'placeholders');
+    // The same parts saved again become Handlebars: the same text, read another way.
+    await templates.update(projectId, 'braces', {
+      subject: 'Hi',
+      text: '{{#if a}}literal{{/if}}',
+      html: null,
+    });
+    expect((await templates.versions(projectId, 'braces')).map((v) => [v.version, v.engine])).toEqual([
+      [2, 'handlebars'],
+      [1, 'placeholders'],
+    ]);
+    const { template, outcome } = await templates.rollback(projectId, 'braces', 1);
+    expect(outcome).toBe('updated');
+    expect(template.version).toBe(3);
+    expect((await templates.versions(projectId, 'braces'))[0]).toMatchObject({
+      version: 3,
+      engine: 'placeholders',
+    });
+    // Restoring it again is the current content: nothing changes.
+    expect(await templates.rollback(projectId, 'braces', 1)).toMatchObject({
+      template: { version: 3 },
+      outcome: 'unchanged',
+    });
   });
 
   it('refuses a layout without its content placeholder, and deleting one that templates use', async () => {
