@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planDelivery } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
-import { SmtpDeliveryError } from '../mail/smtp.js';
+import { SmtpDeliveryError } from '../mail/smtp-failures.js';
 import { urlHost } from '../domain/url-host.js';
 import {
   describeSmtpTarget,

@@ -18,7 +18,8 @@ import {
   type RelayHealth,
   type RelayHealthPolicy,
 } from '../domain/relay-health.js';
-import { SmtpDeliveryError, type SmtpMailer } from '../mail/smtp.js';
+import type { SmtpMailer } from '../mail/smtp.js';
+import { SmtpDeliveryError } from '../mail/smtp-failures.js';
 import {
   changeRelayHealth,
   claimProbe,

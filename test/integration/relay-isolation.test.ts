@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/roles.js';
-import { DEADLINE_EXCEEDED, NOT_SMTP } from '../../src/mail/smtp.js';
+import { DEADLINE_EXCEEDED, NOT_SMTP } from '../../src/mail/smtp-failures.js';
 import type { StatusBody } from '../../src/services/notifications.js';
 import type { Worker } from '../../src/roles.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';

@@ -1,7 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbound.js';
-import { SmtpDeliveryError, SmtpMailer } from '../../src/mail/smtp.js';
+import { SmtpDeliveryError } from '../../src/mail/smtp-failures.js';
+import { SmtpMailer } from '../../src/mail/smtp.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 

@@ -8,12 +8,12 @@ import {
   NOT_SMTP,
   NOT_TLS,
   SmtpDeliveryError,
-  SmtpMailer,
   classifySmtpError,
   unansweredRelay,
   unconfirmedMessage,
   unreachedRelay,
-} from '../../src/mail/smtp.js';
+} from '../../src/mail/smtp-failures.js';
+import { SmtpMailer } from '../../src/mail/smtp.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
 import { Deadline } from '../../src/mail/deadline.js';
 import { RelayPool } from '../../src/mail/relay-pool.js';

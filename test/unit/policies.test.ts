@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkQuotaLimit, parseQuotaLimit, quotaState, quotaWindow } from '../../src/domain/quota.js';
 import { backoffDelay, deliveryBackoff, webhookBackoff } from '../../src/domain/backoff.js';
 import { parseSendRequest } from '../../src/domain/send-request.js';
-import { classifySmtpError } from '../../src/mail/smtp.js';
+import { classifySmtpError } from '../../src/mail/smtp-failures.js';
 import { describeSmtpTarget, parseSmtpUrl } from '../../src/mail/smtp-target.js';
 
 describe('quota limits', () => {
