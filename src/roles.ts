@@ -76,7 +76,7 @@ export function createWorker(
   mail.onDue = () => mailLoop.wake();
   mail.onWebhooksQueued = () => webhookLoop.wake();
   webhooks.onRoom = () => webhookLoop.resume();
-  mail.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
+  mail.outcomes.onOutcome = ({ projectId, outcome, transport, durationMs }) => {
     metrics.delivered.inc({ project_id: String(projectId), outcome, transport: transport ?? 'none' });
     if (transport === 'smtp') metrics.smtpDuration.observe({ outcome }, durationMs / 1000);
   };

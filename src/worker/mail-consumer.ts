@@ -3,7 +3,6 @@ import type { Config } from '../config.js';
 import { failedBeforeSending, type AttemptResult } from '../domain/attempt.js';
 import { deliveryBackoff } from '../domain/backoff.js';
 import { lanePolicy, type LanePolicy } from '../domain/lanes.js';
-import { attemptFinished, type AttemptOutcome, type AttemptPolicy } from '../domain/lifecycle.js';
 import {
   relayHealthPolicy,
   routeAttempt,
@@ -19,6 +18,7 @@ import { ClaimedCancels } from './claimed-cancels.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import type { Attempted } from './outcomes.js';
+import { AttemptRecorder } from './attempt-recorder.js';
 import { RelayHealthBook } from './relay-health.js';
 import { RelayLanes } from './relay-lanes.js';
 import { suppressionsOf } from './suppressed.js';
@@ -28,14 +28,6 @@ export type MailOptions = Pick<
   Config['delivery'],
   'maxAttempts' | 'retryBaseMs' | 'batchSize' | 'concurrency' | 'smtpMaxConnections' | 'smtpTimeoutMs'
 >;
-
-/** What an attempt came to, for the worker's logs and metrics. */
-export interface DeliveryOutcome {
-  readonly projectId: number;
-  readonly outcome: AttemptOutcome;
-  readonly transport: 'smtp' | 'capture' | null;
-  readonly durationMs: number;
-}
 
 interface Job {
   readonly row: NotificationRow;
@@ -70,8 +62,9 @@ export class MailConsumer implements Consumer {
   private readonly relays: RelayLanes<Routed>;
   /** What this worker knows of its relays, shared with every other worker (relay-health.ts). */
   readonly health: RelayHealthBook;
+  /** Stores each attempt's outcome, and tells the metrics (attempt-recorder.ts). */
+  readonly outcomes: AttemptRecorder;
   private readonly lanes: LanePolicy;
-  private readonly policy: AttemptPolicy;
   private active = 0;
   /** Jobs loaded after a stop began: given back with the backlog. */
   private readonly unstarted: Job[] = [];
@@ -82,8 +75,6 @@ export class MailConsumer implements Consumer {
   private stopping = false;
   /** Told when lanes came free (the loop may claim more). */
   onRoom: () => void = () => {};
-  /** Told about every stored outcome (metrics); must not throw or block. */
-  onOutcome: ((outcome: DeliveryOutcome) => void) | null = null;
   /** Told when mail that waited for a relay is due now (the loop should claim). */
   onDue: () => void = () => {};
   /** Told once a cancel this worker answered has queued webhook deliveries. */
@@ -104,7 +95,12 @@ export class MailConsumer implements Consumer {
       logger,
       (parked: Routed) => parked.job.row.project_id,
     );
-    this.policy = { maxAttempts: options.maxAttempts, backoff: deliveryBackoff(options.retryBaseMs) };
+    this.outcomes = new AttemptRecorder(
+      queue,
+      { maxAttempts: options.maxAttempts, backoff: deliveryBackoff(options.retryBaseMs) },
+      logger,
+      now,
+    );
     this.health = new RelayHealthBook(
       queue.db,
       deliverer.mailer,
@@ -361,7 +357,7 @@ export class MailConsumer implements Consumer {
         }
         this.pump();
         this.onRoom();
-        if (!waitsAgain) await this.record(job.row, result, recordAs, startedAt, finishedAt);
+        if (!waitsAgain) await this.outcomes.record(job.row, result, recordAs, startedAt, finishedAt);
       })
       .catch((err: unknown) => {
         // Only a stop gives up on an outcome the store refused: the row stays leased to this
@@ -369,42 +365,6 @@ export class MailConsumer implements Consumer {
         this.logger.error({ err, requestId: job.row.request_id }, 'recording a delivery outcome failed');
       });
     this.track(work);
-  }
-
-  private async record(
-    row: NotificationRow,
-    result: AttemptResult,
-    route: AttemptRoute | null,
-    startedAt: number,
-    finishedAt: number,
-  ) {
-    const transition = attemptFinished(row, result, this.policy, finishedAt, route);
-    if (!(await this.queue.finish(row, { transition, startedAt, finishedAt }))) {
-      this.logger.warn({ requestId: row.request_id }, 'lease lost before the outcome was recorded');
-      return;
-    }
-    if (!result.ok)
-      this.logger.warn(
-        {
-          projectId: row.project_id,
-          requestId: row.request_id,
-          attempt: row.attempts,
-          smtpCode: result.failure.smtpCode,
-          reply: result.failure.message,
-          relay: route?.relay,
-        },
-        transition.outcome === 'retry' ? 'delivery failed; will retry' : 'delivery failed permanently',
-      );
-    try {
-      this.onOutcome?.({
-        projectId: row.project_id,
-        outcome: transition.outcome,
-        transport: result.transport,
-        durationMs: this.now() - startedAt,
-      });
-    } catch {
-      // Logging and metrics only; the outcome is stored.
-    }
   }
 
   /**
