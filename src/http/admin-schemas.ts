@@ -133,24 +133,23 @@ export const Template = Type.Object(
   { description: 'A template: its default variant, its locale variants and its layout.' },
 );
 
-export const TemplatePut = Type.Object(
-  {
-    ...Template.properties,
-    outcome: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('unchanged')], {
-      description: '`unchanged`: the same content was there already, and no version was made.',
-    }),
-  },
-  { description: 'The template as it is now, with its new (or unchanged) version.' },
+/** The template as it is now, with what the call did to it (`outcome`). */
+const TemplateWithOutcome = <Outcome extends TSchema>(outcome: Outcome) =>
+  Type.Object(
+    { ...Template.properties, outcome },
+    { description: 'The template as it is now, with its new (or unchanged) version.' },
+  );
+
+export const TemplatePut = TemplateWithOutcome(
+  Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('unchanged')], {
+    description: '`unchanged`: the same content was there already, and no version was made.',
+  }),
 );
 
-export const TemplateRollback = Type.Object(
-  {
-    ...Template.properties,
-    outcome: Type.Union([Type.Literal('updated'), Type.Literal('unchanged')], {
-      description: "`unchanged`: that version's content is the current content, and no version was made.",
-    }),
-  },
-  { description: 'The template as it is now, with its new (or unchanged) version.' },
+export const TemplateRollback = TemplateWithOutcome(
+  Type.Union([Type.Literal('updated'), Type.Literal('unchanged')], {
+    description: "`unchanged`: that version's content is the current content, and no version was made.",
+  }),
 );
 
 const VariantInput = (what: string) => ({
