@@ -47,14 +47,17 @@ export function parseMailbox(input: string): Mailbox | null {
 
 /**
  * Why `input` is not one mailbox, for the cases that can be named for certain (a hint beside the
- * fixed error); undefined for the rest. Only called for an input parseMailbox refused.
+ * fixed error); undefined for the rest. Only called for an input parseMailbox refused. `one` says
+ * why the field takes a single address.
  */
-export function mailboxProblem(input: unknown): string | undefined {
+export function mailboxProblem(
+  input: unknown,
+  one = 'a send has one recipient (a batch sends to several)',
+): string | undefined {
   if (typeof input !== 'string') return 'Give one address as a string, e.g. "jane@example.org"';
   if (HEADER_BREAK.test(input)) return 'An address may not contain a line break or a control character';
   const address = /<([^<>]*)>\s*$/.exec(input)?.[1] ?? input.trim();
-  if ((address.match(/@/g) ?? []).length > 1 || /[,;]/.test(address))
-    return 'Give one address: a send has one recipient (a batch sends to several)';
+  if ((address.match(/@/g) ?? []).length > 1 || /[,;]/.test(address)) return `Give one address: ${one}`;
   const at = address.indexOf('@');
   if (at < 0) return 'An address needs an @, e.g. jane@example.org';
   if (NOT_ASCII.test(address.slice(0, at))) return 'The part before the @ must be ASCII';

@@ -91,7 +91,8 @@ export const errors = {
   /** No `to`, and no contact email to send to instead (spec §7.1). */
   noRecipient: () => errors.invalidRecipient(NO_RECIPIENT_HINT),
   invalidType: () => new HeraldError(ErrorCode.InvalidType, Messages.invalidType),
-  invalidField: (message: string) => new HeraldError(ErrorCode.InvalidField, message),
+  invalidField: (message: string, hint?: string) =>
+    new HeraldError(ErrorCode.InvalidField, message, hint === undefined ? {} : { hint }),
   invalidSendAt: (hint?: string) =>
     new HeraldError(ErrorCode.InvalidField, Messages.invalidSendAt, hint === undefined ? {} : { hint }),
   quotaExceeded: () => new HeraldError(ErrorCode.QuotaExceeded, Messages.quotaExceeded),

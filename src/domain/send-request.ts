@@ -166,7 +166,8 @@ function parseLocale(value: unknown): string | null {
 function parseReplyTo(value: unknown): Mailbox | null {
   if (value === undefined || value === null || value === '') return null;
   const mailbox = typeof value === 'string' ? parseMailbox(value) : null;
-  if (mailbox === null) throw errors.invalidField("Invalid 'reply_to'");
+  if (mailbox === null)
+    throw errors.invalidField("Invalid 'reply_to'", mailboxProblem(value, 'a message has one Reply-To'));
   return mailbox;
 }
 

@@ -70,12 +70,20 @@ describe('reply_to', () => {
   });
 
   it.each([
-    ['not an address', 'help desk'],
-    ['two addresses', 'a@example.org, b@example.org'],
-    ['a header break', 'a@example.org\r\nBcc: victim@example.org'],
-    ['a number', 5],
-  ])("refuses %s with Invalid 'reply_to'", async (_name, value) => {
+    ['not an address', 'help desk', 'An address needs an @, e.g. jane@example.org'],
+    ['two addresses', 'a@example.org, b@example.org', 'Give one address: a message has one Reply-To'],
+    [
+      'a header break',
+      'a@example.org\r\nBcc: victim@example.org',
+      'An address may not contain a line break or a control character',
+    ],
+    ['a number', 5, 'Give one address as a string, e.g. "jane@example.org"'],
+  ])("refuses %s with Invalid 'reply_to', and says why", async (_name, value, hint) => {
     await refused({ ...base, reply_to: value }, 400, "Invalid 'reply_to'");
+    expect((await send(ctx.app, apiKey, { ...base, reply_to: value })).json()).toEqual({
+      error: "Invalid 'reply_to'",
+      hint,
+    });
   });
 });
 
