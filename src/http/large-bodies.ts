@@ -5,7 +5,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * in flight at once, from the first byte read to the answer: in all, and per project. A body is
  * held in memory whole while it is read, checked and accepted, so without a bound a few key
  * holders could make the API hold gigabytes. A body counts with its Content-Length (one without
- * counts as the route's limit). Past the bound the request is refused before its body is read, as
+ * counts as the route's limit); one that declares more than the route's limit takes no room: it is
+ * refused with 413 before a byte of it is read, and no wait would let it in. Past the bound the request is refused before its body is read, as
  * busy (503 with Retry-After), which a client retries. The bound per project is half the one in
  * all, so one project's flood always leaves room for another's; it takes 28 sends of 10 MiB of
  * files at once.
@@ -42,10 +43,9 @@ export class LargeBodies {
    */
   admit(request: FastifyRequest, reply: FastifyReply, key: string): boolean {
     const declared = Number(request.headers['content-length'] ?? Number.NaN);
-    if (Number.isFinite(declared) && declared <= this.limits.largeFrom) return true;
-    const bytes = Number.isFinite(declared)
-      ? declared
-      : (request.routeOptions.bodyLimit ?? this.limits.largeFrom);
+    const limit = request.routeOptions.bodyLimit ?? this.limits.largeFrom;
+    if (Number.isFinite(declared) && (declared <= this.limits.largeFrom || declared > limit)) return true;
+    const bytes = Number.isFinite(declared) ? declared : limit;
     const mine = this.perKey.get(key) ?? 0;
     if (this.total + bytes > this.limits.maxBytes || mine + bytes > this.limits.maxBytesPerKey) return false;
     this.total += bytes;

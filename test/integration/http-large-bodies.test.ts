@@ -1,0 +1,133 @@
+import { connect, type Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
+import { DEFAULT_LARGE_BODY_LIMITS } from '../../src/http/large-bodies.js';
+import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { waitUntil } from '../helpers/wait.js';
+
+/**
+ * Large request bodies share a budget of bytes in flight, in all and per project, over real
+ * sockets: past a project's share its next large body is refused as busy (503, Retry-After) before
+ * it is read, another project's is still taken, and a body that could never be taken is refused
+ * as too large, not as busy.
+ */
+
+let ctx: TestContext;
+let app: FastifyInstance;
+let port: number;
+const sockets: Socket[] = [];
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  app = await buildApp({
+    ...ctx.services,
+    clientLimits: { headersTimeoutMs: 60_000, requestTimeoutMs: 120_000, maxConnectionsPerClient: 100 },
+    metricsRoute: { metrics: ctx.services.metrics, production: false, token: null },
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
+  await app?.close();
+  await ctx?.close();
+});
+
+const MiB = 1024 * 1024;
+
+/** A POST of `path` that declares `length` bytes and sends `body` of them (all, some or none). */
+async function post(apiKey: string, path: string, length: number, body = '') {
+  const socket = connect({ port, host: '127.0.0.1' });
+  sockets.push(socket);
+  let received = '';
+  let closed = false;
+  socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
+  socket.on('error', () => {});
+  socket.on('close', () => (closed = true));
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`,
+  );
+  return {
+    socket,
+    get received() {
+      return received;
+    },
+    get closed() {
+      return closed;
+    },
+  };
+}
+
+type Posted = Awaited<ReturnType<typeof post>>;
+
+/** The status line's code, once the answer came. */
+const statusOf = (conn: Posted) =>
+  waitUntil(() => /^HTTP\/1\.1 (\d{3}) /.exec(conn.received)?.[1], { timeoutMs: 20_000, what: 'an answer' });
+
+const BATCH = '/api/v1/notifications/batch';
+
+/** A whole batch of `bytes` that is not JSON: admitted, it is read and gets 400. */
+const notJson = (bytes: number) => 'x'.repeat(bytes);
+
+describe('large bodies in flight', () => {
+  it('refuses a body larger than the route takes with 413, however large it claims to be', async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    for (const [path, length] of [
+      ['/api/v1/notifications', 99_999_999_999],
+      ['/api/v1/notifications', 16 * MiB],
+      ['/api/v1/notifications/batch', 99_999_999_999],
+      ['/api/v1/notifications/batch', 6 * MiB],
+    ] as const) {
+      const conn = await post(apiKey, path, length);
+      expect(await statusOf(conn), `${path} declaring ${length} bytes`).toBe('413');
+      expect(conn.received).toMatch(/"error":"Request body is larger than \d+ MiB"/);
+      expect(conn.received).not.toMatch(/retry-after/i);
+    }
+    // None of them took room: a large body of the same project is still read.
+    const large = notJson(DEFAULT_LARGE_BODY_LIMITS.largeFrom + 1);
+    expect(await statusOf(await post(apiKey, BATCH, large.length, large))).toBe('400');
+  });
+
+  it("answers busy past a project's share, takes another project's, and takes it again once room is back", async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    // Sends of 15 MiB, then batches of 5 MiB, whose bodies never come: each holds its room until
+    // its connection closes. They fill the project's share to less than one more batch.
+    const held: Posted[] = [];
+    let room = DEFAULT_LARGE_BODY_LIMITS.maxBytesPerKey;
+    for (const [path, bytes] of [
+      ['/api/v1/notifications', 15 * MiB],
+      [BATCH, 5 * MiB],
+    ] as const) {
+      for (; room >= bytes; room -= bytes) held.push(await post(apiKey, path, bytes));
+    }
+    const probe = notJson(5 * MiB);
+    // The held requests came first: a request on a later connection is answered after them.
+    const barrier = await post(apiKey, '/api/v1/notifications', 2, '{}');
+    expect(await statusOf(barrier)).toBe('400');
+
+    const refused = await post(apiKey, BATCH, probe.length, probe);
+    expect(await statusOf(refused)).toBe('503');
+    expect(refused.received).toMatch(/^Retry-After: 1\r$/im);
+    expect(refused.received).toContain('"error":"Too many large requests are being checked; retry shortly"');
+    expect(held.map((conn) => conn.received)).toEqual(held.map(() => ''));
+
+    const other = await seedProject(ctx.services);
+    expect(await statusOf(await post(other.apiKey, BATCH, probe.length, probe))).toBe('400');
+
+    held.pop()!.socket.destroy();
+    await waitUntil(
+      async () => {
+        const again = await post(apiKey, BATCH, probe.length, probe);
+        const status = await statusOf(again);
+        again.socket.destroy();
+        return status === '400' ? true : undefined;
+      },
+      { timeoutMs: 20_000, what: 'room for a large body again' },
+    );
+    for (const conn of held) conn.socket.destroy();
+  });
+});
