@@ -58,7 +58,7 @@ export function quotaWindow(period: QuotaPeriod, now: number): QuotaWindow {
 
 export interface QuotaState {
   readonly limit: number;
-  /** Accepted sends counted in this window, at most `limit`. */
+  /** Accepted sends counted in this window: more than `limit` once the limit was lowered below it. */
   readonly used: number;
   readonly remaining: number;
   /** Epoch seconds at which the window resets. */
@@ -66,6 +66,5 @@ export interface QuotaState {
 }
 
 export function quotaState(limit: number, used: number, window: QuotaWindow): QuotaState {
-  const counted = Math.min(limit, used);
-  return { limit, used: counted, remaining: limit - counted, reset: Math.floor(window.end / 1000) };
+  return { limit, used, remaining: Math.max(0, limit - used), reset: Math.floor(window.end / 1000) };
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Messages } from '../../src/domain/errors.js';
 import { backend } from '../helpers/database.js';
 import { adminClient, ok, refusal, type AdminClient } from '../helpers/admin.js';
 import { countNotifications, expectError, sendOk, send } from '../helpers/http.js';
@@ -46,6 +47,12 @@ describe(`projects (${backend})`, () => {
     const listed = ok<{ projects: Record<string, unknown>[] }>(await admin.get('/projects'));
     expect(listed.projects.map((p) => p.name)).toContain('shop');
     for (const body of [byName, listed]) expect(JSON.stringify(body)).not.toContain(apiKey);
+
+    // A limit lowered below what was used keeps the count, and refuses the next send.
+    await sendOk(ctx.app, apiKey, { template: 'user_created' });
+    expect(ok(await admin.patch('/projects/shop', { quota: 1 }))).toMatchObject({ quota: 1 });
+    expect(ok(await admin.get('/projects/shop'))).toMatchObject({ quota: 1, quota_used: 2 });
+    expectError(await send(ctx.app, apiKey, { template: 'user_created' }), 402, Messages.quotaExceeded);
 
     const changed = ok(
       await admin.patch('/projects/shop', { quota: 'unlimited', from_name: null, name: 'store' }),
