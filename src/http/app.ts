@@ -12,7 +12,7 @@ import { adminApi, type AdminDeps } from './admin-api.js';
 import { registerApiLog } from './api-log-hooks.js';
 import { BACK_TO_DASHBOARD, faviconRoutes, LOGO_SVG, MARK_SVG } from './brand.js';
 import { BODY_LIMIT, OPENAPI, apiRoutes } from './api-routes.js';
-import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
+import { clientErrorHandler, errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import {
   capConnectionsPerClient,
   CONNECTIONS_CHECK_MS,
@@ -66,6 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // any id it never issued with 404 Notification not found (spec §4.2).
     routerOptions: { maxParamLength: 16 * 1024 },
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   const refused = deps.metricsRoute?.metrics.httpConnectionsRefused;
   capConnectionsPerClient(app.server, limits.maxConnectionsPerClient, () => refused?.inc());

@@ -1,5 +1,6 @@
-import { STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 
 /** The one place that turns domain error codes into HTTP status codes. */
@@ -134,4 +135,44 @@ export function frameworkErrorHandler(
 ): FastifyReply {
   if (request.url.startsWith('/api/')) return sendError(reply, 400, 'Malformed URL');
   return notFoundHandler(request, reply);
+}
+
+/** What a request Node's parser refused is answered with, by the parser's code. */
+function clientErrorAnswer(code: string | undefined): { status: number; message: string } {
+  switch (code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, message: 'The request did not arrive in time' };
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, message: `Request headers are larger than ${maxHeaderSize / 1024} KiB` };
+    default:
+      // HPE_UNEXPECTED_CONTENT_LENGTH (both Content-Length and Transfer-Encoding), a bad chunk, …
+      return {
+        status: 400,
+        message: code === undefined ? 'Malformed HTTP request' : `Malformed HTTP request (${code})`,
+      };
+  }
+}
+
+/**
+ * A request Node's HTTP parser refused, or one that did not arrive in time, never reaches Fastify's
+ * routes: it is answered here on the socket, in the API's `{"error": …}` shape, and the connection
+ * is closed (what is left on it cannot be read as a request).
+ */
+export function clientErrorHandler(
+  this: FastifyInstance,
+  error: Error & { code?: string },
+  socket: Duplex,
+): void {
+  // A reset connection has no one to answer (Node's 'clientError').
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  this.log.trace({ err: error }, 'client error');
+  if (socket.writable) {
+    const { status, message } = clientErrorAnswer(error.code);
+    const body = JSON.stringify({ error: message });
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

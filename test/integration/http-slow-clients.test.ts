@@ -64,6 +64,9 @@ function drip(socket: Socket, chunk: string): void {
   socket.once('close', () => clearInterval(timer));
 }
 
+/** The JSON body of a raw HTTP answer. */
+const bodyOf = (answer: string): unknown => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+
 const closedWithin = (conn: { closed: boolean }, what: string) =>
   waitUntil(() => (conn.closed ? true : undefined), { timeoutMs: 20_000, what });
 
@@ -74,6 +77,7 @@ describe('slow HTTP clients', () => {
     drip(conn.socket, 'X-Drip: 1\r\n');
     await closedWithin(conn, 'the header drip to be cut off');
     expect(conn.received).toMatch(/^HTTP\/1\.1 408 /);
+    expect(bodyOf(conn.received)).toEqual({ error: 'The request did not arrive in time' });
   });
 
   it('cuts off a client that drips its body, with 408', async () => {
@@ -111,5 +115,30 @@ describe('slow HTTP clients', () => {
     again.socket.write('GET /healthz HTTP/1.1\r\nHost: herald\r\nConnection: close\r\n\r\n');
     await closedWithin(again, 'the client to be answered again');
     expect(again.received).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe('requests the HTTP parser refuses', () => {
+  it("answers headers over Node's limit with 431, in the API's error shape", async () => {
+    const conn = await open('127.0.0.5');
+    conn.socket.write(`GET /healthz HTTP/1.1\r\nHost: herald\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`);
+    await closedWithin(conn, 'the oversized headers to be answered');
+    expect(conn.received).toMatch(/^HTTP\/1\.1 431 /);
+    expect(conn.received).toMatch(/^Content-Type: application\/json; charset=utf-8\r$/im);
+    expect(bodyOf(conn.received)).toEqual({ error: 'Request headers are larger than 16 KiB' });
+  });
+
+  it('answers a body with both Content-Length and Transfer-Encoding with 400, naming the fault', async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    const conn = await open('127.0.0.5');
+    conn.socket.write(
+      `POST /api/v1/notifications HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+    );
+    await closedWithin(conn, 'the ambiguous body to be answered');
+    expect(conn.received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(bodyOf(conn.received)).toEqual({
+      error: expect.stringMatching(/^Malformed HTTP request \(HPE_[A-Z_]+\)$/) as unknown,
+    });
   });
 });
