@@ -232,6 +232,22 @@ function outboundAllow(raw: string): OutboundPolicy['allow'] {
   }
 }
 
+/** HERALD_PUBLIC_URL: the dashboard's address as people reach it, an http(s) origin. */
+function publicUrl(raw: string | null): string | null {
+  if (raw === null) return null;
+  let url: URL | null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username !== '')
+    throw new ConfigError(
+      `HERALD_PUBLIC_URL must be the dashboard's http:// or https:// address, e.g. https://herald.example.com, got ${JSON.stringify(raw)}`,
+    );
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const dataDir = path.resolve(env.HERALD_DATA_DIR || './data');
@@ -283,7 +299,7 @@ export function loadConfig(env: Env = process.env): Config {
       retentionDays: integer(env, 'HERALD_API_LOG_RETENTION_DAYS', 30, 1, 3650),
       maxRows: integer(env, 'HERALD_API_LOG_MAX_ROWS', 1_000_000, 1000, 1_000_000_000),
     },
-    publicUrl: env.HERALD_PUBLIC_URL || null,
+    publicUrl: publicUrl(env.HERALD_PUBLIC_URL || null),
     metricsToken: env.HERALD_METRICS_TOKEN || null,
     // Ten a second: a CI job deploying a hundred templates takes seconds, a runaway loop is held.
     adminRateLimit: integer(env, 'HERALD_ADMIN_RATE_LIMIT', 600, 1, 1_000_000),

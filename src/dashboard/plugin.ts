@@ -63,6 +63,8 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
     };
     const setupToken = (await deps.admins.hasAdmins()) ? null : await deps.admins.createSetupToken();
     const httpsPublicUrl = services.config.publicUrl?.startsWith('https://') ?? false;
+    const publicOrigin =
+      services.config.publicUrl === null ? null : new URL(services.config.publicUrl).origin;
     const isSecure = (request: FastifyRequest) => httpsPublicUrl || request.protocol === 'https';
 
     // Everything below lives in its own encapsulated context: the form parser, cookies, views, the
@@ -84,11 +86,12 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
       });
 
       // Every state-changing request carries the CSRF token of its session (or, before login, of
-      // the pre-session cookie) in a form field or header. A cross-site POST is refused outright.
+      // the pre-session cookie) in a form field or header. A cross-site POST, or one from another
+      // origin than the public one, is refused outright.
       dash.addHook('preHandler', async (request, reply) => {
         if (SAFE_METHODS.has(request.method)) return;
         const expected = request.dashSession?.csrfToken ?? request.cookies[PRE_SESSION_COOKIE] ?? '';
-        if (isCrossSite(request) || !secretsMatch(sentCsrfToken(request), expected)) {
+        if (isCrossSite(request, publicOrigin) || !secretsMatch(sentCsrfToken(request), expected)) {
           return showError(
             request,
             reply,

@@ -32,9 +32,16 @@ export function setSecurityHeaders(reply: FastifyReply, secure: boolean): void {
   if (secure) reply.header('Strict-Transport-Security', 'max-age=31536000');
 }
 
-/** Browsers say where a request comes from; a cross-site POST is refused whatever it carries. */
-export function isCrossSite(request: FastifyRequest): boolean {
-  return request.headers['sec-fetch-site'] === 'cross-site';
+/**
+ * Browsers say where a request comes from; a cross-site POST is refused whatever it carries. With
+ * the dashboard's public origin known (HERALD_PUBLIC_URL), a POST whose `Origin` is another is
+ * refused too. Without it the origin Herald would compare with is a guess (a proxy may change
+ * both the scheme and the Host), so only `Sec-Fetch-Site` and the CSRF token decide.
+ */
+export function isCrossSite(request: FastifyRequest, publicOrigin: string | null): boolean {
+  if (request.headers['sec-fetch-site'] === 'cross-site') return true;
+  const origin = request.headers.origin;
+  return publicOrigin !== null && origin !== undefined && origin !== publicOrigin;
 }
 
 /** The CSRF token a request sent: the `_csrf` form field, or the `X-CSRF-Token` header (htmx). */

@@ -359,6 +359,38 @@ describe('login throttling cannot be turned against an admin', () => {
 });
 
 describe('behind HTTPS', () => {
+  it('refuses a POST from another origin than the public one, with a valid token', async () => {
+    const secure = await openDashboard({ HERALD_PUBLIC_URL: 'https://herald.example/' });
+    try {
+      await secure.admins.create('origin@herald.example', PASSWORD);
+      const { session, csrf } = await logIn(secure.app, 'origin@herald.example', PASSWORD);
+      const post = (origin: string | null, name: string) =>
+        secure.app.inject({
+          method: 'POST',
+          url: '/projects',
+          headers: { ...FORM, ...(origin === null ? {} : { origin }) },
+          cookies: { herald_session: session },
+          payload: encode({ name, _csrf: csrf }),
+        });
+      for (const origin of [
+        'https://evil.example',
+        'http://herald.example',
+        'https://herald.example:8443',
+        'null',
+      ])
+        expect((await post(origin, 'foreign')).statusCode, origin).toBe(403);
+      expect((await post('https://herald.example', 'same-origin')).statusCode).toBe(201);
+      // A client that sends no Origin (an old browser, a script with the token) is judged by its token.
+      expect((await post(null, 'no-origin')).statusCode).toBe(201);
+      expect((await secure.services.projects.list()).map((p) => p.name).sort()).toEqual([
+        'no-origin',
+        'same-origin',
+      ]);
+    } finally {
+      await secure.close();
+    }
+  });
+
   it('marks the session cookie Secure and sends HSTS when the public URL is https', async () => {
     const secure = await openDashboard({ HERALD_PUBLIC_URL: 'https://herald.example' });
     try {
