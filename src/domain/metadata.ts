@@ -1,4 +1,5 @@
 import { errors } from './errors.js';
+import { unstorableText } from './storable-text.js';
 
 /**
  * A send's `metadata` (product.md §12): the caller's own labels for a message (an order id, a
@@ -24,8 +25,8 @@ function valueProblem(key: string, value: unknown): string | null {
   if (typeof value !== 'string') return `the value of '${key}' is not a string`;
   if (value.length > MAX_METADATA_VALUE_LENGTH)
     return `the value of '${key}' is longer than ${MAX_METADATA_VALUE_LENGTH} characters`;
-  if (value.includes('\0')) return `the value of '${key}' contains a NUL character`;
-  return null;
+  const problem = unstorableText(value);
+  return problem === null ? null : `the value of '${key}' ${problem}`;
 }
 
 /**

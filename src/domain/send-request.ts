@@ -1,5 +1,6 @@
 import type { Mailbox } from './address.js';
 import { mailboxProblem, parseMailbox } from './address.js';
+import { unstorableText } from './storable-text.js';
 import { parseAttachments, type Attachment } from './attachments.js';
 import { jsonByteLength } from './canonical-json.js';
 import { HeraldError, errors } from './errors.js';
@@ -65,21 +66,26 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * What makes a placeholder object unstorable: nesting deeper than MAX_PLACEHOLDER_DEPTH (it could
- * not even be serialized safely), or a NUL character in a key or string, which not every store
- * keeps. Walked without recursion, so no input can exhaust the stack.
+ * not even be serialized safely), a key or string that no store keeps as sent (storable-text.ts),
+ * or a number past JSON's range, which JSON.parse reads as Infinity and the store would keep as
+ * null. Walked without recursion, so no input can exhaust the stack.
  */
 function placeholderProblem(value: object): string | null {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop()!;
     if (typeof current === 'string') {
-      if (current.includes('\0')) return 'contains a NUL character';
+      const problem = unstorableText(current);
+      if (problem !== null) return problem;
       continue;
     }
+    if (typeof current === 'number' && !Number.isFinite(current))
+      return 'contains a number past ±1.8e308, which JSON cannot keep';
     if (typeof current !== 'object' || current === null) continue;
     if (depth > MAX_PLACEHOLDER_DEPTH) return `nested deeper than ${MAX_PLACEHOLDER_DEPTH} levels`;
     for (const [key, child] of Object.entries(current)) {
-      if (key.includes('\0')) return 'contains a NUL character';
+      const problem = unstorableText(key);
+      if (problem !== null) return problem;
       stack.push([child, depth + 1]);
     }
   }
@@ -201,7 +207,7 @@ export function parseSendRequest(
     typeof template !== 'string' ||
     template.trim() === '' ||
     template.length > MAX_TEMPLATE_NAME_LENGTH ||
-    template.includes('\0')
+    unstorableText(template) !== null
   ) {
     throw errors.invalidTemplate(template === undefined ? misspelledField(fields, 'template') : undefined);
   }

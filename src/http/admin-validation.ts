@@ -2,6 +2,7 @@ import type { FastifySchema, FastifySchemaCompiler, SafePromiseLike } from 'fast
 import type { TSchema } from 'typebox';
 import type * as TypeBoxCompile from 'typebox/compile';
 import { errors, type HeraldError } from '../domain/errors.js';
+import { unstorableText } from '../domain/storable-text.js';
 
 /**
  * Request checks of the management API: the route's own TypeBox schema, so the document and the
@@ -94,21 +95,9 @@ export function describeErrors(schema: unknown, found: readonly SchemaError[], p
   return `Invalid '${fieldOf(first.instancePath)}' (${expected(schemaAt(schema, about.schemaPath))})`;
 }
 
-/** A lone UTF-16 surrogate: a string that is not Unicode text, which no store keeps as sent. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * The first string (or key) of a request that cannot be stored as sent, with why: a NUL character
- * (PostgreSQL text cannot hold one) or a lone surrogate (`"\ud800"` in JSON: it would be stored
- * as U+FFFD, and read back as something else than was written).
- */
+/** The first string (or key) of a request that cannot be stored as sent, with why (storable-text.ts). */
 export function unstorablePath(value: unknown): { path: string; problem: string } | null {
-  const problem = (text: string) =>
-    text.includes('\0')
-      ? 'contains a NUL character'
-      : LONE_SURROGATE.test(text)
-        ? 'contains a lone surrogate, which is not Unicode text'
-        : null;
+  const problem = unstorableText;
   const stack: [unknown, string][] = [[value, '']];
   while (stack.length > 0) {
     const [node, path] = stack.pop()!;

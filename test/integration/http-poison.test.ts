@@ -56,6 +56,31 @@ const POISON: { name: string; body: string; error?: string; hint?: string }[] = 
     error: "Invalid 'data' (contains a NUL character)",
   },
   {
+    name: 'a lone surrogate in the template name',
+    body: JSON.stringify({ template: 'user_created\ud800', to: 'x@example.org' }),
+    error: "Missing or invalid 'template'",
+  },
+  {
+    name: 'a lone surrogate in a data value',
+    body: JSON.stringify({ template: 'user_created', to: 'x@example.org', data: { v: ['ok', 'a\udc00b'] } }),
+    error: "Invalid 'data' (contains a lone surrogate, which is not Unicode text)",
+  },
+  {
+    name: 'a lone surrogate in a data key',
+    body: JSON.stringify({ template: 'user_created', to: 'x@example.org', data: { 'k\ud83d': 1 } }),
+    error: "Invalid 'data' (contains a lone surrogate, which is not Unicode text)",
+  },
+  {
+    name: 'a lone surrogate in a metadata value',
+    body: JSON.stringify({ template: 'user_created', to: 'x@example.org', metadata: { k: '\ud800' } }),
+    error: "Invalid 'metadata' (the value of 'k' contains a lone surrogate, which is not Unicode text)",
+  },
+  {
+    name: 'a number past the range of JSON numbers',
+    body: '{"template":"user_created","to":"x@example.org","data":{"n":1e999999}}',
+    error: "Invalid 'data' (contains a number past ±1.8e308, which JSON cannot keep)",
+  },
+  {
     name: 'a NUL in the recipient',
     body: JSON.stringify({ template: 'user_created', to: 'x\u0000@example.org' }),
     error: "Missing or invalid 'to' (recipient email)",

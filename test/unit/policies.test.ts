@@ -166,7 +166,7 @@ describe('SMTP URLs', () => {
 });
 
 describe('send request validation', () => {
-  it('takes placeholder objects up to 32 levels deep, and no NUL anywhere', () => {
+  it('takes placeholder objects up to 32 levels deep, and no NUL, lone surrogate or infinity anywhere', () => {
     const nested = (levels: number) => {
       let value: Record<string, unknown> = { leaf: 'x' };
       for (let i = 1; i < levels; i++) value = { a: value };
@@ -180,6 +180,17 @@ describe('send request validation', () => {
       "Invalid 'variables' (contains a NUL character)",
     );
     expect(() => parseSendRequest({ template: 'a\u0000' })).toThrow("Missing or invalid 'template'");
+    expect(() => parseSendRequest({ template: 't', data: { a: { '\udfff': 'x' } } })).toThrow(
+      "Invalid 'data' (contains a lone surrogate, which is not Unicode text)",
+    );
+    expect(() => parseSendRequest({ template: 't', data: { big: -Infinity } })).toThrow(
+      "Invalid 'data' (contains a number past ±1.8e308, which JSON cannot keep)",
+    );
+    // A pair of surrogates is one character (an emoji), and 1.7e308 is a number JSON keeps.
+    expect(parseSendRequest({ template: 't', data: { e: '\ud83d\ude00', n: 1.7e308 } }).data).toEqual({
+      e: '😀',
+      n: 1.7e308,
+    });
   });
 
   it('checks template, then type, then to', () => {
