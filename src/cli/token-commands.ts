@@ -51,10 +51,12 @@ export function tokenCommands(): Command {
     .requiredOption('--id <id>', 'token id (from token list)')
     .action(
       servicesAction(async ({ adminTokens }, out, options: { id: string }) => {
-        const revoked = await adminTokens.revoke(options.id);
+        const { token: revoked, outcome } = await adminTokens.revoke(options.id);
         out.print(
-          { revoked: true, id: revoked.id, name: revoked.name },
-          `Revoked admin token ${revoked.name} (id ${revoked.id}).`,
+          { revoked: true, id: revoked.id, name: revoked.name, outcome },
+          outcome === 'revoked'
+            ? `Revoked admin token ${revoked.name} (id ${revoked.id}).`
+            : `Admin token ${revoked.name} (id ${revoked.id}) was already revoked (since ${new Date(revoked.revokedAt!).toISOString()}).`,
         );
       }),
     );

@@ -85,14 +85,22 @@ export class AdminTokenService {
     return (await listAdminTokens(this.db)).map(toAdminToken);
   }
 
-  /** Revokes a token: every call made with it from now on is refused. */
-  async revoke(id: string | number): Promise<AdminToken> {
+  /**
+   * Revokes a token: every call made with it from now on is refused. A token revoked already is
+   * left as it is (`unchanged`), so a revoke repeated by a script is not an error.
+   */
+  async revoke(id: string | number): Promise<{ token: AdminToken; outcome: 'revoked' | 'unchanged' }> {
     const text = String(id).trim();
-    const tokenId = /^\d{1,15}$/.test(text) ? Number(text) : null;
-    if (tokenId === null || !(await revokeAdminToken(this.db, tokenId, this.now())))
-      throw errors.adminTokenNotFound(text);
+    if (!/^\d{1,15}$/.test(text))
+      throw errors.invalidField(
+        `An admin token's id is a whole number (herald token list shows them), got ${JSON.stringify(text.slice(0, 40))}`,
+      );
+    const tokenId = Number(text);
+    const revoked = await revokeAdminToken(this.db, tokenId, this.now());
+    const row = await findAdminToken(this.db, tokenId);
+    if (row === undefined) throw errors.adminTokenNotFound(text);
     this.touched.delete(tokenId);
-    return toAdminToken((await findAdminToken(this.db, tokenId))!);
+    return { token: toAdminToken(row), outcome: revoked ? 'revoked' : 'unchanged' };
   }
 
   /**

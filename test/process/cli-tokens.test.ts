@@ -82,12 +82,26 @@ describe('herald token', { timeout: 120_000 }, () => {
     );
 
     const revoked = await heraldJson(['token', 'revoke', '--id', String(created.id)], env);
-    expect(revoked).toEqual({ revoked: true, id: created.id, name: 'ci' });
+    expect(revoked).toEqual({ revoked: true, id: created.id, name: 'ci', outcome: 'revoked' });
     expectError(await admin.get('/projects'), 401, 'Invalid or missing admin token');
-    expect(await cliError(['token', 'revoke', '--id', String(created.id)])).toBe(
-      `Admin token not found: ${created.id}`,
+    // Again: nothing to do, and said so, without failing a script that repeats it.
+    const again = await runHerald(['token', 'revoke', '--id', String(created.id)], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      new RegExp(
+        `^Admin token ci \\(id ${created.id}\\) was already revoked \\(since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\)\\.\\n$`,
+      ),
     );
-    expect(await cliError(['token', 'revoke', '--id', 'abc'])).toBe('Admin token not found: abc');
+    expect(await heraldJson(['token', 'revoke', '--id', String(created.id)], env)).toEqual({
+      revoked: true,
+      id: created.id,
+      name: 'ci',
+      outcome: 'unchanged',
+    });
+    expect(await cliError(['token', 'revoke', '--id', '987654'])).toBe('Admin token not found: 987654');
+    expect(await cliError(['token', 'revoke', '--id', 'abc'])).toBe(
+      'An admin token\'s id is a whole number (herald token list shows them), got "abc"',
+    );
   });
 
   it('prints a token once in text too, and says how to make one when there is none', async () => {
