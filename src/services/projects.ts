@@ -207,9 +207,10 @@ export class ProjectService {
     }
   }
 
+  /** Changes what `input` gives; a value given as it is already changes nothing, not even `updated_at`. */
   async update(ref: string | number, input: ProjectInput): Promise<Project> {
     const current = await this.resolve(ref);
-    const changes = {
+    const requested = {
       // A name kept as it is stays valid, even one the rules now refuse (a project named `new`
       // before it was reserved), so its other settings can still be saved.
       ...(input.name !== undefined && input.name.trim() !== current.name && { name: checkName(input.name) }),
@@ -220,8 +221,12 @@ export class ProjectService {
       ...(input.fromName !== undefined && { from_name: checkFromName(input.fromName) }),
       ...(input.quotaLimit !== undefined && { quota_limit: checkQuotaLimit(input.quotaLimit) }),
       ...(input.quotaPeriod !== undefined && { quota_period: checkQuotaPeriod(input.quotaPeriod) }),
-      updated_at: this.now(),
     };
+    const changed = Object.entries(requested).filter(
+      ([column, value]) => current[column as keyof typeof requested] !== value,
+    );
+    if (changed.length === 0) return toProject(current);
+    const changes = { ...(Object.fromEntries(changed) as typeof requested), updated_at: this.now() };
     try {
       const row = await this.write(() => updateProject(this.db, current.id, changes));
       if (row === undefined) throw errors.projectNotFound(String(ref));

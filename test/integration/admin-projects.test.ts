@@ -66,6 +66,21 @@ describe(`projects (${backend})`, () => {
     expect(ok(await admin.get('/projects/store'))).toMatchObject({ quota_used: null, quota_reset: null });
   });
 
+  it('change nothing, not even updated_at, when a PATCH gives every value as it is', async () => {
+    const created = ok(
+      await admin.post('/projects', { name: 'steady', from_name: 'Steady', quota: 50 }),
+      201,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const same of [{}, { from_name: 'Steady', quota: 50 }, { name: 'steady ' }])
+      expect(ok(await admin.patch('/projects/steady', same)).updated_at, JSON.stringify(same)).toBe(
+        created.updated_at,
+      );
+    const changed = ok(await admin.patch('/projects/steady', { from_name: 'Steady Co', quota: 50 }));
+    expect(changed).toMatchObject({ from_name: 'Steady Co', quota: 50 });
+    expect(changed.updated_at).not.toBe(created.updated_at);
+  });
+
   it('answer 404 for a project that is not there, on every route that names one', async () => {
     for (const response of await Promise.all([
       admin.get('/projects/nowhere'),
