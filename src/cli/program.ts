@@ -12,6 +12,7 @@ import { tokenCommands } from './token-commands.js';
 import { layoutCommands } from './layout-commands.js';
 import { suppressionCommands } from './suppression-commands.js';
 import { webhookCommands } from './webhook-commands.js';
+import { closestName } from '../domain/suggest.js';
 
 /**
  * How a command reports a usage error (an unknown option, a missing value): as commander's line
@@ -75,9 +76,13 @@ export function buildProgram(options: { json?: boolean } = {}): Command {
  * The command a command line reached (`herald template`): its words matched against the
  * program's commands, options and their values skipped.
  */
-function reachedCommand(program: Command, args: readonly string[]): string {
+function reachedCommand(
+  program: Command,
+  args: readonly string[],
+): { command: Command; path: string; rest: readonly string[] } {
   const path = ['herald'];
   let command = program;
+  let end = 0;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '--data-dir') i++;
@@ -86,14 +91,58 @@ function reachedCommand(program: Command, args: readonly string[]): string {
     if (sub === undefined) break;
     command = sub;
     path.push(arg);
+    end = i + 1;
   }
-  return path.join(' ');
+  return { command, path: path.join(' '), rest: args.slice(end) };
+}
+
+/**
+ * A long option `command` does not know, where commander would report a required option as
+ * missing instead: it checks those first, so `--subjct s` read as a missing `--subject` and the
+ * typo was never named. Null when no required option is missing (commander names the unknown one).
+ */
+function unknownBesideMissing(command: Command, args: readonly string[]): string | null {
+  const known = new Map(command.options.flatMap((option) => (option.long ? [[option.long, option]] : [])));
+  const given = new Set<string>();
+  let unknown: string | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') break;
+    if (arg === '--help' || arg === '-h') return null;
+    if (!arg.startsWith('--')) continue;
+    const flag = arg.split('=')[0]!;
+    const option = known.get(flag);
+    if (option === undefined) unknown ??= flag;
+    else {
+      given.add(flag);
+      // Its value is the next word, whatever it looks like (`--text --draft--`).
+      if (option.required && !arg.includes('=')) i++;
+    }
+  }
+  const missing = command.options.some(
+    (option) => option.mandatory && option.long !== undefined && !given.has(option.long),
+  );
+  return missing ? unknown : null;
 }
 
 export async function run(argv: readonly string[]): Promise<void> {
   const json = argv.includes('--json');
   const program = buildProgram({ json });
   try {
+    const reached = reachedCommand(program, argv.slice(2));
+    const unknown = unknownBesideMissing(reached.command, reached.rest);
+    if (unknown !== null) {
+      const near = closestName(
+        unknown,
+        reached.command.options.flatMap((option) => option.long ?? []),
+      );
+      reached.command.error(
+        `error: unknown option '${unknown}'${near === null ? '' : ` (did you mean ${near}?)`}`,
+        {
+          code: 'commander.unknownOption',
+        },
+      );
+    }
     await program.parseAsync([...argv]);
   } catch (error) {
     if (error instanceof CommanderError) {
@@ -101,7 +150,7 @@ export async function run(argv: readonly string[]): Promise<void> {
       // A command that needs one of its own was given none: commander's help, as JSON one line.
       // (`herald help` asked for it: exit 0, nothing to report.)
       if (json && error.code === 'commander.help' && error.exitCode !== 0) {
-        const called = reachedCommand(program, argv.slice(2));
+        const called = reachedCommand(program, argv.slice(2)).path;
         process.stderr.write(
           JSON.stringify({ error: `${called} needs a command: see ${called} --help` }) + '\n',
         );

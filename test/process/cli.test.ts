@@ -547,7 +547,7 @@ describe('herald CLI', () => {
     });
   });
 
-  // Eleven processes of the CLI, one after another: more than the default timeout on a busy machine.
+  // Thirteen processes of the CLI, one after another: more than the default timeout on a busy machine.
   it('reports errors on stderr with a non-zero exit', { timeout: 120_000 }, async () => {
     const missing = await heraldFails('project', 'show', 'nope', '--json');
     expect(missing.code).toBe(1);
@@ -561,9 +561,15 @@ describe('herald CLI', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("error: required option '--name <name>' not specified");
     expect(usage.stderr).toContain('Usage: herald project create');
+    // A misspelled option is named, with the nearest, rather than reported as the option missing.
+    const typo = await heraldFails('project', 'create', '--nmae', 'x');
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^error: unknown option '--nmae' \(did you mean --name\?\)\n/);
+    expect(typo.stderr).not.toContain('required option');
     // Under --json a usage error is one JSON object too, without the help.
     for (const [args, error] of [
       [['project', 'create', '--json'], "required option '--name <name>' not specified"],
+      [['project', 'create', '--nmae=x', '--json'], "unknown option '--nmae' (did you mean --name?)"],
       [['project', 'create', '--name', 'x', '--quota-period', 'week', '--json'], "option '--quota-period"],
       [['project', 'nope', '--json'], "unknown command 'nope'"],
       [['template', '--json'], 'herald template needs a command: see herald template --help'],
