@@ -1,9 +1,46 @@
 import { Command } from 'commander';
 import { errors } from '../domain/errors.js';
 import { relayStatusJson, smtpJson } from '../services/json-views.js';
+import type { RelayStatus, RelayView, SmtpSettingsView } from '../services/smtp-settings.js';
 import { urlHost } from '../domain/url-host.js';
 import { given, projectSubcommand, servicesAction } from './context.js';
 import { readSecret } from './read-secret.js';
+
+/** A stored relay in a line: its address, security and login, never its password. */
+function relayShown(view: RelayView): string {
+  const login =
+    view.username === null
+      ? 'no login'
+      : `user ${view.username}, ${view.hasPassword ? 'password stored' : 'no password'}`;
+  return `${view.security === 'tls' ? 'smtps' : 'smtp'}://${urlHost(view.host)}:${view.port} (security=${view.security}), ${login}`;
+}
+
+/** `smtp show` for a person: the project's settings, then each relay its mail goes to, and its state. */
+function smtpShown(view: SmtpSettingsView | null, statuses: readonly RelayStatus[]): string {
+  if (view === null && statuses.length === 0)
+    return "No SMTP settings of its own, and Herald has no relay (HERALD_SMTP_URL): its mail fails with 'SMTP not configured'.";
+  const settings =
+    view === null
+      ? ["No SMTP settings of its own: its mail goes through Herald's relay (HERALD_SMTP_URL)."]
+      : [
+          `Relay:     ${relayShown(view)}`,
+          `Fallback:  ${view.fallback === null ? 'none' : relayShown(view.fallback)}`,
+          `From:      ${view.fromEmail === null ? "the project's from address" : `${view.fromName === null ? '' : `${view.fromName} `}<${view.fromEmail}>`}`,
+          `Updated:   ${new Date(view.updatedAt).toISOString()}`,
+        ];
+  const relays = statuses.map((status) => {
+    const whose = status.source === 'project' ? 'its own' : "Herald's";
+    const state =
+      status.down === null
+        ? 'up'
+        : `down since ${new Date(status.down.since).toISOString()}: ${status.down.lastError ?? 'no error recorded'}` +
+          (status.down.nextProbeAt === null
+            ? ''
+            : `; next probe ${new Date(status.down.nextProbeAt).toISOString()}`);
+    return `  ${status.role.padEnd(8)}  ${status.relay} (${whose}): ${state}`;
+  });
+  return [...settings, 'Its mail goes to:', ...relays].join('\n');
+}
 
 export function smtpCommands(): Command {
   const smtp = new Command('smtp').description("a project's own SMTP relay");
@@ -64,9 +101,11 @@ export function smtpCommands(): Command {
   ).action(
     servicesAction(async ({ smtpSettings }, out, options: { project: string }) => {
       const view = await smtpSettings.get(options.project);
-      const relays = (await smtpSettings.relays(options.project)).map(relayStatusJson);
+      const statuses = await smtpSettings.relays(options.project);
+      const relays = statuses.map(relayStatusJson);
       out.print(
         view === null ? { configured: false, relays } : { configured: true, ...smtpJson(view), relays },
+        smtpShown(view, statuses),
       );
     }),
   );

@@ -497,6 +497,19 @@ describe('herald CLI', () => {
         ],
       });
       for (const output of [set, shown]) expect(JSON.stringify(output)).not.toContain('s3cond');
+      // For a person: a line a relay, words for each part, no JSON, no password.
+      const text = await runHerald(['smtp', 'show', '--project', 'shop'], env);
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout.split('\n')).toEqual([
+        'Relay:     smtp://relay.example:2526 (security=auto), no login',
+        'Fallback:  smtps://backup.example:465 (security=tls), user backup, password stored',
+        "From:      the project's from address",
+        expect.stringMatching(/^Updated: {3}\d{4}-\d\d-\d\dT[\d:.]+Z$/) as unknown,
+        'Its mail goes to:',
+        '  primary   relay.example:2526 (its own): up',
+        '  fallback  backup.example:465 (its own): up',
+        '',
+      ]);
       const project = await services.projects.resolve('shop');
       expect((await services.smtpSettings.forDelivery(project.id))?.fallback).toMatchObject({
         host: 'backup.example',
