@@ -48,7 +48,7 @@ export function checkTokenName(name: string): string {
   const trimmed = name.trim();
   if (!NAME_PATTERN.test(trimmed))
     throw errors.invalidInput(
-      'Token name must be 1–100 letters, digits, spaces or . _ : @ / - characters, starting with a letter or digit',
+      'Token name must be 1–100 ASCII letters (A–Z, a–z), digits, spaces or . _ : @ / - characters, starting with a letter or digit',
     );
   return trimmed;
 }

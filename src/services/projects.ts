@@ -61,7 +61,8 @@ function checkName(name: string): string {
   // All-digit names would be ambiguous with ids wherever a project is named by "name or id".
   if (!NAME_PATTERN.test(trimmed) || /^\d+$/.test(trimmed)) {
     throw errors.invalidInput(
-      'Project name must be 1–100 letters, digits, spaces, dots, dashes or underscores, and not only digits',
+      'Project name must be 1–100 ASCII letters (A–Z, a–z), digits, spaces, dots, dashes or underscores, ' +
+        'starting with a letter or digit, and not only digits',
     );
   }
   // The dashboard's page for a new project is /projects/new, and its pages take names for ids.

@@ -163,6 +163,12 @@ describe(`projects (${backend})`, () => {
     expect(
       await refusal(() => ctx.services.projects.create({ name: 'ok', quotaPeriod: 'week' as 'day' })),
     ).toBe('Quota period must be hour, day or month');
+    // Letters outside ASCII are refused, in words that say so.
+    for (const refused of ['Ünï 日本', '-dash-first'])
+      expect(await refusal(() => ctx.services.projects.create({ name: refused }))).toBe(
+        'Project name must be 1–100 ASCII letters (A–Z, a–z), digits, spaces, dots, dashes or underscores, ' +
+          'starting with a letter or digit, and not only digits',
+      );
     expect((await ctx.services.projects.list()).map((p) => p.name)).not.toContain('ok');
   });
 
