@@ -232,7 +232,11 @@ function outboundAllow(raw: string): OutboundPolicy['allow'] {
   }
 }
 
-/** HERALD_PUBLIC_URL: the dashboard's address as people reach it, an http(s) origin. */
+/**
+ * HERALD_PUBLIC_URL: the dashboard's address as people reach it, kept as its origin and path
+ * without a trailing slash (`HTTPS://Herald.example/` is `https://herald.example`), so every use
+ * of it (secure cookies, the Origin check, the setup link) reads the same value.
+ */
 function publicUrl(raw: string | null): string | null {
   if (raw === null) return null;
   let url: URL | null;
@@ -241,11 +245,18 @@ function publicUrl(raw: string | null): string | null {
   } catch {
     url = null;
   }
-  if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username !== '')
+  if (
+    url === null ||
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.search !== '' ||
+    url.hash !== ''
+  )
     throw new ConfigError(
       `HERALD_PUBLIC_URL must be the dashboard's http:// or https:// address, e.g. https://herald.example.com, got ${JSON.stringify(raw)}`,
     );
-  return raw;
+  return url.origin + url.pathname.replace(/\/+$/, '');
 }
 
 export function loadConfig(env: Env = process.env): Config {

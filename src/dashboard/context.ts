@@ -66,7 +66,7 @@ export async function page(
       version: VERSION,
       admin: request.dashSession?.admin ?? null,
       path: request.url.split('?')[0],
-      origin: deps.services.config.publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`,
+      origin: deps.services.config.publicUrl ?? `${request.protocol}://${request.host}`,
     },
     status,
   );

@@ -25,7 +25,7 @@ import { usageRoutes } from './routes-usage.js';
 import { webhookRoutes } from './routes-webhooks.js';
 import { secretsMatch } from '../security/token.js';
 import {
-  isCrossSite,
+  comesFromElsewhere,
   PRE_SESSION_COOKIE,
   sentCsrfToken,
   SESSION_COOKIE,
@@ -45,7 +45,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Where people reach this server: HERALD_PUBLIC_URL, else the address it listens on. */
 function baseUrl(app: FastifyInstance, services: Services): string {
-  if (services.config.publicUrl !== null) return services.config.publicUrl.replace(/\/+$/, '');
+  if (services.config.publicUrl !== null) return services.config.publicUrl;
   const address = app.server.address() as AddressInfo | null;
   const port = address?.port ?? services.config.port;
   const host = services.config.host;
@@ -91,7 +91,7 @@ export function createDashboardPlugin(options: DashboardOptions = {}): HttpPlugi
       dash.addHook('preHandler', async (request, reply) => {
         if (SAFE_METHODS.has(request.method)) return;
         const expected = request.dashSession?.csrfToken ?? request.cookies[PRE_SESSION_COOKIE] ?? '';
-        if (isCrossSite(request, publicOrigin) || !secretsMatch(sentCsrfToken(request), expected)) {
+        if (comesFromElsewhere(request, publicOrigin) || !secretsMatch(sentCsrfToken(request), expected)) {
           return showError(
             request,
             reply,

@@ -38,7 +38,7 @@ export function setSecurityHeaders(reply: FastifyReply, secure: boolean): void {
  * refused too. Without it the origin Herald would compare with is a guess (a proxy may change
  * both the scheme and the Host), so only `Sec-Fetch-Site` and the CSRF token decide.
  */
-export function isCrossSite(request: FastifyRequest, publicOrigin: string | null): boolean {
+export function comesFromElsewhere(request: FastifyRequest, publicOrigin: string | null): boolean {
   if (request.headers['sec-fetch-site'] === 'cross-site') return true;
   const origin = request.headers.origin;
   return publicOrigin !== null && origin !== undefined && origin !== publicOrigin;
