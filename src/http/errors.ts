@@ -143,12 +143,15 @@ function clientErrorAnswer(code: string | undefined): { status: number; message:
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return { status: 408, message: 'The request did not arrive in time' };
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, message: `Request headers are larger than ${maxHeaderSize / 1024} KiB` };
+      return {
+        status: 431,
+        message: `Request headers are larger than ${maxHeaderSize % 1024 === 0 ? `${maxHeaderSize / 1024} KiB` : `${maxHeaderSize} bytes`}`,
+      };
     default:
       // HPE_UNEXPECTED_CONTENT_LENGTH (both Content-Length and Transfer-Encoding), a bad chunk, …
       return {
         status: 400,
-        message: code === undefined ? 'Malformed HTTP request' : `Malformed HTTP request (${code})`,
+        message: code?.startsWith('HPE_') ? `Malformed HTTP request (${code})` : 'Malformed HTTP request',
       };
   }
 }
@@ -166,7 +169,10 @@ export function clientErrorHandler(
   // A reset connection has no one to answer (Node's 'clientError').
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   this.log.trace({ err: error }, 'client error');
-  if (socket.writable) {
+  // A response already begun on this connection (a request pipelined behind it was malformed)
+  // must not have another status line written into it: the connection is only closed.
+  const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && answering?.headersSent !== true) {
     const { status, message } = clientErrorAnswer(error.code);
     const body = JSON.stringify({ error: message });
     socket.write(
