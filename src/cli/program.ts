@@ -137,7 +137,8 @@ export async function run(argv: readonly string[]): Promise<void> {
         reached.command.options.flatMap((option) => option.long ?? []),
       );
       reached.command.error(
-        `error: unknown option '${unknown}'${near === null ? '' : ` (did you mean ${near}?)`}`,
+        // In commander's own words for an unknown option, so both paths read alike.
+        `error: unknown option '${unknown}'${near === null ? '' : `\n(Did you mean ${near}?)`}`,
         {
           code: 'commander.unknownOption',
         },

@@ -3,29 +3,43 @@ import { errors } from '../domain/errors.js';
 import { relayStatusJson, smtpJson } from '../services/json-views.js';
 import type { RelayStatus, RelayView, SmtpSettingsView } from '../services/smtp-settings.js';
 import { urlHost } from '../domain/url-host.js';
+import { describeSmtpTarget } from '../mail/smtp-target.js';
 import { given, projectSubcommand, servicesAction } from './context.js';
 import { readSecret } from './read-secret.js';
 
 /** A stored relay in a line: its address, security and login, never its password. */
 function relayShown(view: RelayView): string {
-  const login =
-    view.username === null
-      ? 'no login'
-      : `user ${view.username}, ${view.hasPassword ? 'password stored' : 'no password'}`;
-  return `${view.security === 'tls' ? 'smtps' : 'smtp'}://${urlHost(view.host)}:${view.port} (security=${view.security}), ${login}`;
+  const password = view.username === null ? '' : view.hasPassword ? ', password stored' : ', no password';
+  return `${describeSmtpTarget(view)}${password}`;
 }
 
-/** `smtp show` for a person: the project's settings, then each relay its mail goes to, and its state. */
-function smtpShown(view: SmtpSettingsView | null, statuses: readonly RelayStatus[]): string {
+/** Who sends a message when the project's own from address is not set (domain/sender.ts). */
+function senderShown(view: SmtpSettingsView): string {
+  if (view.fromEmail === null) return "none (the project's from address is used)";
+  const name = view.fromName === null ? '' : `${view.fromName} `;
+  return `${name}<${view.fromEmail}> (when the project has no from address of its own)`;
+}
+
+/**
+ * `smtp show` for a person: the project's settings, then each relay its mail goes to, and its
+ * state. With no relay at all, mail is captured outside production and fails in production.
+ */
+function smtpShown(
+  view: SmtpSettingsView | null,
+  statuses: readonly RelayStatus[],
+  production: boolean,
+): string {
   if (view === null && statuses.length === 0)
-    return "No SMTP settings of its own, and Herald has no relay (HERALD_SMTP_URL): its mail fails with 'SMTP not configured'.";
+    return production
+      ? "No SMTP settings of its own, and Herald has no relay (HERALD_SMTP_URL): its mail fails with 'SMTP not configured'."
+      : 'No SMTP settings of its own, and Herald has no relay (HERALD_SMTP_URL): its mail is captured, not sent (capture mode).';
   const settings =
     view === null
       ? ["No SMTP settings of its own: its mail goes through Herald's relay (HERALD_SMTP_URL)."]
       : [
           `Relay:     ${relayShown(view)}`,
           `Fallback:  ${view.fallback === null ? 'none' : relayShown(view.fallback)}`,
-          `From:      ${view.fromEmail === null ? "the project's from address" : `${view.fromName === null ? '' : `${view.fromName} `}<${view.fromEmail}>`}`,
+          `From:      ${senderShown(view)}`,
           `Updated:   ${new Date(view.updatedAt).toISOString()}`,
         ];
   const relays = statuses.map((status) => {
@@ -99,13 +113,13 @@ export function smtpCommands(): Command {
     'show',
     "show the project's SMTP settings (without passwords) and whether its relays are up",
   ).action(
-    servicesAction(async ({ smtpSettings }, out, options: { project: string }) => {
+    servicesAction(async ({ smtpSettings, config }, out, options: { project: string }) => {
       const view = await smtpSettings.get(options.project);
       const statuses = await smtpSettings.relays(options.project);
       const relays = statuses.map(relayStatusJson);
       out.print(
         view === null ? { configured: false, relays } : { configured: true, ...smtpJson(view), relays },
-        smtpShown(view, statuses),
+        smtpShown(view, statuses, config.production),
       );
     }),
   );

@@ -91,7 +91,9 @@ export function relayKey(target: Pick<SmtpTarget, 'host' | 'port'>): string {
 }
 
 /** The target with its password replaced, for logs and CLI output. */
-export function describeSmtpTarget(target: SmtpTarget): string {
+export function describeSmtpTarget(
+  target: Pick<SmtpTarget, 'host' | 'port' | 'security' | 'username'>,
+): string {
   const user = target.username === null ? '' : `${encodeURIComponent(target.username)}@`;
   return `${target.security === 'tls' ? 'smtps' : 'smtp'}://${user}${urlHost(target.host)}:${target.port} (security=${target.security})`;
 }

@@ -338,7 +338,7 @@ export class SmtpSettingsService {
       return {
         role,
         relay,
-        target: describeSmtpTarget({ ...target, password: null }),
+        target: describeSmtpTarget(target),
         source,
         down:
           health === undefined || !isDown(health)

@@ -501,9 +501,9 @@ describe('herald CLI', () => {
       const text = await runHerald(['smtp', 'show', '--project', 'shop'], env);
       expect(text.code, text.stderr).toBe(0);
       expect(text.stdout.split('\n')).toEqual([
-        'Relay:     smtp://relay.example:2526 (security=auto), no login',
-        'Fallback:  smtps://backup.example:465 (security=tls), user backup, password stored',
-        "From:      the project's from address",
+        'Relay:     smtp://relay.example:2526 (security=auto)',
+        'Fallback:  smtps://backup@backup.example:465 (security=tls), password stored',
+        "From:      none (the project's from address is used)",
         expect.stringMatching(/^Updated: {3}\d{4}-\d\d-\d\dT[\d:.]+Z$/) as unknown,
         'Its mail goes to:',
         '  primary   relay.example:2526 (its own): up',
@@ -577,12 +577,12 @@ describe('herald CLI', () => {
     // A misspelled option is named, with the nearest, rather than reported as the option missing.
     const typo = await heraldFails('project', 'create', '--nmae', 'x');
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toMatch(/^error: unknown option '--nmae' \(did you mean --name\?\)\n/);
+    expect(typo.stderr).toMatch(/^error: unknown option '--nmae'\n\(Did you mean --name\?\)\n/);
     expect(typo.stderr).not.toContain('required option');
     // Under --json a usage error is one JSON object too, without the help.
     for (const [args, error] of [
       [['project', 'create', '--json'], "required option '--name <name>' not specified"],
-      [['project', 'create', '--nmae=x', '--json'], "unknown option '--nmae' (did you mean --name?)"],
+      [['project', 'create', '--nmae=x', '--json'], "unknown option '--nmae'\n(Did you mean --name?)"],
       [['project', 'create', '--name', 'x', '--quota-period', 'week', '--json'], "option '--quota-period"],
       [['project', 'nope', '--json'], "unknown command 'nope'"],
       [['template', '--json'], 'herald template needs a command: see herald template --help'],
