@@ -7,6 +7,7 @@ const PAGE_SIZE = 50;
 
 const NOTICES: Record<string, string> = {
   revoked: 'Token revoked. Calls made with it are refused from now on.',
+  unchanged: 'That token was revoked already: nothing changed.',
 };
 
 /** The ids of a token list, for the audit log's filter. */
@@ -53,12 +54,13 @@ export async function adminApiRoutes(app: FastifyInstance, deps: DashboardDeps):
       const error = 'Tick the box to confirm: calls made with the token are refused at once.';
       return tokensPage(request, reply, { error }, 400);
     }
+    let outcome: 'revoked' | 'unchanged';
     try {
-      await adminTokens.revoke(request.params.id);
+      ({ outcome } = await adminTokens.revoke(request.params.id));
     } catch (error) {
       return tokensPage(request, reply, { error: refusal(error) }, 404);
     }
-    return reply.redirect('/tokens?notice=revoked', 303);
+    return reply.redirect(`/tokens?notice=${outcome}`, 303);
   });
 
   app.get('/audit-log', async (request, reply) => {

@@ -93,7 +93,7 @@ export class AdminTokenService {
     const text = String(id).trim();
     if (!/^\d{1,15}$/.test(text))
       throw errors.invalidField(
-        `An admin token's id is a whole number (herald token list shows them), got ${JSON.stringify(text.slice(0, 40))}`,
+        `An admin token's id is a whole number (as token lists show it), got ${JSON.stringify(text.slice(0, 40))}`,
       );
     const tokenId = Number(text);
     const revoked = await revokeAdminToken(this.db, tokenId, this.now());

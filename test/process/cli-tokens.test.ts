@@ -100,7 +100,7 @@ describe('herald token', { timeout: 120_000 }, () => {
     });
     expect(await cliError(['token', 'revoke', '--id', '987654'])).toBe('Admin token not found: 987654');
     expect(await cliError(['token', 'revoke', '--id', 'abc'])).toBe(
-      'An admin token\'s id is a whole number (herald token list shows them), got "abc"',
+      'An admin token\'s id is a whole number (as token lists show it), got "abc"',
     );
   });
 
