@@ -36,6 +36,8 @@ export interface ApiDeps {
   readonly projects: ProjectService;
   readonly accept: AcceptService;
   readonly notifications: NotificationService;
+  /** Told the bytes of large bodies in flight, for the metrics. */
+  readonly onLargeBodies?: (inFlight: () => number) => void;
 }
 
 const COLLECTION = '/api/v1/notifications';
@@ -192,6 +194,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   const bodies = new BodyChecker();
   app.addHook('onClose', () => bodies.close());
   const large = new LargeBodies();
+  deps.onLargeBodies?.(() => large.inFlight);
   /** Before a send's body is read: a large one only while there is room for it (large-bodies.ts). */
   const preParsing = async (request: FastifyRequest, reply: FastifyReply) => {
     // Answered here, the body is never read; a hook's return value would be taken for a new body.

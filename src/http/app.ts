@@ -77,10 +77,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { storage: deps.storage });
   await app.register(faviconRoutes);
   await registerApiDocs(app);
+  const metrics = deps.metricsRoute?.metrics;
   await app.register(apiRoutes, {
     projects: deps.projects,
     accept: deps.accept,
     notifications: deps.notifications,
+    ...(metrics !== undefined && { onLargeBodies: (inFlight) => (metrics.largeBodyBytes = inFlight) }),
   });
   await adminApi(app, { ...deps, rateLimit: deps.config.adminRateLimit });
   for (const plugin of deps.plugins ?? []) await plugin(app);

@@ -5,11 +5,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * in flight at once, from the first byte read to the answer: in all, and per project. A body is
  * held in memory whole while it is read, checked and accepted, so without a bound a few key
  * holders could make the API hold gigabytes. A body counts with its Content-Length (one without
- * counts as the route's limit); one that declares more than the route's limit takes no room: it is
- * refused with 413 before a byte of it is read, and no wait would let it in. Past the bound the request is refused before its body is read, as
- * busy (503 with Retry-After), which a client retries. The bound per project is half the one in
- * all, so one project's flood always leaves room for another's; it takes 28 sends of 10 MiB of
- * files at once.
+ * counts as the route's limit); one that declares more than the route's limit takes no room: it
+ * is refused with 413 before a byte of it is read, and no wait would let it in. Past the bound the
+ * request is refused before its body is read, as busy (503 with Retry-After), which a client
+ * retries. The bound per project is half the one in all, so one project's flood always leaves
+ * room for another's; it takes 28 sends of 10 MiB of files at once.
  */
 export interface LargeBodyLimits {
   /** Bodies above this many bytes (or of unknown length) count. */
@@ -32,14 +32,15 @@ export class LargeBodies {
 
   constructor(private readonly limits: LargeBodyLimits = DEFAULT_LARGE_BODY_LIMITS) {}
 
-  /** Bytes of large bodies in flight now (tests). */
+  /** Bytes of large bodies in flight now (`herald_http_large_body_bytes`). */
   get inFlight(): number {
     return this.total;
   }
 
   /**
-   * Admits the request's body if it is small or there is room; false when it must be refused. An
-   * admitted large body holds its bytes until the response is finished or the connection closes.
+   * Admits the request's body if it is small, larger than its route takes (its reader refuses it
+   * unread), or there is room; false when it must be refused as busy. An admitted large body holds
+   * its bytes until the response is finished or the connection closes.
    */
   admit(request: FastifyRequest, reply: FastifyReply, key: string): boolean {
     const declared = Number(request.headers['content-length'] ?? Number.NaN);

@@ -122,6 +122,8 @@ export class Metrics {
   apiLogBuffered: (() => number) | null = null;
   /** Bounce reports waiting for the parsing thread, read at scrape time. */
   bounceReportsWaiting: (() => number) | null = null;
+  /** Bytes of large request bodies in flight (http/large-bodies.ts), read at scrape time. */
+  largeBodyBytes: (() => number) | null = null;
   /**
    * Role all's parent: the delivery metrics of its child process, read at scrape time (null when the
    * child does not answer, restarting: the scrape then has this process's own).
@@ -177,6 +179,15 @@ export class Metrics {
         const known = await relays();
         this.reset();
         for (const [relay, up] of known) this.set({ relay }, up ? 1 : 0);
+      },
+    });
+    const largeBodyBytes = () => this.largeBodyBytes?.() ?? 0;
+    new Gauge({
+      name: 'herald_http_large_body_bytes',
+      help: 'Bytes of request bodies over 256 KiB being read or checked now (bounded: past it such sends get 503)',
+      registers,
+      collect() {
+        this.set(largeBodyBytes());
       },
     });
     const waiting = () => this.bounceReportsWaiting?.() ?? 0;

@@ -1,16 +1,18 @@
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { DEFAULT_LARGE_BODY_LIMITS } from '../../src/http/large-bodies.js';
+import { rawConnection, type RawConnection } from '../helpers/raw-http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
- * Large request bodies share a budget of bytes in flight, in all and per project, over real
- * sockets: past a project's share its next large body is refused as busy (503, Retry-After) before
- * it is read, another project's is still taken, and a body that could never be taken is refused
- * as too large, not as busy.
+ * Large request bodies share a budget of bytes in flight per project (and one in all, twice as
+ * large), over real sockets: past a project's share its next large body is refused as busy (503,
+ * Retry-After) before it is read, another project's is still taken, and a body that could never be
+ * taken is refused as too large, not as busy. What is in flight is the metric
+ * `herald_http_large_body_bytes`.
  */
 
 let ctx: TestContext;
@@ -38,34 +40,25 @@ afterAll(async () => {
 const MiB = 1024 * 1024;
 
 /** A POST of `path` that declares `length` bytes and sends `body` of them (all, some or none). */
-async function post(apiKey: string, path: string, length: number, body = '') {
-  const socket = connect({ port, host: '127.0.0.1' });
-  sockets.push(socket);
-  let received = '';
-  let closed = false;
-  socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
-  socket.on('error', () => {});
-  socket.on('close', () => (closed = true));
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  socket.write(
+async function post(apiKey: string, path: string, length: number, body = ''): Promise<RawConnection> {
+  const conn = await rawConnection(port, sockets);
+  conn.socket.write(
     `POST ${path} HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`,
   );
-  return {
-    socket,
-    get received() {
-      return received;
-    },
-    get closed() {
-      return closed;
-    },
-  };
+  return conn;
 }
 
-type Posted = Awaited<ReturnType<typeof post>>;
+/** `herald_http_large_body_bytes`, read from `/metrics` as a scraper reads it. */
+async function largeBodyBytes(): Promise<number> {
+  const response = await app.inject({ url: '/metrics' });
+  const line = /^herald_http_large_body_bytes (\d+)$/m.exec(response.body);
+  if (line === null) throw new Error('no herald_http_large_body_bytes in /metrics');
+  return Number(line[1]);
+}
 
 /** The status line's code, once the answer came. */
-const statusOf = (conn: Posted) =>
+const statusOf = (conn: RawConnection) =>
   waitUntil(() => /^HTTP\/1\.1 (\d{3}) /.exec(conn.received)?.[1], { timeoutMs: 20_000, what: 'an answer' });
 
 const BATCH = '/api/v1/notifications/batch';
@@ -96,7 +89,7 @@ describe('large bodies in flight', () => {
     const { apiKey } = await seedProject(ctx.services);
     // Sends of 15 MiB, then batches of 5 MiB, whose bodies never come: each holds its room until
     // its connection closes. They fill the project's share to less than one more batch.
-    const held: Posted[] = [];
+    const held: RawConnection[] = [];
     let room = DEFAULT_LARGE_BODY_LIMITS.maxBytesPerKey;
     for (const [path, bytes] of [
       ['/api/v1/notifications', 15 * MiB],
@@ -105,9 +98,12 @@ describe('large bodies in flight', () => {
       for (; room >= bytes; room -= bytes) held.push(await post(apiKey, path, bytes));
     }
     const probe = notJson(5 * MiB);
-    // The held requests came first: a request on a later connection is answered after them.
-    const barrier = await post(apiKey, '/api/v1/notifications', 2, '{}');
-    expect(await statusOf(barrier)).toBe('400');
+    // Every held request has taken its room (the metric says so) before the probe is sent.
+    const holding = DEFAULT_LARGE_BODY_LIMITS.maxBytesPerKey - room;
+    await waitUntil(async () => ((await largeBodyBytes()) === holding ? true : undefined), {
+      timeoutMs: 20_000,
+      what: `${holding} bytes of large bodies in flight`,
+    });
 
     const refused = await post(apiKey, BATCH, probe.length, probe);
     expect(await statusOf(refused)).toBe('503');
@@ -119,6 +115,10 @@ describe('large bodies in flight', () => {
     expect(await statusOf(await post(other.apiKey, BATCH, probe.length, probe))).toBe('400');
 
     held.pop()!.socket.destroy();
+    await waitUntil(async () => ((await largeBodyBytes()) < holding ? true : undefined), {
+      timeoutMs: 20_000,
+      what: 'the closed request to give its room back',
+    });
     await waitUntil(
       async () => {
         const again = await post(apiKey, BATCH, probe.length, probe);
@@ -129,5 +129,9 @@ describe('large bodies in flight', () => {
       { timeoutMs: 20_000, what: 'room for a large body again' },
     );
     for (const conn of held) conn.socket.destroy();
+    await waitUntil(async () => ((await largeBodyBytes()) === 0 ? true : undefined), {
+      timeoutMs: 20_000,
+      what: 'every large body to give its room back',
+    });
   });
 });

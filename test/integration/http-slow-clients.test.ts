@@ -1,7 +1,8 @@
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { rawConnection } from '../helpers/raw-http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -35,25 +36,7 @@ afterAll(async () => {
 });
 
 /** A raw connection that records what it receives and when it is closed. */
-async function open(localAddress = '127.0.0.1') {
-  const socket = connect({ port, host: '127.0.0.1', localAddress });
-  sockets.push(socket);
-  let received = '';
-  let closed = false;
-  socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
-  socket.on('error', () => {});
-  socket.on('close', () => (closed = true));
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return {
-    socket,
-    get received() {
-      return received;
-    },
-    get closed() {
-      return closed;
-    },
-  };
-}
+const open = (localAddress?: string) => rawConnection(port, sockets, localAddress);
 
 /** Writes `chunk` every 200 ms until the socket closes. */
 function drip(socket: Socket, chunk: string): void {
