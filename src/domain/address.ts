@@ -1,5 +1,6 @@
 import { domainToASCII, domainToUnicode } from 'node:url';
 import { HEADER_BREAK } from './header-break.js';
+import { unstorableText } from './storable-text.js';
 
 export interface Mailbox {
   readonly name?: string;
@@ -29,7 +30,13 @@ const UNQUOTED_NAME_FORBIDDEN = /[()<>[\]:;@\\,"]/;
  * `"Doe, Jane" <jane@example.org>`. Returns null when invalid.
  */
 export function parseMailbox(input: string): Mailbox | null {
-  if (typeof input !== 'string' || input.length > MAX_INPUT_LENGTH || HEADER_BREAK.test(input)) return null;
+  if (
+    typeof input !== 'string' ||
+    input.length > MAX_INPUT_LENGTH ||
+    HEADER_BREAK.test(input) ||
+    unstorableText(input) !== null
+  )
+    return null;
   const trimmed = input.trim();
   if (!trimmed.endsWith('>')) {
     const address = parseAddress(trimmed);
@@ -56,6 +63,8 @@ export function mailboxProblem(
 ): string | undefined {
   if (typeof input !== 'string') return 'Give one address as a string, e.g. "jane@example.org"';
   if (HEADER_BREAK.test(input)) return 'An address may not contain a line break or a control character';
+  const unstorable = unstorableText(input);
+  if (unstorable !== null) return `The address ${unstorable}`;
   const address = /<([^<>]*)>\s*$/.exec(input)?.[1] ?? input.trim();
   if ((address.match(/@/g) ?? []).length > 1 || /[,;]/.test(address)) return `Give one address: ${one}`;
   const at = address.indexOf('@');

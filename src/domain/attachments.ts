@@ -36,8 +36,9 @@ function refuse(problem: string) {
 }
 
 // Controls, line and paragraph separators, and format characters (bidirectional overrides,
-// zero-width characters), which can make `invoice‮fdp.exe` display as `invoiceexe.pdf`.
-const INVISIBLE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+// zero-width characters), which can make `invoice‮fdp.exe` display as `invoiceexe.pdf`; and lone
+// surrogates, which are not text and would be stored as U+FFFD.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/gu;
 // Characters Windows refuses in a name, and the quote and backslash a header would have to escape.
 const RESERVED = /["*:<>?|\\/]/g;
 const DEVICE = /^(?:con|prn|aux|nul|com\d|lpt\d)(?:\.|$)/i;

@@ -151,6 +151,7 @@ describe('mailboxProblem: why an address was refused, where it can be said for c
     [['jane@example.org'], 'Give one address as a string, e.g. "jane@example.org"'],
     ['jane@example.org\r\nBcc: x@y.org', 'An address may not contain a line break or a control character'],
     ['x\u0000@example.org', 'An address may not contain a line break or a control character'],
+    ['Jane \ud800 <jane@example.org>', 'The address contains a lone surrogate, which is not Unicode text'],
     [
       'jane@example.org, joe@example.org',
       'Give one address: a send has one recipient (a batch sends to several)',

@@ -26,6 +26,8 @@ describe('safeFilename', () => {
     ['tab\there\nnew\rline.txt', 'tabherenewline.txt'],
     ['invoice\u202Efdp.exe', 'invoicefdp.exe'],
     ['zero\u200Bwidth.pdf', 'zerowidth.pdf'],
+    ['lone\ud800surrogate.pdf', 'lonesurrogate.pdf'],
+    ['emoji \ud83d\ude00.pdf', 'emoji 😀.pdf'],
     ['Cafe\u0301.pdf', 'Café.pdf'],
     ['CON', '_CON'],
     ['nul.txt', '_nul.txt'],
