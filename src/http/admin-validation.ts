@@ -97,17 +97,16 @@ export function describeErrors(schema: unknown, found: readonly SchemaError[], p
 
 /** The first string (or key) of a request that cannot be stored as sent, with why (storable-text.ts). */
 export function unstorablePath(value: unknown): { path: string; problem: string } | null {
-  const problem = unstorableText;
   const stack: [unknown, string][] = [[value, '']];
   while (stack.length > 0) {
     const [node, path] = stack.pop()!;
     if (typeof node === 'string') {
-      const found = problem(node);
+      const found = unstorableText(node);
       if (found !== null) return { path, problem: found };
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, child] of Object.entries(node)) {
         const at = path === '' ? key : `${path}.${key}`;
-        const found = problem(key);
+        const found = unstorableText(key);
         if (found !== null) return { path: at, problem: found };
         stack.push([child, at]);
       }

@@ -1,10 +1,7 @@
-import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/http/app.js';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_LARGE_BODY_LIMITS } from '../../src/http/large-bodies.js';
-import { rawConnection, type RawConnection } from '../helpers/raw-http.js';
-import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { listeningApp, rawConnection, type RawConnection } from '../helpers/raw-http.js';
+import { seedProject } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -15,33 +12,17 @@ import { waitUntil } from '../helpers/wait.js';
  * `herald_http_large_body_bytes`.
  */
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let port: number;
-const sockets: Socket[] = [];
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp({
-    ...ctx.services,
-    clientLimits: { headersTimeoutMs: 60_000, requestTimeoutMs: 120_000, maxConnectionsPerClient: 100 },
-    metricsRoute: { metrics: ctx.services.metrics, production: false, token: null },
-  });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  port = (app.server.address() as { port: number }).port;
-});
-
-afterAll(async () => {
-  for (const socket of sockets) socket.destroy();
-  await app?.close();
-  await ctx?.close();
+const listening = listeningApp({
+  headersTimeoutMs: 60_000,
+  requestTimeoutMs: 120_000,
+  maxConnectionsPerClient: 100,
 });
 
 const MiB = 1024 * 1024;
 
 /** A POST of `path` that declares `length` bytes and sends `body` of them (all, some or none). */
 async function post(apiKey: string, path: string, length: number, body = ''): Promise<RawConnection> {
-  const conn = await rawConnection(port, sockets);
+  const conn = await rawConnection(listening.port, listening.sockets);
   conn.socket.write(
     `POST ${path} HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`,
@@ -51,7 +32,7 @@ async function post(apiKey: string, path: string, length: number, body = ''): Pr
 
 /** `herald_http_large_body_bytes`, read from `/metrics` as a scraper reads it. */
 async function largeBodyBytes(): Promise<number> {
-  const response = await app.inject({ url: '/metrics' });
+  const response = await listening.app.inject({ url: '/metrics' });
   const line = /^herald_http_large_body_bytes (\d+)$/m.exec(response.body);
   if (line === null) throw new Error('no herald_http_large_body_bytes in /metrics');
   return Number(line[1]);
@@ -68,7 +49,7 @@ const notJson = (bytes: number) => 'x'.repeat(bytes);
 
 describe('large bodies in flight', () => {
   it('refuses a body larger than the route takes with 413, however large it claims to be', async () => {
-    const { apiKey } = await seedProject(ctx.services);
+    const { apiKey } = await seedProject(listening.ctx.services);
     for (const [path, length] of [
       ['/api/v1/notifications', 99_999_999_999],
       ['/api/v1/notifications', 16 * MiB],
@@ -86,7 +67,7 @@ describe('large bodies in flight', () => {
   });
 
   it("answers busy past a project's share, takes another project's, and takes it again once room is back", async () => {
-    const { apiKey } = await seedProject(ctx.services);
+    const { apiKey } = await seedProject(listening.ctx.services);
     // Sends of 15 MiB, then batches of 5 MiB, whose bodies never come: each holds its room until
     // its connection closes. They fill the project's share to less than one more batch.
     const held: RawConnection[] = [];
@@ -111,7 +92,7 @@ describe('large bodies in flight', () => {
     expect(refused.received).toContain('"error":"Too many large requests are being checked; retry shortly"');
     expect(held.map((conn) => conn.received)).toEqual(held.map(() => ''));
 
-    const other = await seedProject(ctx.services);
+    const other = await seedProject(listening.ctx.services);
     expect(await statusOf(await post(other.apiKey, BATCH, probe.length, probe))).toBe('400');
 
     held.pop()!.socket.destroy();

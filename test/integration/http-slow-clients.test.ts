@@ -1,9 +1,7 @@
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/http/app.js';
-import { rawConnection } from '../helpers/raw-http.js';
-import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { describe, expect, it } from 'vitest';
+import { listeningApp, rawConnection } from '../helpers/raw-http.js';
+import { seedProject } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -13,30 +11,10 @@ import { waitUntil } from '../helpers/wait.js';
  */
 
 const LIMITS = { headersTimeoutMs: 1_500, requestTimeoutMs: 3_000, maxConnectionsPerClient: 10 };
-let ctx: TestContext;
-let app: FastifyInstance;
-let port: number;
-const sockets: Socket[] = [];
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp({
-    ...ctx.services,
-    clientLimits: LIMITS,
-    metricsRoute: { metrics: ctx.services.metrics, production: false, token: null },
-  });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  port = (app.server.address() as { port: number }).port;
-});
-
-afterAll(async () => {
-  for (const socket of sockets) socket.destroy();
-  await app?.close();
-  await ctx?.close();
-});
+const listening = listeningApp(LIMITS);
 
 /** A raw connection that records what it receives and when it is closed. */
-const open = (localAddress?: string) => rawConnection(port, sockets, localAddress);
+const open = (localAddress?: string) => rawConnection(listening.port, listening.sockets, localAddress);
 
 /** Writes `chunk` every 200 ms until the socket closes. */
 function drip(socket: Socket, chunk: string): void {
@@ -64,7 +42,7 @@ describe('slow HTTP clients', () => {
   });
 
   it('cuts off a client that drips its body, with 408', async () => {
-    const { apiKey } = await seedProject(ctx.services);
+    const { apiKey } = await seedProject(listening.ctx.services);
     const conn = await open();
     conn.socket.write(
       `POST /api/v1/notifications HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
@@ -112,7 +90,7 @@ describe('requests the HTTP parser refuses', () => {
   });
 
   it('answers a body with both Content-Length and Transfer-Encoding with 400, naming the fault', async () => {
-    const { apiKey } = await seedProject(ctx.services);
+    const { apiKey } = await seedProject(listening.ctx.services);
     const conn = await open('127.0.0.5');
     conn.socket.write(
       `POST /api/v1/notifications HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
