@@ -11,3 +11,11 @@ export function unstorableText(text: string): string | null {
   if (LONE_SURROGATE.test(text)) return 'contains a lone surrogate, which is not Unicode text';
   return null;
 }
+
+/**
+ * Text from outside that is kept whatever it holds (a bounce report's fields): NUL characters
+ * dropped and lone surrogates made U+FFFD, so that every store keeps it, and keeps it alike.
+ */
+export function storableText(text: string): string {
+  return text.replace(/\0/g, '').replace(/\p{Cs}/gu, '\uFFFD');
+}

@@ -481,6 +481,20 @@ describe('reports without a token', () => {
     expect(await eventsOf(other.id)).toHaveLength(1);
   });
 
+  it('a returned Message-ID with a NUL in it is read without it, on either backend', async () => {
+    // Anyone can send this to plain bounces@; PostgreSQL text cannot hold a NUL, so the look-up
+    // must not be given one (it failed, and the report was refused with a 4xx for ever).
+    const message = await sendThroughRelay(uniqueRecipient('plain-nul'));
+    const plain = `bounces@${DOMAIN}`;
+    const [local, domain] = message.messageId.split('@') as [string, string];
+    const raw = fixture('dsn-with-headers-only', message, {
+      tokenAddress: plain,
+      messageId: `${local}\u0000@${domain}`,
+    });
+    expect(await report(plain, raw)).toMatchObject({ ok: true, responseCode: 250 });
+    expect((await status(message.requestId)).status).toBe('failed');
+  });
+
   it('naming a message that failed before it was ever sent, nothing changes', async () => {
     // Refused at RCPT TO for policy (5.7.1, which suppresses nothing): the message has a
     // Message-ID but no SMTP transaction ever carried it, so no report can be about it.

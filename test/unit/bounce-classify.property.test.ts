@@ -4,8 +4,16 @@ import { BOUNCE_CATEGORIES, HARD_CATEGORIES } from '../../src/domain/bounce/cate
 import { classifyFailure, classifyReply } from '../../src/domain/bounce/classify.js';
 import type { ParsedMessage } from '../../src/domain/bounce/parsed-message.js';
 import { readReport } from '../../src/domain/bounce/read-report.js';
+import { unstorableText } from '../../src/domain/storable-text.js';
 
 const RUNS = { numRuns: 300 };
+
+/** Every string in `value`, however deep. */
+function stringsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.values(value).flatMap(stringsOf);
+}
 
 /** Text made of the pieces real replies and bounces are made of, in any order, and of noise. */
 const replyText = fc.oneof(
@@ -106,6 +114,8 @@ const part = fc.record({
     replyText,
     fc.constantFrom(
       'Final-Recipient: rfc822; jane@example.org\nAction: failed\nStatus: 5.1.1\n',
+      'Final-Recipient: rfc822; ja\u0000ne@example.org\nAction: fail\ud800ed\nStatus: 5.1.1 (x\u0000)\n',
+      'Message-ID: <a\u0000@example.org>\nTo: jane@example.org\n\nbody',
       'Feedback-Type: abuse\n',
       'Message-ID: <a@example.org>\nTo: jane@example.org\n\nbody',
     ),
@@ -143,11 +153,14 @@ describe('readReport', () => {
         const report = readReport(message);
         expect(readReport(structuredClone(message))).toEqual(report);
         expect(['bounce', 'complaint', 'unknown']).toContain(report.kind);
+        // Every word of it can be stored as it is read: no NUL, no lone surrogate.
+        for (const text of stringsOf(report)) expect(unstorableText(text)).toBeNull();
         if (report.kind === 'bounce') {
           expect(report.recipients.length).toBeLessThanOrEqual(100);
           for (const recipient of report.recipients) {
             expect(BOUNCE_CATEGORIES).toContain(recipient.category);
             if (recipient.type === 'hard') expect(HARD_CATEGORIES.has(recipient.category)).toBe(true);
+            if (recipient.status !== null) expect(recipient.status).toMatch(/^[245]\.\d{1,3}\.\d{1,3}$/);
           }
         }
       }),

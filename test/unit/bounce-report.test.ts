@@ -176,6 +176,28 @@ describe('parseReport on variations', () => {
     expect(await parseText(text)).toMatchObject({ kind: 'complaint', feedbackType: 'not-spam' });
   });
 
+  it('keeps no NUL or lone surrogate of a report, and only the code of a status', async () => {
+    // Anyone can send this to the bounce address: a NUL reaching PostgreSQL fails the statement.
+    const ses = JSON.stringify({
+      notificationType: 'Bounce',
+      mail: { commonHeaders: { messageId: 'x\u0000@shop.example' } },
+      bounce: {
+        bouncedRecipients: [
+          { emailAddress: 'v\ud800@x.example', status: `5.1.1\u0000<img>${'x'.repeat(500)}` },
+        ],
+      },
+    });
+    expect(
+      await parseText(`From: a@example.net\r\nContent-Type: text/plain\r\n\r\n${ses}\r\n`),
+    ).toMatchObject({
+      kind: 'bounce',
+      originalMessageId: 'x@shop.example',
+      recipients: [{ recipient: 'v\ufffd@x.example', status: '5.1.1' }],
+    });
+    const arf = fixtureText('arf-complaint').replace('Feedback-Type: abuse', 'Feedback-Type: ab\u0000use');
+    expect(await parseText(arf)).toMatchObject({ kind: 'complaint', feedbackType: 'abuse' });
+  });
+
   it('does not take a feedback report without Feedback-Type (RFC 5965 §3.1)', async () => {
     const text = fixtureText('arf-complaint').replace('Feedback-Type: abuse\r\n', '');
     expect(await parseText(text)).toEqual({ kind: 'unknown' });

@@ -8,7 +8,7 @@ import {
   VENDOR_ADDRESS_PHRASES,
 } from './phrases.js';
 import { smtpCommandIn, type SmtpCommand } from './smtp-command.js';
-import { categoryOfStatus, categoryOfSubject, enhancedStatusIn, isEnhancedStatus } from './status-codes.js';
+import { categoryOfStatus, categoryOfSubject, enhancedStatusIn } from './status-codes.js';
 import { oneLine } from '../one-line.js';
 
 /**
@@ -78,7 +78,7 @@ export function replyCodeOf(text: string): number | null {
 
 /** The more specific of the structured status and the one in the text (a DSN often says 5.0.0). */
 function bestStatus(field: string | null | undefined, text: string): string | null {
-  const fromField = typeof field === 'string' && isEnhancedStatus(field) ? field.trim() : null;
+  const fromField = typeof field === 'string' ? enhancedStatusIn(field) : null;
   const fromText = enhancedStatusIn(text);
   if (fromField === null) return fromText;
   if (fromText !== null && fromText[0] === fromField[0] && /\.0\.0$/.test(fromField)) return fromText;

@@ -2,6 +2,7 @@ import { classifyFailure, normalise } from './classify.js';
 import { MAX_RECIPIENTS, type BounceRecipient, type FeedbackReport } from './feedback-report.js';
 import { addressIn, get, headerFields, messageIdIn, type FieldBlock } from './fields.js';
 import { header, type ParsedMessage } from './parsed-message.js';
+import { storableText } from '../storable-text.js';
 import { FEEDBACK_REPORT, readAppleUnsubscribe, readArf, readJmrp } from './read-complaint.js';
 import { classifyDsnLine, clip, dsnLines, type DsnHint, type DsnLine } from './read-dsn.js';
 import { readSesNotification } from './read-ses.js';
@@ -35,9 +36,40 @@ const ORIGINAL = new Set([
 
 export function readReport(message: ParsedMessage): FeedbackReport {
   try {
-    return read(message);
+    return storable(read(message));
   } catch {
     return { kind: 'unknown' };
+  }
+}
+
+/**
+ * The report with every field as a store keeps it (storable-text.ts): its words come from anyone
+ * who can send mail, and a NUL in a returned Message-ID must not make the report unreadable.
+ */
+function storable(report: FeedbackReport): FeedbackReport {
+  const text = (value: string | null) => (value === null ? null : storableText(value));
+  switch (report.kind) {
+    case 'unknown':
+      return report;
+    case 'complaint':
+      return {
+        ...report,
+        feedbackType: storableText(report.feedbackType),
+        recipient: text(report.recipient),
+        originalMessageId: text(report.originalMessageId),
+      };
+    case 'bounce':
+      return {
+        ...report,
+        recipients: report.recipients.map((line) => ({
+          ...line,
+          recipient: text(line.recipient),
+          action: text(line.action),
+          status: text(line.status),
+          diagnostic: text(line.diagnostic),
+        })),
+        originalMessageId: text(report.originalMessageId),
+      };
   }
 }
 

@@ -1,6 +1,7 @@
 import { classifyDsnLine } from './read-dsn.js';
 import { MAX_RECIPIENTS, type FeedbackReport } from './feedback-report.js';
 import { typedValue, valueType } from './fields.js';
+import { enhancedStatusIn } from './status-codes.js';
 
 /**
  * Amazon SES event notifications delivered by e-mail (an SNS subscription): a JSON body, bare or
@@ -78,7 +79,7 @@ export function readSesNotification(text: string): FeedbackReport | null {
     return classifyDsnLine({
       recipient: stringAt(entry, 'emailAddress'),
       action: (stringAt(entry, 'action') ?? 'failed').toLowerCase(),
-      status: stringAt(entry, 'status'),
+      status: enhancedStatusIn(stringAt(entry, 'status') ?? ''),
       diagnostic: typedValue(diagnosticCode),
       diagnosticType: valueType(diagnosticCode),
     });

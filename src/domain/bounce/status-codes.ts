@@ -14,11 +14,6 @@ export function enhancedStatusIn(text: string): string | null {
   return ENHANCED_STATUS.exec(text.slice(0, MAX_STATUS_SCAN))?.[1] ?? null;
 }
 
-/** Whether a text holds an enhanced status code. */
-export function isEnhancedStatus(text: string): boolean {
-  return enhancedStatusIn(text) !== null;
-}
-
 /**
  * Enhanced status codes (RFC 3463 and the IANA registry of RFC 5248) → category. A code names a
  * category only where its meaning is specific; generic codes (X.0.0, X.1.0, X.5.0, X.7.0, X.7.1,
