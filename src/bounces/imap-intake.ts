@@ -17,7 +17,10 @@ import { classifyBounceAddress } from './token.js';
  *
  * Trouble never stops the process: a refused login, an unreachable server, a mailbox that went
  * away are each logged once (again only when the trouble changes) and retried after 1 s, doubling
- * up to 5 minutes; a connection that worked starts the back-off over. The watched mailbox is
+ * up to 5 minutes; a connection that worked starts the back-off over. A message that could not be
+ * read (the store refused what it reports, or was away) stays in the mailbox and does not hold up
+ * the ones after it: it is logged once and read again at the next look, which comes after the same
+ * back-off unless new mail comes first. The watched mailbox is
  * waited for, never created (mail is delivered to it by the server: a new empty one would hide a
  * misconfiguration); the two folders Herald moves mail to are created when missing.
  */
@@ -72,6 +75,8 @@ export class ImapIntake {
   private running: Promise<void> | null = null;
   private readonly where: string;
   private readonly targetsOf: TargetsOf;
+  /** Messages that could not be read (by UIDVALIDITY/UID), with the problem last logged. */
+  private readonly unreadable = new Map<string, string>();
 
   constructor(private readonly options: ImapIntakeOptions) {
     this.where = describeImap(options.config);
@@ -109,10 +114,12 @@ export class ImapIntake {
         );
         trouble = null;
         delay = first;
+        let retry = first;
         while (session.open && !this.abort.signal.aborted) {
-          await this.pass(session);
+          const unread = await this.pass(session);
           const wait = session.idle ? Math.min(config.pollMs, IDLE_RENEW_MS) : config.pollMs;
-          await session.waitForChange(wait, this.abort.signal);
+          await session.waitForChange(unread ? Math.min(wait, retry) : wait, this.abort.signal);
+          retry = unread ? Math.min(retry * 2, max) : first;
         }
       } catch (error) {
         if (this.abort.signal.aborted) break;
@@ -133,15 +140,47 @@ export class ImapIntake {
     }
   }
 
-  /** One look at the mailbox: every message there, oldest first. */
-  private async pass(session: ImapSession): Promise<void> {
+  /** One look at the mailbox: every message there, oldest first. True when one could not be read. */
+  private async pass(session: ImapSession): Promise<boolean> {
+    let unread = false;
+    const seen = new Set<string>();
     for (const message of await session.list()) {
-      if (this.abort.signal.aborted || !session.open) return;
-      await this.handle(session, message);
+      if (this.abort.signal.aborted || !session.open) break;
+      const where = `${session.uidValidity}/${message.uid}`;
+      seen.add(where);
+      if (!(await this.handle(session, message, where))) unread = true;
     }
+    // Forget the failures of messages no longer there (moved by another reader, or by hand).
+    for (const where of this.unreadable.keys()) if (!seen.has(where)) this.unreadable.delete(where);
+    return unread;
   }
 
-  private async handle(session: ImapSession, message: MailboxMessage): Promise<void> {
+  /** False when the message could not be read, and stays for the next look. */
+  private async handle(session: ImapSession, message: MailboxMessage, where: string): Promise<boolean> {
+    try {
+      await this.read(session, message);
+    } catch (error) {
+      if (error instanceof ImapError || !session.open) throw error;
+      this.couldNotRead(message.uid, where, error);
+      return false;
+    }
+    this.unreadable.delete(where);
+    return true;
+  }
+
+  /**
+   * Logged once a message and problem (an error, then at debug level while it stays the same), so
+   * that a message read again every few minutes does not fill the log.
+   */
+  private couldNotRead(uid: number, where: string, error: unknown): void {
+    const problem = error instanceof Error ? error.message : String(error);
+    const line = `bounce mailbox message ${uid} could not be read (${problem}); left in ${this.options.config.mailbox} and read again at the next look`;
+    if (this.unreadable.get(where) === problem) this.options.logger.debug({ mailbox: this.where, uid }, line);
+    else this.options.logger.error({ mailbox: this.where, uid, err: error }, line);
+    this.unreadable.set(where, problem);
+  }
+
+  private async read(session: ImapSession, message: MailboxMessage): Promise<void> {
     const { config, maxBytes, logger } = this.options;
     if (message.size > maxBytes) return this.tooLarge(session, message.uid, message.size);
     const bytes = await session.download(message.uid, maxBytes);
