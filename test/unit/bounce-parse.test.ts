@@ -58,4 +58,15 @@ describe('stripTags', () => {
       ),
     ).toBe('Delivery has failed:\njane@example.org <x> A\n');
   });
+
+  it('drops scripts and style sheets, one never closed to the end, as a browser does', () => {
+    expect(stripTags('<p>a</p><STYLE type="x">p{}</style >b<script>if (a<b) go()</script>c')).toBe('a\nbc');
+    expect(stripTags('a<style>p{}<p>not text</p>')).toBe('a');
+    // Thousands of starts that never end are one block, read once.
+    expect(stripTags(`a${'<style>'.repeat(40_000)}`)).toBe('a');
+  });
+
+  it('reads a tag only up to the next <', () => {
+    expect(stripTags('a <b<i>c</i> <br <br>d')).toBe('a <bc <br\nd');
+  });
 });
