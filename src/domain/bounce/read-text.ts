@@ -140,13 +140,15 @@ export function readTextRecipients(
   const wholeCommand = smtpCommandIn(normalise(nonBlank.join(' ')));
   const blocks = blocksOf(lines, options.excluded);
   const categoryOf = options.categoryOf ?? (() => null);
+  // Read once however many recipients' lines fall back on it: a report may name a hundred.
+  let wholeRead: FailureVerdict | undefined;
   const wholeVerdict = () =>
-    classifyFailure({
+    (wholeRead ??= classifyFailure({
       diagnostic: whole,
       command: wholeCommand,
       permanent: options.permanent,
       category: categoryOf(whole),
-    });
+    }));
   if (blocks.length === 0)
     return [{ recipient: null, diagnostic: whole, command: wholeCommand, verdict: wholeVerdict() }];
   return blocks.map((block) => {
