@@ -181,10 +181,12 @@ export async function openServices(
     throw error;
   }
   const db = storage.db;
+  const accept = new AcceptService(storage);
   const projects = new ProjectService(db, config.defaultQuota, {
     externalChanges: storage.externalChanges,
     changesSettleMs: storage.projectChangesSettleMs,
     updatesSettleMs: storage.projectUpdatesSettleMs,
+    onDeleted: () => accept.wakeWorkers(),
   });
   const smtpSettings = new SmtpSettingsService(db, projects, new SecretBox(secretKey), {
     globals: { primary: globalSmtp, fallback: globalFallback },
@@ -215,7 +217,6 @@ export async function openServices(
   });
   metrics.apiLogBuffered = () => apiLogs.buffered;
   const webhooksQueued = new Signal((err) => logger.error({ err }, 'waking the webhook lanes failed'));
-  const accept = new AcceptService(storage);
   // Workers in other processes hear of work queued here where they cannot see it for themselves.
   accept.onAccepted(() => storage.announceWork?.('notifications'));
   webhooksQueued.on(() => storage.announceWork?.('webhook_deliveries'));

@@ -153,16 +153,20 @@ export class ProjectService {
       readonly changesSettleMs?: number;
       /** Storage.projectUpdatesSettleMs: how long a change to a project's settings waits. */
       readonly updatesSettleMs?: number;
+      /** Told once a project is deleted: workers should look at once for mail they hold of it. */
+      readonly onDeleted?: () => void;
       readonly now?: () => number;
     } = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.onDeleted = options.onDeleted ?? (() => {});
     this.changesSettleMs = options.changesSettleMs ?? 0;
     this.updatesSettleMs = options.updatesSettleMs ?? 0;
     this.keyCache = options.externalChanges ? new KeyCache(options.externalChanges, this.now) : null;
   }
 
   private readonly now: () => number;
+  private readonly onDeleted: () => void;
   private readonly changesSettleMs: number;
   private readonly updatesSettleMs: number;
 
@@ -263,8 +267,9 @@ export class ProjectService {
   /**
    * Deletes a project and everything of it (deleteProjectRow): its key stops working at once, as
    * after rotateKey. Refused while mail of the project is queued or being sent, unless `force`:
-   * then mail still queued is never sent, and a message in an SMTP transaction at that moment may
-   * still be delivered, its outcome not recorded.
+   * then mail still queued is never sent (a worker holding some drops it at its next look, which
+   * the delete asks for), and a message in an SMTP transaction at that moment may still be
+   * delivered, its outcome not recorded.
    */
   async delete(ref: string | number, options: { readonly force?: boolean } = {}): Promise<Project> {
     const current = await this.resolve(ref);
@@ -280,6 +285,7 @@ export class ProjectService {
       }),
     );
     if (!deleted) throw errors.projectNotFound(String(ref));
+    this.onDeleted();
     await settle(this.changesSettleMs);
     return toProject(current);
   }

@@ -33,6 +33,13 @@ export async function listProjects(db: Kysely<Database>): Promise<ProjectRow[]> 
   return db.selectFrom('projects').selectAll().orderBy('name').execute();
 }
 
+/** Which of `ids` are projects still (the others were deleted). */
+export async function existingProjects(db: Kysely<Database>, ids: readonly number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('projects').select('id').where('id', 'in', ids).execute();
+  return new Set(rows.map((row) => row.id));
+}
+
 /**
  * Deletes a project; everything that belongs to it goes with it (ON DELETE CASCADE): its
  * templates and layouts, SMTP settings, webhook endpoints and events, suppression list, usage,

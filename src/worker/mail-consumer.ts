@@ -13,6 +13,7 @@ import { windowPolicy } from '../domain/relay-window.js';
 import { suppressedMessage, type SuppressionReason } from '../domain/suppression.js';
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
+import { existingProjects } from '../storage/projects.js';
 import type { NotificationRow } from '../storage/schema.js';
 import { ClaimedCancels } from './claimed-cancels.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
@@ -165,6 +166,8 @@ export class MailConsumer implements Consumer {
    */
   async answerRequests(): Promise<void> {
     if (this.stopping || this.queue.holding === 0) return;
+    await this.dropMailOfDeletedProjects();
+    if (this.stopping) return;
     const asked = await this.cancels.asked();
     if (asked === null || this.stopping) return;
     const waiting = this.backlog.filter((job) => asked.about(job));
@@ -174,6 +177,27 @@ export class MailConsumer implements Consumer {
     const answering = this.cancels.answer(asked, waiting).then((back) => this.goOn(back));
     this.track(answering);
     await answering;
+  }
+
+  /**
+   * A project deleted with its mail still queued (`force`) takes that mail with it: what this
+   * worker claimed of it and has not begun (the backlog, the parked) is taken out of the lines and
+   * let go, never sent. Its rows went with the project; a transaction already begun goes on.
+   */
+  private async dropMailOfDeletedProjects(): Promise<void> {
+    const held = this.relays.projects();
+    for (const job of this.backlog) held.add(job.row.project_id);
+    if (held.size === 0) return;
+    const existing = await existingProjects(this.queue.db, [...held]);
+    if (existing.size === held.size) return;
+    const deleted = (job: Job) => held.has(job.row.project_id) && !existing.has(job.row.project_id);
+    const dropped = this.backlog.filter(deleted);
+    this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !deleted(job)));
+    for (const parked of this.relays.unparkWhere((entry) => deleted(entry.job))) dropped.push(parked.job);
+    if (dropped.length === 0) return;
+    this.logger.info({ messages: dropped.length }, 'mail of a deleted project dropped before it was sent');
+    await this.queue.release(dropped.map((job) => job.row));
+    this.onRoom();
   }
 
   /** Jobs taken out of the lines for a cancel that did not cancel them: they go on first. */

@@ -164,6 +164,14 @@ export class RelayLanes<Parked> {
     return all;
   }
 
+  /** Every project with mail parked behind any relay. */
+  projects(): Set<number> {
+    const projects = new Set<number>();
+    for (const counts of this.parkedProjects.values())
+      for (const project of counts.keys()) projects.add(project);
+    return projects;
+  }
+
   /**
    * The projects with mail parked behind a relay that has a whole window's worth parked: mail of
    * theirs already waits for its room. Asked on every turn of the worker's loop, so it counts

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Messages } from '../../src/domain/errors.js';
+import { createLogger } from '../../src/logger.js';
 import { createWorker, type Worker } from '../../src/roles.js';
 import { NotificationService } from '../../src/services/notifications.js';
 import { Signal } from '../../src/services/signal.js';
@@ -135,6 +136,35 @@ describe.each([
       error_message: 'Canceled',
     });
     expectError(await cancel(second), 409, Messages.notCancelable);
+  });
+
+  it('a project deleted with force takes its claimed mail that waits: never sent', async () => {
+    // A worker whose log the test reads: what it dropped is seen nowhere else (the rows are gone).
+    const lines: Record<string, unknown>[] = [];
+    await worker.stop();
+    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    worker = createWorker({ ...ctx.services, logger });
+    worker.start();
+    const [first, second, third] = await twoWaitingBehindOne();
+    const other = await seedProject(ctx.services);
+    try {
+      await ctx.services.projects.delete(projectId, { force: true });
+      const dropped = await waitUntil(
+        () => lines.find((line) => line.msg === 'mail of a deleted project dropped before it was sent'),
+        { what: 'the worker to drop the mail of the deleted project' },
+      );
+      expect(dropped.messages).toBeGreaterThanOrEqual(1);
+      sink.release();
+      // Mail of another project, claimed after the dropped mail, goes out: the lanes go on.
+      const next = (await sendOk(ctx.app, other.apiKey, body())).request_id;
+      await waitUntil(() => (delivered(next) === 1 ? true : undefined), { what: 'the other project’s mail' });
+      // Its transaction had begun before the delete: it may be delivered, as documented.
+      expect(delivered(first)).toBe(1);
+      expect(delivered(second) + delivered(third)).toBe(0);
+    } finally {
+      sink.release();
+      ({ apiKey, projectId } = other);
+    }
   });
 });
 
