@@ -175,6 +175,10 @@ const replies: readonly Row[] = [
   [550, '550 Denied by policy', 'MAIL FROM', 'soft', 'policy', null],
   [554, '554 mx.example.org ESMTP not accepting connections', 'CONN', 'soft', 'system_error', null],
   [550, '550 Rejected', 'EHLO', 'soft', 'blocked', null],
+  // A generic X.7 status says no more than a refusal of the connection does; after RCPT it is policy.
+  [554, '554 5.7.1 go away', 'CONN', 'soft', 'blocked', '5.7.1'],
+  [421, '421 4.7.0 try later', 'CONN', 'soft', 'blocked', '4.7.0'],
+  [550, '550 5.7.1 go away', 'RCPT TO', 'soft', 'policy', '5.7.1'],
   [550, '', null, 'soft', 'other', null],
   [
     null,

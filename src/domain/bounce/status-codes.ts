@@ -143,8 +143,9 @@ export function categoryOfStatus(status: string | null): BounceCategory | null {
 
 /**
  * The default of a status's subject when its detail names nothing specific (RFC 3463 §3: the
- * subject alone says which part of the system failed). X.1, X.2 and X.7 give no default: an
- * unknown detail there may be anything from a bad address to a content filter.
+ * subject alone says which part of the system failed). X.1 and X.2 give no default: an unknown
+ * detail there may be anything from a bad address to a content filter. X.7 (security or policy)
+ * is a policy, unless a refusal of the connection says more (classify.ts `fallbackOf`).
  */
 export function categoryOfSubject(status: string | null): BounceCategory | null {
   const match = status === null ? null : STATUS_SHAPE.exec(status);
