@@ -264,7 +264,7 @@ export async function unheldLeases(
 }
 
 /**
- * Returns to their queues, due now, the rows whose lease ran out while their owner has no
+ * Returns to their queues the rows whose lease ran out while their owner has no
  * heartbeat (a worker that died before heartbeats existed, or whose row was removed as dead). A
  * live owner keeps its rows past the lease: it may be waiting to record an outcome the store
  * refused (a full disk), and taking the row from it would send the message twice. The attempt
@@ -278,7 +278,7 @@ export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): P
   );
 }
 
-/** Returns every leased row of these owners to its queue, due now (the owners are dead). */
+/** Returns every leased row of these owners to its queue (the owners are dead). */
 export async function reclaimOwners(
   tx: Kysely<Database>,
   owners: readonly string[],
@@ -289,8 +289,9 @@ export async function reclaimOwners(
 }
 
 /**
- * Returns the leased rows `which` picks, in every queue, due now, the attempt counted staying
- * counted. Returns how many.
+ * Returns the leased rows `which` picks to their queues, the attempt counted staying counted.
+ * Each keeps the time it fell due, so it is taken again before mail that fell due after it: mail
+ * in flight when its worker died goes first, not behind everything queued since. Returns how many.
  */
 async function returnLeases(
   db: Kysely<Database>,
@@ -304,7 +305,7 @@ async function returnLeases(
     const table: QueueTable = queue.table;
     const result = await leaseDb(db)
       .updateTable(table)
-      .set({ state: queue.ready, lease_owner: null, lease_until: null, run_at: now, updated_at: now })
+      .set({ state: queue.ready, lease_owner: null, lease_until: null, updated_at: now })
       .where('state', '=', LEASED)
       .$call(which)
       .executeTakeFirst();

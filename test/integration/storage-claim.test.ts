@@ -249,6 +249,8 @@ describe(`leases (${backend})`, () => {
   it('returns rows whose lease expired to the queue, keeping the attempt counted', async () => {
     const [expired, renewed] = await addDue(2);
     await claim(fx.storage, 'worker-dead', 2);
+    // Queued after the claim, due before the reclaim: the mail that was in flight still goes first.
+    const since = await addNotification(fx.db, projectId, { run_at: NOW + 1 });
     await renew('worker-dead', [renewed!], NOW + 3 * LEASE_MS);
 
     expect(await reclaimExpiredLeases(fx.db, NOW + LEASE_MS - 1)).toBe(0);
@@ -261,14 +263,17 @@ describe(`leases (${backend})`, () => {
       lease_owner: null,
       lease_until: null,
       attempts: 1,
-      run_at: later,
+      run_at: NOW - 10_000,
       updated_at: later,
     });
     expect((await notification(fx.db, renewed!)).state).toBe('sending');
 
-    // Another worker takes it at once; the dead worker can no longer record an outcome.
+    // Another worker takes it at once, first; the dead worker can no longer record an outcome.
     const retaken = await claim(fx.storage, 'worker-b', 10, later);
-    expect(retaken.map((row) => [row.id, row.attempts])).toEqual([[expired, 2]]);
+    expect(retaken.map((row) => [row.id, row.attempts])).toEqual([
+      [expired, 2],
+      [since, 1],
+    ]);
     expect(
       await finishDelivery(
         fx.db,

@@ -28,8 +28,14 @@ beforeEach(async () => {
   await fx.db.deleteFrom('workers').execute();
 });
 
+/** Claimed by `owner`, having fallen due a minute before NOW. */
 const sending = (owner: string) =>
-  addNotification(fx.db, projectId, { state: 'sending', lease_owner: owner, lease_until: NOW + 600_000 });
+  addNotification(fx.db, projectId, {
+    state: 'sending',
+    run_at: NOW - 60_000,
+    lease_owner: owner,
+    lease_until: NOW + 600_000,
+  });
 
 describe(`worker heartbeats (${backend})`, () => {
   it('keep one row per worker whose value moves with each beat', async () => {
@@ -45,7 +51,7 @@ describe(`worker heartbeats (${backend})`, () => {
     expect(await listHeartbeats(fx.db)).toEqual([{ owner: 'b', beat: NOW }]);
   });
 
-  it("return only a dead worker's messages to the queue, due at once, and remove its row", async () => {
+  it("return only a dead worker's messages to the queue, due as before, and remove its row", async () => {
     await beat(fx.db, 'dead', NOW);
     await beat(fx.db, 'alive', NOW);
     const mine = [await sending('dead'), await sending('dead')];
@@ -59,7 +65,8 @@ describe(`worker heartbeats (${backend})`, () => {
         state: 'queued',
         lease_owner: null,
         lease_until: null,
-        run_at: later,
+        // Due as when it was claimed: taken again before mail that fell due since.
+        run_at: NOW - 60_000,
       });
     }
     expect(await notification(fx.db, theirs)).toMatchObject({ state: 'sending', lease_owner: 'alive' });
