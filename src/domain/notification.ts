@@ -114,18 +114,15 @@ export function notificationView(row: Notification): NotificationView {
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
-  if (status === 'sent') {
+  // Sent, or sent and bounced since: when, how and through which relay it went stay visible.
+  if (status === 'sent' || (status === 'failed' && row.bounced_at !== null)) {
     if (row.sent_at !== null) view.sent_at = iso(row.sent_at);
     if (row.transport !== null) view.transport = row.transport;
     if (row.relay !== null) view.relay = row.relay;
   }
   if (status === 'failed') {
     view.error_message = row.error_message ?? 'Delivery failed';
-    if (row.bounced_at !== null) {
-      // It was sent before the report came back: both times stay visible.
-      if (row.sent_at !== null) view.sent_at = iso(row.sent_at);
-      view.bounced_at = iso(row.bounced_at);
-    }
+    if (row.bounced_at !== null) view.bounced_at = iso(row.bounced_at);
   }
   if (status === 'queued') {
     // Only while it waits for its time: a send_at already past when accepted meant "now".

@@ -308,6 +308,8 @@ describe('hard bounces', () => {
     expect(body.bounced_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(body.sent_at).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(Date.parse(body.bounced_at!)).toBeGreaterThanOrEqual(Date.parse(body.sent_at!));
+    // How it went out stays visible after it bounced.
+    expect(body).toMatchObject({ transport: 'smtp', relay: 'primary' });
 
     expect(await suppression(message.to)).toMatchObject({
       reason: 'hard_bounce',
@@ -325,6 +327,8 @@ describe('hard bounces', () => {
       status: 'failed',
       error_message: body.error_message,
       bounced_at: body.bounced_at,
+      transport: 'smtp',
+      relay: 'primary',
       project: project.name,
       bounce: {
         type: 'hard',
