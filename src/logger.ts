@@ -45,3 +45,35 @@ export function createLogger(
   }
   return pino(base, destination);
 }
+
+/**
+ * A task retried on a timer while its trouble lasts (a heartbeat, a lease renewal, a claim while
+ * the store refuses writes): its failure is logged at `level` when it begins or its message
+ * changes, at debug while it repeats, and its end once, at info. A full disk or a lost database
+ * is then a few lines, not one with a stack trace every second.
+ */
+export class Trouble {
+  private current: string | null = null;
+
+  constructor(
+    private readonly logger: Logger,
+    /** What fails, as a log line begins: `heartbeat`, `renewing leases`. */
+    private readonly what: string,
+    private readonly level: 'warn' | 'error' = 'warn',
+    private readonly fields: Record<string, unknown> = {},
+  ) {}
+
+  failed(err: unknown, retry = 'retrying'): void {
+    const problem = err instanceof Error ? err.message : String(err);
+    const line = `${this.what} failed; ${retry}`;
+    if (problem === this.current) this.logger.debug({ ...this.fields, problem }, `${line} (still failing)`);
+    else this.logger[this.level]({ ...this.fields, err }, line);
+    this.current = problem;
+  }
+
+  succeeded(): void {
+    if (this.current === null) return;
+    this.current = null;
+    this.logger.info(this.fields, `${this.what} works again`);
+  }
+}

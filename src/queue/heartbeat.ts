@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Trouble } from '../logger.js';
 import { HEARTBEAT_MS, LivenessJudge } from '../domain/liveness.js';
 import { reclaimExpiredLeases } from '../storage/queue.js';
 import type { Storage } from '../storage/storage.js';
@@ -34,7 +35,11 @@ export class Heartbeat {
     /** Told when rows went back to their queues, so the loops claim them without waiting. */
     private readonly onReclaimed: () => void,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.trouble = new Trouble(logger, 'heartbeat');
+  }
+
+  private readonly trouble: Trouble;
 
   /** Writes the first heartbeat, so this worker is known before it claims anything. */
   async start(): Promise<void> {
@@ -79,8 +84,9 @@ export class Heartbeat {
       if (expired > 0)
         this.logger.warn({ reclaimed: expired }, 'returned work with expired leases to the queue');
       if (fromDead + expired > 0) this.onReclaimed();
+      this.trouble.succeeded();
     } catch (err) {
-      this.logger.warn({ err }, 'heartbeat failed; retrying');
+      this.trouble.failed(err);
     }
   }
 

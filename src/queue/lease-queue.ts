@@ -13,6 +13,7 @@ import {
 } from '../storage/queue.js';
 import type { Database } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
+import { Trouble } from '../logger.js';
 
 /** What a worker asks of a claim; the lease's owner and times are the queue's. */
 export type ClaimFilter = Omit<ClaimRequest, 'now' | 'owner' | 'leaseUntil'>;
@@ -93,7 +94,10 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
       // retried whole rather than item by item.
       { maxDelayMs: 10, maxBatch: 500, storeFailure: isLockTimeout },
     );
+    this.renewTrouble = new Trouble(options.logger, 'renewing leases', 'warn', { queue: queue.table });
   }
+
+  private readonly renewTrouble: Trouble;
 
   /** One group's transaction, then the effects its outcomes asked for once it committed. */
   private async recordGroup(
@@ -292,9 +296,10 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
           leaseUntil: this.now() + this.options.leaseMs,
         });
     } catch (err) {
-      this.options.logger.warn({ err, queue: this.queue.table }, 'renewing leases failed');
+      this.renewTrouble.failed(err, 'retrying at the next renewal');
       return;
     }
+    this.renewTrouble.succeeded();
     await this.releaseUnseen();
   }
 

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { nextDueAt, type Queue } from '../storage/queue.js';
 import type { Storage } from '../storage/storage.js';
+import { Trouble } from '../logger.js';
 
 /**
  * What works a queue: mail delivery, webhook delivery. It decides what to claim and how much may
@@ -83,7 +84,11 @@ export class QueueLoop {
     private readonly options: LoopOptions,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.claimTrouble = new Trouble(logger, 'claiming', 'error', { queue: queue.table });
+  }
+
+  private readonly claimTrouble: Trouble;
 
   start(): void {
     if (this.loop !== null) return;
@@ -135,10 +140,11 @@ export class QueueLoop {
           this.mayFindMore =
             fill.full || this.wakes !== wakes || (!fill.filtered && this.storage.otherCommits === undefined);
         } catch (err) {
-          this.logger.error({ err, queue: this.queue.table }, 'claiming failed; retrying');
+          this.claimTrouble.failed(err);
           await this.sleep(this.options.pollMs);
           continue;
         }
+        this.claimTrouble.succeeded();
         this.nextClaimAt = this.now() + this.options.pollMs;
       }
       if (this.stopping) break;
