@@ -179,6 +179,16 @@ const replies: readonly Row[] = [
   [554, '554 5.7.1 go away', 'CONN', 'soft', 'blocked', '5.7.1'],
   [421, '421 4.7.0 try later', 'CONN', 'soft', 'blocked', '4.7.0'],
   [550, '550 5.7.1 go away', 'RCPT TO', 'soft', 'policy', '5.7.1'],
+  // The relay refused Herald's login: the sender is rejected; nothing of the recipient's checks.
+  [
+    535,
+    '535 5.7.8 Error: authentication failed: authentication failure',
+    'AUTH PLAIN',
+    'soft',
+    'rejected',
+    '5.7.8',
+  ],
+  [530, '530 5.7.0 Authentication required', 'MAIL FROM', 'soft', 'rejected', '5.7.0'],
   [550, '', null, 'soft', 'other', null],
   [
     null,

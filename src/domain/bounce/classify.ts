@@ -220,9 +220,13 @@ export function classifyReply(reply: SmtpReply): BounceVerdict & { readonly repl
     // Without a reply the relay was not reached (a timeout, a refused connection): it is retried.
     permanent: code === null ? false : code >= 500,
   });
+  // The relay refused Herald's own login (`535 5.7.8`), or asked for one (`530 5.7.0`, RFC 4954
+  // §6): the sender is rejected, whatever the words say of authentication (`auth_failure` is the
+  // recipient's SPF, DKIM and DMARC checks).
+  const login = code === 530 || (typeof reply?.command === 'string' && /^auth\b/i.test(reply.command.trim()));
   return {
-    type: verdict.type,
-    category: verdict.category,
+    type: login ? 'soft' : verdict.type,
+    category: login ? 'rejected' : verdict.category,
     status: verdict.status,
     diagnostic: verdict.diagnostic,
     replyCode: verdict.replyCode,
