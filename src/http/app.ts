@@ -74,7 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler(notFoundHandler);
   registerApiLog(app, deps.apiLogs);
   if (deps.metricsRoute !== undefined) await metricsRoutes(app, deps.metricsRoute);
-  await app.register(healthRoutes, { storage: deps.storage });
+  await app.register(healthRoutes, { storage: deps.storage, accept: deps.accept });
   await app.register(faviconRoutes);
   await registerApiDocs(app);
   const metrics = deps.metricsRoute?.metrics;

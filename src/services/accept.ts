@@ -17,6 +17,7 @@ import { insertNotifications } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
 import type { Database, ProjectRow } from '../storage/schema.js';
 import type { Storage } from '../storage/storage.js';
+import { writeSetting } from '../storage/settings.js';
 import { addUsage, usageDeltaRows } from '../storage/usage.js';
 import { FileQueue } from './file-queue.js';
 import { formatMailbox, messageColumns, partsOf, storeParts, type Parts } from './message-parts.js';
@@ -97,6 +98,8 @@ export class AcceptService {
   private readonly accepted = new Signal();
   private readonly db: Kysely<Database>;
   private readonly now: () => number;
+  /** Whether the last accept the store could not commit came after the last it did commit. */
+  private refused = false;
 
   constructor(
     private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted' | 'writeFileChunks'>,
@@ -116,6 +119,22 @@ export class AcceptService {
   /** Called after each committed group that accepted something (the in-process worker wakes up). */
   onAccepted(listener: () => void): void {
     this.accepted.on(listener);
+  }
+
+  /**
+   * Whether sends can be accepted now, for readiness (`/readyz`): after an accept the store could
+   * not commit (a full disk), a small write is tried, so that the answer changes once the store
+   * takes writes again, whether or not sends come meanwhile.
+   */
+  async takesWrites(): Promise<boolean> {
+    if (!this.refused) return true;
+    try {
+      await writeSetting(this.db, 'last_write_check', new Date(this.now()).toISOString());
+    } catch {
+      return false;
+    }
+    this.refused = false;
+    return true;
   }
 
   /** Wakes the listeners of `onAccepted` as an accept would: mail workers should look now. */
@@ -182,10 +201,12 @@ export class AcceptService {
         now,
       });
       if (outcome.kind !== 'accepted' && written.length > 0) await discardFiles(this.db, written);
+      this.refused = false;
       return outcome;
     } catch (error) {
       // Nothing of this request was stored but perhaps its files' bytes, which no accept links.
       if (written.length > 0) await discardFiles(this.db, written).catch(() => undefined);
+      this.refused = true;
       throw errors.queueFailed(error);
     } finally {
       if (idemKey !== null) this.inFlight.delete(idemKey);

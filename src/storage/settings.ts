@@ -7,6 +7,15 @@ export async function readSetting(db: Kysely<Database>, key: string): Promise<st
   return row?.value;
 }
 
+/** Writes a setting, whatever it held. */
+export async function writeSetting(db: Kysely<Database>, key: string, value: string): Promise<void> {
+  await db
+    .insertInto('settings')
+    .values({ key, value })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+    .execute();
+}
+
 /** Writes a setting unless it exists (the first writer wins); returns the value now stored. */
 export async function writeSettingOnce(db: Kysely<Database>, key: string, value: string): Promise<string> {
   await db

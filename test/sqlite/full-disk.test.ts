@@ -188,10 +188,25 @@ describe('a full disk while mail is in flight', () => {
       expect(
         reader.prepare("select count(*) from notifications where state = 'sending'").pluck().get(),
       ).toBeGreaterThan(0);
+      // A send cannot be stored, and the process says it should get no traffic.
+      const refused = await httpRequest(`${url}/api/v1/notifications`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+        body: { template: 'welcome', to: 'late@example.org', data: { n: 'late' } },
+      });
+      expect(refused.status).toBe(500);
+      const unready = await httpRequest(`${url}/readyz`);
+      expect([unready.status, JSON.parse(unready.body)]).toEqual([
+        503,
+        { status: 'unavailable', error: 'database refuses writes' },
+      ]);
     } finally {
       reader.close();
       unlinkSync(filler);
     }
+    // Ready again once the disk has room, with no send needed to find out.
+    await waitUntil(async () => ((await httpRequest(`${url}/readyz`)).status === 200 ? true : undefined), {
+      what: 'the process to be ready again',
+    });
 
     await waitUntil(
       async () => ((await services!.notifications.counts(project.id)).sent === MESSAGES ? true : undefined),
