@@ -50,7 +50,18 @@ export function createWorker(
     leases,
     recordAttempts(owner, () => webhookLoop.wake()),
   );
-  const mail = new MailConsumer(mailQueue, services.loader, services.deliverer, config.delivery, logger);
+  // A delete in this process, or any change another connection made where the store can tell.
+  const external = storage.externalChanges;
+  const projectChanges =
+    external === undefined ? undefined : () => `${external()}:${services.projects.changesMade}`;
+  const mail = new MailConsumer(
+    mailQueue,
+    services.loader,
+    services.deliverer,
+    config.delivery,
+    logger,
+    projectChanges,
+  );
   const mailLoop = new QueueLoop(storage, NOTIFICATION_QUEUE, mail, loops, logger);
 
   const webhookLogger = services.logger.child({ role: 'webhooks' });

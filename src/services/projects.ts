@@ -167,8 +167,14 @@ export class ProjectService {
 
   private readonly now: () => number;
   private readonly onDeleted: () => void;
+  private changes = 0;
   private readonly changesSettleMs: number;
   private readonly updatesSettleMs: number;
+
+  /** How many changes to projects this service has made (a worker's DeletedProjects looks again). */
+  get changesMade(): number {
+    return this.changes;
+  }
 
   /**
    * Every change to projects goes through here, so the key cache can never serve an old row. The
@@ -181,6 +187,7 @@ export class ProjectService {
       return await change();
     } finally {
       if (this.keyCache !== null) this.keyCache.generation++;
+      this.changes++;
     }
   }
 

@@ -13,9 +13,9 @@ import { windowPolicy } from '../domain/relay-window.js';
 import { suppressedMessage, type SuppressionReason } from '../domain/suppression.js';
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
-import { existingProjects } from '../storage/projects.js';
 import type { NotificationRow } from '../storage/schema.js';
 import { ClaimedCancels } from './claimed-cancels.js';
+import { DeletedProjects } from './deleted-projects.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
 import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
 import type { Attempted } from './outcomes.js';
@@ -72,6 +72,8 @@ export class MailConsumer implements Consumer {
   private readonly running = new Set<Promise<void>>();
   /** Answers cancels of the mail this worker holds. */
   private readonly cancels: ClaimedCancels<Job>;
+  /** The projects this worker holds mail of that were deleted since (a delete with force). */
+  private readonly deletedProjects: DeletedProjects;
   private leftOut = new Set<number>();
   private stopping = false;
   /** Told when lanes came free (the loop may claim more). */
@@ -87,8 +89,11 @@ export class MailConsumer implements Consumer {
     private readonly deliverer: Deliverer,
     private readonly options: MailOptions,
     private readonly logger: Logger,
+    /** Moves whenever a project may have been deleted; undefined where that cannot be told. */
+    projectChanges: (() => string) | undefined,
     private readonly now: () => number = Date.now,
   ) {
+    this.deletedProjects = new DeletedProjects(queue.db, projectChanges);
     this.lanes = lanePolicy(options);
     this.relays = new RelayLanes(
       this.lanes,
@@ -181,22 +186,36 @@ export class MailConsumer implements Consumer {
 
   /**
    * A project deleted with its mail still queued (`force`) takes that mail with it: what this
-   * worker claimed of it and has not begun (the backlog, the parked) is taken out of the lines and
-   * let go, never sent. Its rows went with the project; a transaction already begun goes on.
+   * worker claimed of it and has not begun (the backlog, the parked, and the lanes still loading,
+   * checked as they start) is let go, never sent. Its rows went with the project; a transaction
+   * already begun goes on.
    */
   private async dropMailOfDeletedProjects(): Promise<void> {
-    const held = this.relays.projects();
+    const held = this.relays.parkedProjectIds();
     for (const job of this.backlog) held.add(job.row.project_id);
-    if (held.size === 0) return;
-    const existing = await existingProjects(this.queue.db, [...held]);
-    if (existing.size === held.size) return;
-    const deleted = (job: Job) => held.has(job.row.project_id) && !existing.has(job.row.project_id);
-    const dropped = this.backlog.filter(deleted);
-    this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !deleted(job)));
-    for (const parked of this.relays.unparkWhere((entry) => deleted(entry.job))) dropped.push(parked.job);
-    if (dropped.length === 0) return;
-    this.logger.info({ messages: dropped.length }, 'mail of a deleted project dropped before it was sent');
-    await this.queue.release(dropped.map((job) => job.row));
+    try {
+      if (!(await this.deletedProjects.look(held))) return;
+    } catch (err) {
+      // The cancels are still answered; the next look asks again.
+      this.logger.error({ err }, 'looking for deleted projects failed; looking again at the next wake');
+      return;
+    }
+    const dropped = this.backlog.filter((job) => this.ofDeletedProject(job));
+    this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !this.ofDeletedProject(job)));
+    for (const parked of this.relays.unparkWhere((entry) => this.ofDeletedProject(entry.job)))
+      dropped.push(parked.job);
+    await this.dropped(dropped);
+  }
+
+  private ofDeletedProject(job: Job): boolean {
+    return this.deletedProjects.has(job.row.project_id);
+  }
+
+  /** Lets go of claimed mail of deleted projects, never begun. */
+  private async dropped(jobs: readonly Job[]): Promise<void> {
+    if (jobs.length === 0) return;
+    this.logger.info({ messages: jobs.length }, 'mail of a deleted project dropped before it was sent');
+    await this.queue.release(jobs.map((job) => job.row));
     this.onRoom();
   }
 
@@ -242,6 +261,10 @@ export class MailConsumer implements Consumer {
    * or parks it behind its relay when the relay has no room.
    */
   private start(job: Job): void {
+    if (this.ofDeletedProject(job)) {
+      this.track(this.dropped([job]));
+      return;
+    }
     this.active++;
     const starting = (async () => {
       if (job.suppressed !== null) {
@@ -297,6 +320,12 @@ export class MailConsumer implements Consumer {
    */
   private dispatch(routed: Routed): void {
     const { job, relays } = routed;
+    if (this.ofDeletedProject(job)) {
+      // Its project was deleted while it loaded: it gives its lane back, never begun.
+      this.active--;
+      this.track(this.dropped([job]));
+      return;
+    }
     const route = routeAttempt({
       lastRole: job.row.relay,
       retry: job.row.attempts > 1,

@@ -164,8 +164,8 @@ export class RelayLanes<Parked> {
     return all;
   }
 
-  /** Every project with mail parked behind any relay. */
-  projects(): Set<number> {
+  /** The ids of the projects with mail parked behind any relay. */
+  parkedProjectIds(): Set<number> {
     const projects = new Set<number>();
     for (const counts of this.parkedProjects.values())
       for (const project of counts.keys()) projects.add(project);
