@@ -17,16 +17,19 @@ import { classifyBounceAddress } from './token.js';
  *
  * Trouble never stops the process: a refused login, an unreachable server, a mailbox that went
  * away are each logged once (again only when the trouble changes) and retried after 1 s, doubling
- * up to 5 minutes; a connection that worked starts the back-off over. A message that could not be
- * read (the store refused what it reports, or was away) stays in the mailbox and does not hold up
- * the ones after it: it is logged once and read again at the next look, which comes after the same
- * back-off unless new mail comes first. The watched mailbox is
+ * up to 5 minutes; a connection that worked starts the back-off over, and so does a store that
+ * does not answer. A message the store refuses while it answers otherwise does not hold up the
+ * ones after it: it is logged once, read again at the next look (after the same back-off unless
+ * new mail comes first), and after three looks moved to Herald/Unrecognized. The watched mailbox is
  * waited for, never created (mail is delivered to it by the server: a new empty one would hide a
  * misconfiguration); the two folders Herald moves mail to are created when missing.
  */
 
 /** What became of one message, as the metric counts it. */
-export type ImapOutcome = Exclude<ReceiveOutcome, 'held'> | 'too_large';
+export type ImapOutcome = Exclude<ReceiveOutcome, 'held'> | 'too_large' | 'unreadable';
+
+/** A message the store refuses, while it answers otherwise, is read this many times, then set aside. */
+const MAX_READS = 3;
 
 export interface ImapIntakeOptions {
   readonly config: ImapIntakeConfig;
@@ -75,8 +78,8 @@ export class ImapIntake {
   private running: Promise<void> | null = null;
   private readonly where: string;
   private readonly targetsOf: TargetsOf;
-  /** Messages that could not be read (by UIDVALIDITY/UID), with the problem last logged. */
-  private readonly unreadable = new Map<string, string>();
+  /** Messages that could not be read (by UIDVALIDITY and UID): the problem last logged, and how often. */
+  private readonly unreadable = new Map<string, { readonly problem: string; readonly reads: number }>();
 
   constructor(private readonly options: ImapIntakeOptions) {
     this.where = describeImap(options.config);
@@ -143,41 +146,72 @@ export class ImapIntake {
   /** One look at the mailbox: every message there, oldest first. True when one could not be read. */
   private async pass(session: ImapSession): Promise<boolean> {
     let unread = false;
+    let whole = true;
     const seen = new Set<string>();
     for (const message of await session.list()) {
-      if (this.abort.signal.aborted || !session.open) break;
-      const where = `${session.uidValidity}/${message.uid}`;
+      if (this.abort.signal.aborted || !session.open) {
+        whole = false;
+        break;
+      }
+      const where = `${session.uidValidity}\n${message.uid}`;
       seen.add(where);
       if (!(await this.handle(session, message, where))) unread = true;
     }
     // Forget the failures of messages no longer there (moved by another reader, or by hand).
-    for (const where of this.unreadable.keys()) if (!seen.has(where)) this.unreadable.delete(where);
+    if (whole)
+      for (const where of this.unreadable.keys()) if (!seen.has(where)) this.unreadable.delete(where);
     return unread;
   }
 
-  /** False when the message could not be read, and stays for the next look. */
+  /**
+   * False when the message could not be read, and stays for the next look. A failure while the
+   * store does not answer at all is the store's: it ends the look, and the mailbox is read again
+   * after the back-off, as for trouble with the server.
+   */
   private async handle(session: ImapSession, message: MailboxMessage, where: string): Promise<boolean> {
     try {
       await this.read(session, message);
     } catch (error) {
       if (error instanceof ImapError || !session.open) throw error;
-      this.couldNotRead(message.uid, where, error);
-      return false;
+      if (!(await this.options.receiver.storeAnswers())) throw error;
+      return this.couldNotRead(session, message.uid, where, error);
     }
     this.unreadable.delete(where);
     return true;
   }
 
   /**
-   * Logged once a message and problem (an error, then at debug level while it stays the same), so
-   * that a message read again every few minutes does not fill the log.
+   * A message the store refuses while it answers otherwise (its report holds what the store
+   * cannot take): logged once, read again at the next look, and after MAX_READS looks moved to
+   * the unrecognised folder, so that no message holds the mailbox up. False: it stays for now.
    */
-  private couldNotRead(uid: number, where: string, error: unknown): void {
+  private async couldNotRead(
+    session: ImapSession,
+    uid: number,
+    where: string,
+    error: unknown,
+  ): Promise<boolean> {
+    const { config, logger, receiver } = this.options;
     const problem = error instanceof Error ? error.message : String(error);
-    const line = `bounce mailbox message ${uid} could not be read (${problem}); left in ${this.options.config.mailbox} and read again at the next look`;
-    if (this.unreadable.get(where) === problem) this.options.logger.debug({ mailbox: this.where, uid }, line);
-    else this.options.logger.error({ mailbox: this.where, uid, err: error }, line);
-    this.unreadable.set(where, problem);
+    const before = this.unreadable.get(where);
+    const reads = (before?.reads ?? 0) + 1;
+    this.unreadable.set(where, { problem, reads });
+    if (reads < MAX_READS) {
+      const line = `bounce mailbox message ${uid} could not be read (${problem}); left in ${config.mailbox} and read again at the next look`;
+      if (before?.problem === problem) logger.debug({ mailbox: this.where, uid }, line);
+      else logger.error({ mailbox: this.where, uid, err: error }, line);
+      return false;
+    }
+    const folder = config.unrecognizedFolder;
+    if (!(await receiver.setAside(`${config.mailbox}\n${where}`, 'unreadable'))) return false;
+    await session.move(uid, folder);
+    this.unreadable.delete(where);
+    this.options.onMessage?.('unreadable');
+    logger.warn(
+      { mailbox: this.where, uid, problem },
+      `bounce mailbox message ${uid} could not be read in ${reads} looks (${problem}); moved to ${folder}`,
+    );
+    return true;
   }
 
   private async read(session: ImapSession, message: MailboxMessage): Promise<void> {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { claimReport, finishReport, releaseReport } from '../storage/inbound-reports.js';
 import type { Database } from '../storage/schema.js';
 import type { BounceIntake, IntakeResult, ReportTarget } from './intake.js';
@@ -103,6 +103,16 @@ export class ReportReceiver {
     if (claim.kind === 'held') return false;
     if (claim.kind === 'done') return !this.theirs(claim, now);
     return finishReport(this.db, fingerprint, this.owner, outcome, now + MOVE_HOLD_MS);
+  }
+
+  /** Whether the store answers at all: a failure while it does not is not the report's. */
+  async storeAnswers(): Promise<boolean> {
+    try {
+      await sql`select 1`.execute(this.db);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Done by another reader that still holds it to move it. */
