@@ -11,7 +11,7 @@ import {
   completeIdempotencyKey,
   releaseIdempotencyKey,
 } from '../storage/idempotency.js';
-import { isLockTimeout } from '../storage/lock-timeout.js';
+import { isLockTimeout, refusesWrites } from '../storage/lock-timeout.js';
 import { discardFiles } from '../storage/notification-files.js';
 import { insertNotifications } from '../storage/notifications.js';
 import { quotaUsed, takeQuota } from '../storage/quota.js';
@@ -83,6 +83,9 @@ interface Admitted {
 
 type Admission = AcceptOutcome<unknown> | Admitted;
 
+/** The settings row readiness writes to, while sends are refused, to learn when writes work again. */
+const WRITE_CHECK_SETTING = 'readiness_write_check';
+
 /**
  * Accepts sends (spec §4.1, product.md §6): a request is answered only once its rows are committed,
  * durably. Requests that arrive while a transaction is being written go into the next one (a
@@ -98,8 +101,13 @@ export class AcceptService {
   private readonly accepted = new Signal();
   private readonly db: Kysely<Database>;
   private readonly now: () => number;
-  /** Whether the last accept the store could not commit came after the last it did commit. */
+  /**
+   * Whether the last accept the store refused for want of room or write access (`refusesWrites`)
+   * came after the last it committed.
+   */
   private refused = false;
+  /** The write `takesWrites` is trying, shared by every readiness check meanwhile. */
+  private probing: Promise<boolean> | null = null;
 
   constructor(
     private readonly storage: Pick<Storage, 'db' | 'writeConcurrency' | 'insertAccepted' | 'writeFileChunks'>,
@@ -126,15 +134,18 @@ export class AcceptService {
    * not commit (a full disk), a small write is tried, so that the answer changes once the store
    * takes writes again, whether or not sends come meanwhile.
    */
-  async takesWrites(): Promise<boolean> {
-    if (!this.refused) return true;
-    try {
-      await writeSetting(this.db, 'last_write_check', new Date(this.now()).toISOString());
-    } catch {
-      return false;
-    }
-    this.refused = false;
-    return true;
+  takesWrites(): Promise<boolean> {
+    if (!this.refused) return Promise.resolve(true);
+    this.probing ??= writeSetting(this.db, WRITE_CHECK_SETTING, new Date(this.now()).toISOString())
+      .then(
+        () => {
+          this.refused = false;
+          return true;
+        },
+        () => false,
+      )
+      .finally(() => (this.probing = null));
+    return this.probing;
   }
 
   /** Wakes the listeners of `onAccepted` as an accept would: mail workers should look now. */
@@ -206,7 +217,7 @@ export class AcceptService {
     } catch (error) {
       // Nothing of this request was stored but perhaps its files' bytes, which no accept links.
       if (written.length > 0) await discardFiles(this.db, written).catch(() => undefined);
-      this.refused = true;
+      if (refusesWrites(error)) this.refused = true;
       throw errors.queueFailed(error);
     } finally {
       if (idemKey !== null) this.inFlight.delete(idemKey);
