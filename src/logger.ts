@@ -46,14 +46,30 @@ export function createLogger(
   return pino(base, destination);
 }
 
+/** How often trouble that lasts is logged again at its level, with how often it repeated. */
+const TROUBLE_REPEAT_MS = 5 * 60_000;
+
+/**
+ * What a failure is, for telling one trouble from the next: its code where it has one, else its
+ * message with the numbers taken out (a PostgreSQL error names the file it could not extend, a
+ * connection error its port).
+ */
+function troubleOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' || typeof code === 'number') return String(code);
+  return (err instanceof Error ? err.message : String(err)).replace(/\d+/g, '#');
+}
+
 /**
  * A task retried on a timer while its trouble lasts (a heartbeat, a lease renewal, a claim while
- * the store refuses writes): its failure is logged at `level` when it begins or its message
- * changes, at debug while it repeats, and its end once, at info. A full disk or a lost database
- * is then a few lines, not one with a stack trace every second.
+ * the store refuses writes): its failure is logged at `level` when it begins or changes, at debug
+ * while it repeats (again at `level` every five minutes, with the count), and its end once, at
+ * info. A full disk or a lost database is then a few lines, not one with a stack trace a second.
  */
 export class Trouble {
   private current: string | null = null;
+  private repeats = 0;
+  private loggedAt = 0;
 
   constructor(
     private readonly logger: Logger,
@@ -61,14 +77,23 @@ export class Trouble {
     private readonly what: string,
     private readonly level: 'warn' | 'error' = 'warn',
     private readonly fields: Record<string, unknown> = {},
+    private readonly now: () => number = Date.now,
   ) {}
 
   failed(err: unknown, retry = 'retrying'): void {
-    const problem = err instanceof Error ? err.message : String(err);
+    const trouble = troubleOf(err);
     const line = `${this.what} failed; ${retry}`;
-    if (problem === this.current) this.logger.debug({ ...this.fields, problem }, `${line} (still failing)`);
-    else this.logger[this.level]({ ...this.fields, err }, line);
-    this.current = problem;
+    const now = this.now();
+    if (trouble === this.current && now - this.loggedAt < TROUBLE_REPEAT_MS) {
+      this.repeats++;
+      this.logger.debug({ ...this.fields, problem: errorMessage(err) }, `${line} (still failing)`);
+      return;
+    }
+    const repeated = trouble === this.current ? { repeats: this.repeats } : {};
+    this.logger[this.level]({ ...this.fields, ...repeated, err }, line);
+    this.current = trouble;
+    this.repeats = 0;
+    this.loggedAt = now;
   }
 
   succeeded(): void {
@@ -76,4 +101,8 @@ export class Trouble {
     this.current = null;
     this.logger.info(this.fields, `${this.what} works again`);
   }
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -288,18 +288,19 @@ export class LeaseQueue<Table extends QueueTable, Outcome> {
   }
 
   private async renew(): Promise<void> {
-    try {
-      if (this.held.size > 0)
+    if (this.held.size > 0) {
+      try {
         await this.storage.renew(this.queue, {
           ids: [...this.held.keys()],
           owner: this.options.owner,
           leaseUntil: this.now() + this.options.leaseMs,
         });
-    } catch (err) {
-      this.renewTrouble.failed(err, 'retrying at the next renewal');
-      return;
+      } catch (err) {
+        this.renewTrouble.failed(err, 'retrying at the next renewal');
+        return;
+      }
+      this.renewTrouble.succeeded();
     }
-    this.renewTrouble.succeeded();
     await this.releaseUnseen();
   }
 
