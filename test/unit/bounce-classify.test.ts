@@ -179,6 +179,7 @@ const replies: readonly Row[] = [
   [554, '554 5.7.1 go away', 'CONN', 'soft', 'blocked', '5.7.1'],
   [421, '421 4.7.0 try later', 'CONN', 'soft', 'blocked', '4.7.0'],
   [550, '550 5.7.1 go away', 'RCPT TO', 'soft', 'policy', '5.7.1'],
+  [501, '501 5.5.2 go away', 'EHLO', 'soft', 'policy', '5.5.2'],
   // The relay refused Herald's login: the sender is rejected; nothing of the recipient's checks.
   [
     535,

@@ -62,6 +62,8 @@ describe('stripTags', () => {
   it('drops scripts and style sheets, one never closed to the end, as a browser does', () => {
     expect(stripTags('<p>a</p><STYLE type="x">p{}</style >b<script>if (a<b) go()</script>c')).toBe('a\nbc');
     expect(stripTags('a<style>p{}<p>not text</p>')).toBe('a');
+    // An address in angle brackets is no style sheet.
+    expect(stripTags('<p>to <style@example.org>: refused</p>')).toBe('to : refused\n');
     // Thousands of starts that never end are one block, read once.
     expect(stripTags(`a${'<style>'.repeat(40_000)}`)).toBe('a');
   });

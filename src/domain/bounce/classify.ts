@@ -125,11 +125,13 @@ function fallbackOf(
   if (replyCode === 521 || replyCode === 556) return 'host_unknown';
   const named = categoryOfStatus(status);
   if (named !== null) return named;
-  // Refused before any address was given: the server refuses the sending host. A generic status
-  // (`554 5.7.1` in the greeting) says no more than the refusal does.
-  if (command === 'CONN' || command === 'EHLO') return 'blocked';
+  // Refused before any address was given: the server refuses the sending host. A generic security
+  // or policy status (`554 5.7.1` in the greeting) says no more than the refusal does.
+  const atConnection = command === 'CONN' || command === 'EHLO';
+  if (atConnection && status?.split('.')[1] === '7') return 'blocked';
   const subject = categoryOfSubject(status);
   if (subject !== null) return subject;
+  if (atConnection) return 'blocked';
   // RFC 5321 §4.2.2: 552 "exceeded storage allocation", 452 "insufficient system storage".
   if (replyCode === 552) return 'mailbox_full';
   if (replyCode === 452 || replyCode === 421) return 'system_error';
