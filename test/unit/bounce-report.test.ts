@@ -196,6 +196,9 @@ describe('parseReport on variations', () => {
     });
     const arf = fixtureText('arf-complaint').replace('Feedback-Type: abuse', 'Feedback-Type: ab\u0000use');
     expect(await parseText(arf)).toMatchObject({ kind: 'complaint', feedbackType: 'abuse' });
+    // What is read is what is stored: the action decides the severity as it is kept.
+    const dsn = fixtureText('postfix-dsn').replace('Action: failed', 'Action: fail\u0000ed');
+    expect(await parseText(dsn)).toEqual(expected['postfix-dsn']);
   });
 
   it('does not take a feedback report without Feedback-Type (RFC 5965 §3.1)', async () => {

@@ -36,15 +36,33 @@ const ORIGINAL = new Set([
 
 export function readReport(message: ParsedMessage): FeedbackReport {
   try {
-    return storable(read(message));
+    return storable(read(storableMessage(message)));
   } catch {
     return { kind: 'unknown' };
   }
 }
 
 /**
- * The report with every field as a store keeps it (storable-text.ts): its words come from anyone
- * who can send mail, and a NUL in a returned Message-ID must not make the report unreadable.
+ * The message as a store keeps text (storable-text.ts), so that what is read of it and what is
+ * stored are the same words: its words come from anyone who can send mail.
+ */
+function storableMessage(message: ParsedMessage): ParsedMessage {
+  return {
+    headers: message.headers.map((field) => ({ ...field, value: storableText(field.value) })),
+    contentType: message.contentType,
+    text: storableText(message.text),
+    parts: message.parts.map((part) => ({
+      ...part,
+      text: storableText(part.text),
+      ...(part.message !== undefined && { message: storableMessage(part.message) }),
+    })),
+  };
+}
+
+/**
+ * The report with every field as a store keeps it: what a format decodes itself (an SES
+ * notification's JSON) may hold what the message's text did not, and a NUL in a returned
+ * Message-ID must not make the report unreadable.
  */
 function storable(report: FeedbackReport): FeedbackReport {
   const text = (value: string | null) => (value === null ? null : storableText(value));
