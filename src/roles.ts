@@ -50,8 +50,9 @@ export function createWorker(
     leases,
     recordAttempts(owner, () => webhookLoop.wake()),
   );
-  // A delete in this process, or any change another connection made where the store can tell.
-  const external = storage.externalChanges;
+  // A delete in this process, or any change another connection made where the store can tell
+  // (SQLite's data_version, read afresh; PostgreSQL's notices of changes to projects).
+  const external = storage.otherCommits ?? storage.externalChanges;
   const projectChanges =
     external === undefined ? undefined : () => `${external()}:${services.projects.changesMade}`;
   const mail = new MailConsumer(

@@ -4,22 +4,21 @@ import type { Database } from '../storage/schema.js';
 
 /**
  * Which of the projects a worker holds mail for were deleted since it claimed it (a delete with
- * `force`, product docs: queued mail is never sent). A look asks the store only when projects may
- * have changed: where the backend can tell (`Storage.externalChanges`), when that has moved.
- *
- * A project id the store gave again after its project was deleted (SQLite may reuse the highest
- * id) is taken for the deleted one until the next look: its mail is only given back to the queue,
- * never lost.
+ * `force`: queued mail is never sent). A look asks the store only of projects it has not looked at
+ * since projects last may have changed, where the backend can tell (`changes`); a project found
+ * deleted stays so (ids are never given again).
  */
 export class DeletedProjects {
-  private deleted = new Set<number>();
-  private changesSeen: string | undefined;
+  private readonly deleted = new Set<number>();
+  /** Projects found to exist while `changes` read `stamp`. */
+  private existing = new Set<number>();
+  private stamp: string | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
     /**
      * Moves whenever a project may have been deleted (by this process or another); undefined
-     * where that cannot be told, and every look asks the store.
+     * where that cannot be told, and every look asks the store again.
      */
     private readonly changes: (() => string) | undefined,
   ) {}
@@ -29,18 +28,17 @@ export class DeletedProjects {
     return this.deleted.has(projectId);
   }
 
-  /** Looks again at `held`, the projects with mail held and not begun; true when some were deleted. */
+  /** Looks at `held`, the projects with mail held and not begun; true when some were deleted. */
   async look(held: ReadonlySet<number>): Promise<boolean> {
-    if (held.size === 0) {
-      this.deleted = new Set();
-      return false;
+    // Read before the query: a change while it runs moves it again, and the next look asks.
+    const stamp = this.changes?.();
+    if (stamp === undefined || stamp !== this.stamp) this.existing = new Set();
+    const unknown = [...held].filter((id) => !this.existing.has(id) && !this.deleted.has(id));
+    if (unknown.length > 0) {
+      const found = await existingProjects(this.db, unknown);
+      for (const id of unknown) (found.has(id) ? this.existing : this.deleted).add(id);
     }
-    const changes = this.changes?.();
-    if (changes !== undefined && changes === this.changesSeen) return this.deleted.size > 0;
-    // Read before the look: a change while it runs moves it again, and the next look asks.
-    this.changesSeen = changes;
-    const existing = await existingProjects(this.db, [...held]);
-    this.deleted = new Set([...held].filter((id) => !existing.has(id)));
-    return this.deleted.size > 0;
+    this.stamp = stamp;
+    return [...held].some((id) => this.deleted.has(id));
   }
 }

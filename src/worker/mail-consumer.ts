@@ -14,6 +14,7 @@ import { suppressedMessage, type SuppressionReason } from '../domain/suppression
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
 import type { NotificationRow } from '../storage/schema.js';
+import { Trouble } from '../logger.js';
 import { ClaimedCancels } from './claimed-cancels.js';
 import { DeletedProjects } from './deleted-projects.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
@@ -74,6 +75,9 @@ export class MailConsumer implements Consumer {
   private readonly cancels: ClaimedCancels<Job>;
   /** The projects this worker holds mail of that were deleted since (a delete with force). */
   private readonly deletedProjects: DeletedProjects;
+  /** Jobs in a lane loading what they need, before their relay is chosen. */
+  private readonly loading = new Set<Job>();
+  private readonly lookTrouble: Trouble;
   private leftOut = new Set<number>();
   private stopping = false;
   /** Told when lanes came free (the loop may claim more). */
@@ -94,6 +98,7 @@ export class MailConsumer implements Consumer {
     private readonly now: () => number = Date.now,
   ) {
     this.deletedProjects = new DeletedProjects(queue.db, projectChanges);
+    this.lookTrouble = new Trouble(logger, 'looking for deleted projects', 'error');
     this.lanes = lanePolicy(options);
     this.relays = new RelayLanes(
       this.lanes,
@@ -192,14 +197,15 @@ export class MailConsumer implements Consumer {
    */
   private async dropMailOfDeletedProjects(): Promise<void> {
     const held = this.relays.parkedProjectIds();
-    for (const job of this.backlog) held.add(job.row.project_id);
+    for (const job of [...this.backlog, ...this.loading]) held.add(job.row.project_id);
     try {
       if (!(await this.deletedProjects.look(held))) return;
     } catch (err) {
       // The cancels are still answered; the next look asks again.
-      this.logger.error({ err }, 'looking for deleted projects failed; looking again at the next wake');
+      this.lookTrouble.failed(err, 'looking again at the next wake');
       return;
     }
+    this.lookTrouble.succeeded();
     const dropped = this.backlog.filter((job) => this.ofDeletedProject(job));
     this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !this.ofDeletedProject(job)));
     for (const parked of this.relays.unparkWhere((entry) => this.ofDeletedProject(entry.job)))
@@ -280,18 +286,26 @@ export class MailConsumer implements Consumer {
       let loadFailure: unknown = null;
       let canceled: boolean;
       this.cancels.loadStarted(job);
+      this.loading.add(job);
       try {
         context = await job.batch.load(job.row.project_id, job.row.template);
       } catch (err) {
         context = null;
         loadFailure = err;
       } finally {
+        this.loading.delete(job);
         canceled = this.cancels.loadFinished(job);
       }
       if (canceled) {
         // A cancel came while it loaded: it gives its lane back before any transaction began.
         this.active--;
         return this.track(this.cancels.cancel([job]).then((back) => this.goOn(back)));
+      }
+      if (this.ofDeletedProject(job)) {
+        // Its project was deleted while it loaded: it gives its lane back, never begun.
+        this.active--;
+        this.track(this.dropped([job]));
+        return;
       }
       if (loadFailure !== null) return this.attempt(job, null, null, () => Promise.reject(loadFailure));
       if (this.stopping) {
@@ -321,7 +335,7 @@ export class MailConsumer implements Consumer {
   private dispatch(routed: Routed): void {
     const { job, relays } = routed;
     if (this.ofDeletedProject(job)) {
-      // Its project was deleted while it loaded: it gives its lane back, never begun.
+      // Its project was deleted while it waited for its relay: it gives its lane back, never begun.
       this.active--;
       this.track(this.dropped([job]));
       return;

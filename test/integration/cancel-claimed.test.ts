@@ -216,6 +216,54 @@ describe('cancel of a claimed message', () => {
     }
   });
 
+  it('lets go of mail still loading when its project is deleted with force: never sent', async () => {
+    const lines: Record<string, unknown>[] = [];
+    await worker.stop();
+    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    worker = createWorker({ ...ctx.services, logger });
+    worker.start();
+    const loader = ctx.services.loader;
+    const batchOf = loader.batch.bind(loader);
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let loading = 0;
+    loader.batch = () => {
+      const batch = batchOf();
+      const load = batch.load.bind(batch);
+      batch.load = async (...args) => {
+        loading++;
+        await gate;
+        return load(...args);
+      };
+      return batch;
+    };
+    const other = await seedProject(ctx.services);
+    try {
+      const { request_id } = await sendOk(ctx.app, apiKey, body());
+      await waitUntil(() => (loading === 1 ? true : undefined), { what: 'the worker to load it' });
+      await ctx.services.projects.delete(projectId, { force: true });
+      // The worker has looked while it loads (white-box: nothing in the store shows it).
+      const { deletedProjects } = worker.mail as unknown as { deletedProjects: { has(id: number): boolean } };
+      await waitUntil(() => (deletedProjects.has(projectId) ? true : undefined), {
+        what: 'the worker to find the project deleted',
+      });
+      // Let go once loaded, before any relay is chosen.
+      open();
+      await waitUntil(
+        () => lines.find((line) => line.msg === 'mail of a deleted project dropped before it was sent'),
+        { what: 'the worker to let the loading mail go' },
+      );
+      loader.batch = batchOf;
+      const next = (await sendOk(ctx.app, other.apiKey, body())).request_id;
+      await waitUntil(() => (delivered(next) === 1 ? true : undefined), { what: 'the other project’s mail' });
+      expect(delivered(request_id)).toBe(0);
+    } finally {
+      open();
+      loader.batch = batchOf;
+      ({ apiKey, projectId } = other);
+    }
+  });
+
   it('finds the mail of a stopping worker given back at once, and cancels it', async () => {
     sink.hold();
     const [first, second, third] = await twoWaitingBehindOne();
