@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import { Trouble } from '../logger.js';
+import { isLockTimeout, refusesWrites } from '../storage/lock-timeout.js';
 import type { ImapIntakeConfig } from '../config.js';
 import { describeImap } from '../domain/imap-url.js';
 import { ImapError, ImapSession, type MailboxMessage } from './imap.js';
@@ -17,9 +19,10 @@ import { classifyBounceAddress } from './token.js';
  *
  * Trouble never stops the process: a refused login, an unreachable server, a mailbox that went
  * away are each logged once (again only when the trouble changes) and retried after 1 s, doubling
- * up to 5 minutes; a connection that worked starts the back-off over, and so does a store that
- * does not answer. A message the store refuses while it answers otherwise does not hold up the
- * ones after it: it is logged once, read again at the next look (after the same back-off unless
+ * up to 5 minutes; a connection that worked starts the back-off over. Trouble with the store
+ * (it does not answer, or has no room) ends a look, and the next comes after the same back-off,
+ * on the same connection. A message the store refuses while it works otherwise does not hold up
+ * the ones after it: it is logged once, read again at the next look (after the back-off unless
  * new mail comes first), and after three looks moved to Herald/Unrecognized. The watched mailbox is
  * waited for, never created (mail is delivered to it by the server: a new empty one would hide a
  * misconfiguration); the two folders Herald moves mail to are created when missing.
@@ -72,17 +75,34 @@ export function mailboxTargets(key: Buffer, address: { local: string; domain: st
 
 const UNRECOGNIZED: ReadonlySet<ReceiveOutcome | undefined> = new Set(['unrecognized', 'forged']);
 
+/** The store, not the message, failed: the look ends and is made again after a back-off. */
+class StoreTrouble extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the store failed', { cause });
+  }
+}
+
 export class ImapIntake {
   private readonly abort = new AbortController();
   private session: ImapSession | null = null;
   private running: Promise<void> | null = null;
   private readonly where: string;
   private readonly targetsOf: TargetsOf;
+  /** Trouble with the store while reading the mailbox, logged when it begins, changes and ends. */
+  private readonly storeTrouble: Trouble;
   /** Messages that could not be read (by UIDVALIDITY and UID): the problem last logged, and how often. */
   private readonly unreadable = new Map<string, { readonly problem: string; readonly reads: number }>();
 
   constructor(private readonly options: ImapIntakeOptions) {
     this.where = describeImap(options.config);
+    this.storeTrouble = new Trouble(
+      options.logger,
+      `bounce mailbox ${this.where}: storing reports`,
+      'error',
+      {
+        mailbox: this.where,
+      },
+    );
     this.targetsOf = mailboxTargets(options.key, options.config.address);
   }
 
@@ -119,7 +139,14 @@ export class ImapIntake {
         delay = first;
         let retry = first;
         while (session.open && !this.abort.signal.aborted) {
-          const unread = await this.pass(session);
+          let unread = true;
+          try {
+            unread = await this.pass(session);
+            this.storeTrouble.succeeded();
+          } catch (error) {
+            if (!(error instanceof StoreTrouble)) throw error;
+            this.storeTrouble.failed(error.cause, 'reading the mailbox again after a back-off');
+          }
           const wait = session.idle ? Math.min(config.pollMs, IDLE_RENEW_MS) : config.pollMs;
           await session.waitForChange(unread ? Math.min(wait, retry) : wait, this.abort.signal);
           retry = unread ? Math.min(retry * 2, max) : first;
@@ -164,16 +191,17 @@ export class ImapIntake {
   }
 
   /**
-   * False when the message could not be read, and stays for the next look. A failure while the
-   * store does not answer at all is the store's: it ends the look, and the mailbox is read again
-   * after the back-off, as for trouble with the server.
+   * False when the message could not be read, and stays for the next look. A failure of the store
+   * itself (it does not answer, holds its lock past the wait, or has no room) ends the look, and
+   * the mailbox is read again after a back-off, on the same connection.
    */
   private async handle(session: ImapSession, message: MailboxMessage, where: string): Promise<boolean> {
     try {
       await this.read(session, message);
     } catch (error) {
       if (error instanceof ImapError || !session.open) throw error;
-      if (!(await this.options.receiver.storeAnswers())) throw error;
+      if (isLockTimeout(error) || refusesWrites(error) || !(await this.options.receiver.storeAnswers()))
+        throw new StoreTrouble(error);
       return this.couldNotRead(session, message.uid, where, error);
     }
     this.unreadable.delete(where);

@@ -302,6 +302,29 @@ suite('reading the mailbox', () => {
     await countedAs(metrics, { bounced: 1, unreadable: 1 });
   });
 
+  it('trouble with the store ends the look and backs off, never counted against the message', async () => {
+    const { user, client } = await mailbox();
+    const sent = await sendThroughRelay();
+    // The store holds its lock past the wait (another process writing) for the first five tries.
+    let refusals = 5;
+    const locked = Object.create(ctx.services.bounces) as typeof ctx.services.bounces;
+    locked.apply = (...args) =>
+      refusals-- > 0
+        ? Promise.reject(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }))
+        : ctx.services.bounces.apply(...args);
+    await client.append('INBOX', delivered('postfix-dsn', sent));
+    const { logs, metrics } = await startReaders(dovecot.url(user), 600_000, locked);
+    await movedTo(client, 'Herald/Processed', 1);
+    expect((await statusOf(ctx.app, project.apiKey, sent.requestId)).status).toBe('failed');
+    const failures = messages(logs, 'storing reports failed');
+    expect(failures.filter((line) => line.level === 50)).toHaveLength(1);
+    expect(failures.length).toBeGreaterThanOrEqual(5);
+    expect(messages(logs, 'storing reports works again')).toHaveLength(1);
+    // On the same connection throughout.
+    expect(messages(logs, 'watching')).toHaveLength(1);
+    await countedAs(metrics, { bounced: 1 });
+  });
+
   it('without IDLE in the CAPABILITY it polls the mailbox', async () => {
     const { user, client } = await mailbox(noIdle);
     const { logs } = await startReaders(noIdle.url(user), 200);
