@@ -106,6 +106,8 @@ export class AcceptService {
    * came after the last it committed.
    */
   private refused = false;
+  /** Counts those refusals: a check write that began before the last of them does not clear it. */
+  private refusals = 0;
   /** The write `takesWrites` is trying, shared by every readiness check meanwhile. */
   private probing: Promise<boolean> | null = null;
 
@@ -136,11 +138,12 @@ export class AcceptService {
    */
   takesWrites(): Promise<boolean> {
     if (!this.refused) return Promise.resolve(true);
+    const refusals = this.refusals;
     this.probing ??= writeSetting(this.db, WRITE_CHECK_SETTING, new Date(this.now()).toISOString())
       .then(
         () => {
-          this.refused = false;
-          return true;
+          if (this.refusals === refusals) this.refused = false;
+          return !this.refused;
         },
         () => false,
       )
@@ -217,7 +220,10 @@ export class AcceptService {
     } catch (error) {
       // Nothing of this request was stored but perhaps its files' bytes, which no accept links.
       if (written.length > 0) await discardFiles(this.db, written).catch(() => undefined);
-      if (refusesWrites(error)) this.refused = true;
+      if (refusesWrites(error)) {
+        this.refused = true;
+        this.refusals++;
+      }
       throw errors.queueFailed(error);
     } finally {
       if (idemKey !== null) this.inFlight.delete(idemKey);

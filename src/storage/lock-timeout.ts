@@ -10,8 +10,8 @@ export function isLockTimeout(error: unknown): boolean {
 
 /**
  * True when the store refused a write for want of room or of write access, whatever was written:
- * SQLite's full disk, I/O errors and read-only database, PostgreSQL's `disk_full` and
- * `insufficient_resources` classes and read-only transactions, a file write's `ENOSPC`.
+ * SQLite's full disk, I/O errors and read-only database, PostgreSQL's `disk_full` and read-only
+ * transactions, a file write's `ENOSPC` or `EROFS`.
  */
 export function refusesWrites(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
@@ -21,7 +21,7 @@ export function refusesWrites(error: unknown): boolean {
     code === 'SQLITE_FULL' ||
     code.startsWith('SQLITE_IOERR') ||
     code.startsWith('SQLITE_READONLY') ||
-    code.startsWith('53') ||
+    code === '53100' ||
     code === '25006' ||
     code === 'ENOSPC' ||
     code === 'EROFS'

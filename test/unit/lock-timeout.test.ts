@@ -18,21 +18,14 @@ describe('isLockTimeout', () => {
 
 describe('refusesWrites', () => {
   it('knows a store out of room or write access, on either backend, and nothing else', () => {
-    for (const code of [
-      'SQLITE_FULL',
-      'SQLITE_IOERR_WRITE',
-      'SQLITE_READONLY',
-      '53100',
-      '53200',
-      '25006',
-      'ENOSPC',
-    ])
+    for (const code of ['SQLITE_FULL', 'SQLITE_IOERR_WRITE', 'SQLITE_READONLY', '53100', '25006', 'ENOSPC'])
       expect(refusesWrites(Object.assign(new Error('refused'), { code })), code).toBe(true);
     for (const other of [
       { code: 'SQLITE_BUSY' },
       { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' },
       { code: '23503' },
       { code: '57P01' },
+      { code: '53300' },
       new Error('database or disk is full'),
       null,
       'SQLITE_FULL',
