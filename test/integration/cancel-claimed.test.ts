@@ -75,6 +75,19 @@ const body = (extra: Record<string, unknown> = {}) => ({
 });
 
 /**
+ * Starts the worker again with a log the test reads (what it lets go of a deleted project is seen
+ * nowhere else: the rows went with the project); returns the log's lines.
+ */
+async function restartLogged(): Promise<Record<string, unknown>[]> {
+  const lines: Record<string, unknown>[] = [];
+  await worker.stop();
+  const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+  worker = createWorker({ ...ctx.services, logger });
+  worker.start();
+  return lines;
+}
+
+/**
  * Sends three messages while the relay holds the first transaction, and returns them once the
  * worker has claimed the second (it waits for a lane: parked behind the relay, or in the backlog).
  */
@@ -139,12 +152,7 @@ describe.each([
   });
 
   it('a project deleted with force takes its claimed mail that waits: never sent', async () => {
-    // A worker whose log the test reads: what it dropped is seen nowhere else (the rows are gone).
-    const lines: Record<string, unknown>[] = [];
-    await worker.stop();
-    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
-    worker = createWorker({ ...ctx.services, logger });
-    worker.start();
+    const lines = await restartLogged();
     const [first, second, third] = await twoWaitingBehindOne();
     const other = await seedProject(ctx.services);
     try {
@@ -217,11 +225,7 @@ describe('cancel of a claimed message', () => {
   });
 
   it('lets go of mail still loading when its project is deleted with force: never sent', async () => {
-    const lines: Record<string, unknown>[] = [];
-    await worker.stop();
-    const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
-    worker = createWorker({ ...ctx.services, logger });
-    worker.start();
+    const lines = await restartLogged();
     const loader = ctx.services.loader;
     const batchOf = loader.batch.bind(loader);
     let open = () => {};
