@@ -57,7 +57,7 @@ const TROUBLE_REPEAT_MS = 5 * 60_000;
 function troubleOf(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' || typeof code === 'number') return String(code);
-  return (err instanceof Error ? err.message : String(err)).replace(/\d+/g, '#');
+  return errorMessage(err).replace(/\d+/g, '#');
 }
 
 /**

@@ -45,6 +45,11 @@ export class ClaimedCancels<Job extends Held> {
     return { requests, about: (job) => attempts.get(job.row.id) === job.row.attempts };
   }
 
+  /** The jobs loading what they need now. */
+  get loadingJobs(): ReadonlySet<Job> {
+    return this.loading;
+  }
+
   /** `job` loads what it needs: a cancel asking meanwhile is answered once it has loaded. */
   loadStarted(job: Job): void {
     this.loading.add(job);

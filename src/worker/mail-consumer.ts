@@ -14,7 +14,6 @@ import { suppressedMessage, type SuppressionReason } from '../domain/suppression
 import type { LeaseQueue } from '../queue/lease-queue.js';
 import type { Consumer, Fill } from '../queue/loop.js';
 import type { NotificationRow } from '../storage/schema.js';
-import { Trouble } from '../logger.js';
 import { ClaimedCancels } from './claimed-cancels.js';
 import { DeletedProjects } from './deleted-projects.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
@@ -75,9 +74,6 @@ export class MailConsumer implements Consumer {
   private readonly cancels: ClaimedCancels<Job>;
   /** The projects this worker holds mail of that were deleted since (a delete with force). */
   private readonly deletedProjects: DeletedProjects;
-  /** Jobs in a lane loading what they need, before their relay is chosen. */
-  private readonly loading = new Set<Job>();
-  private readonly lookTrouble: Trouble;
   private leftOut = new Set<number>();
   private stopping = false;
   /** Told when lanes came free (the loop may claim more). */
@@ -97,8 +93,7 @@ export class MailConsumer implements Consumer {
     projectChanges: (() => string) | undefined,
     private readonly now: () => number = Date.now,
   ) {
-    this.deletedProjects = new DeletedProjects(queue.db, projectChanges);
-    this.lookTrouble = new Trouble(logger, 'looking for deleted projects', 'error');
+    this.deletedProjects = new DeletedProjects(queue.db, projectChanges, logger);
     this.lanes = lanePolicy(options);
     this.relays = new RelayLanes(
       this.lanes,
@@ -197,15 +192,8 @@ export class MailConsumer implements Consumer {
    */
   private async dropMailOfDeletedProjects(): Promise<void> {
     const held = this.relays.parkedProjectIds();
-    for (const job of [...this.backlog, ...this.loading]) held.add(job.row.project_id);
-    try {
-      if (!(await this.deletedProjects.look(held))) return;
-    } catch (err) {
-      // The cancels are still answered; the next look asks again.
-      this.lookTrouble.failed(err, 'looking again at the next wake');
-      return;
-    }
-    this.lookTrouble.succeeded();
+    for (const job of [...this.backlog, ...this.cancels.loadingJobs]) held.add(job.row.project_id);
+    if (!(await this.deletedProjects.look(held))) return;
     const dropped = this.backlog.filter((job) => this.ofDeletedProject(job));
     this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !this.ofDeletedProject(job)));
     for (const parked of this.relays.unparkWhere((entry) => this.ofDeletedProject(entry.job)))
@@ -215,6 +203,12 @@ export class MailConsumer implements Consumer {
 
   private ofDeletedProject(job: Job): boolean {
     return this.deletedProjects.has(job.row.project_id);
+  }
+
+  /** Lets go of a job of a deleted project that holds a lane: the lane is given back, never begun. */
+  private dropFromLane(job: Job): void {
+    this.active--;
+    this.track(this.dropped([job]));
   }
 
   /** Lets go of claimed mail of deleted projects, never begun. */
@@ -286,14 +280,12 @@ export class MailConsumer implements Consumer {
       let loadFailure: unknown = null;
       let canceled: boolean;
       this.cancels.loadStarted(job);
-      this.loading.add(job);
       try {
         context = await job.batch.load(job.row.project_id, job.row.template);
       } catch (err) {
         context = null;
         loadFailure = err;
       } finally {
-        this.loading.delete(job);
         canceled = this.cancels.loadFinished(job);
       }
       if (canceled) {
@@ -301,12 +293,8 @@ export class MailConsumer implements Consumer {
         this.active--;
         return this.track(this.cancels.cancel([job]).then((back) => this.goOn(back)));
       }
-      if (this.ofDeletedProject(job)) {
-        // Its project was deleted while it loaded: it gives its lane back, never begun.
-        this.active--;
-        this.track(this.dropped([job]));
-        return;
-      }
+      // Its project was deleted while it loaded.
+      if (this.ofDeletedProject(job)) return this.dropFromLane(job);
       if (loadFailure !== null) return this.attempt(job, null, null, () => Promise.reject(loadFailure));
       if (this.stopping) {
         // Loaded after the stop began: given back with the backlog, never started.
@@ -334,12 +322,8 @@ export class MailConsumer implements Consumer {
    */
   private dispatch(routed: Routed): void {
     const { job, relays } = routed;
-    if (this.ofDeletedProject(job)) {
-      // Its project was deleted while it waited for its relay: it gives its lane back, never begun.
-      this.active--;
-      this.track(this.dropped([job]));
-      return;
-    }
+    // Its project was deleted while it waited for its relay.
+    if (this.ofDeletedProject(job)) return this.dropFromLane(job);
     const route = routeAttempt({
       lastRole: job.row.relay,
       retry: job.row.attempts > 1,

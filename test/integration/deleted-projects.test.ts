@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
 import { deleteProjectRow } from '../../src/storage/projects.js';
 import { DeletedProjects } from '../../src/worker/deleted-projects.js';
 import { addProject, backend, openTestStorage, type StorageFixture } from './storage-fixture.js';
@@ -18,7 +19,7 @@ describe(`DeletedProjects (${backend})`, () => {
   it('asks the store again once projects may have changed, and of projects it has not looked at', async () => {
     const [a, b, c] = [await addProject(fx.db), await addProject(fx.db), await addProject(fx.db)];
     let stamp = 1;
-    const deleted = new DeletedProjects(fx.db, () => String(stamp));
+    const deleted = new DeletedProjects(fx.db, () => String(stamp), createLogger('silent'));
     expect(await deleted.look(new Set([a, b]))).toBe(false);
 
     // Deleted, and nothing told of it: the projects looked at are not asked of again.
@@ -39,7 +40,7 @@ describe(`DeletedProjects (${backend})`, () => {
 
   it('asks the store at every look where changes cannot be told', async () => {
     const project = await addProject(fx.db);
-    const deleted = new DeletedProjects(fx.db, undefined);
+    const deleted = new DeletedProjects(fx.db, undefined, createLogger('silent'));
     expect(await deleted.look(new Set([project]))).toBe(false);
     await deleteProjectRow(fx.db, project);
     expect(await deleted.look(new Set([project]))).toBe(true);
