@@ -48,12 +48,16 @@ function checkLayout(html: string | null, text: string | null): void {
   if (html !== null) {
     compileChecked(html, 'html', 'handlebars', ' (layout)');
     if (!hasContentPlaceholder(html, 'html'))
-      throw invalidTemplate("a layout's HTML must have {{{content}}} where the template's HTML body goes");
+      throw invalidTemplate(
+        "a layout's HTML must have {{{content}}} where the template's HTML body goes, outside any {{#…}} block",
+      );
   }
   if (text !== null) {
     compileChecked(text, 'text', 'handlebars', ' (layout)');
     if (!hasContentPlaceholder(text, 'text'))
-      throw invalidTemplate("a layout's text must have {{content}} where the template's text body goes");
+      throw invalidTemplate(
+        "a layout's text must have {{content}} where the template's text body goes, outside any {{#…}} block",
+      );
   }
 }
 

@@ -401,6 +401,16 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(await refusal(() => layouts.create(projectId, { name: 'l', text: 'no place' }))).toContain(
       '{{content}}',
     );
+    // Inside a block the name is the item's field (or the body may be left out): not the place.
+    for (const html of [
+      '<main>{{#each items}}{{{content}}}{{/each}}</main>',
+      '<main>{{#with user}}{{{content}}}{{/with}}</main>',
+      '<main>{{#if show}}{{{content}}}{{/if}}</main>',
+    ])
+      expect(await refusal(() => layouts.create(projectId, { name: 'l', html }))).toContain('outside any');
+    expect(
+      await refusal(() => layouts.create(projectId, { name: 'l', text: '{{#if show}}{{content}}{{/if}}' })),
+    ).toContain('outside any');
     await layouts.create(projectId, { name: 'l', text: '>> {{content}}' });
     await templates.create(projectId, { name: 'a', subject: 'A', text: 'a', layout: 'l' });
     await templates.create(projectId, { name: 'b', subject: 'B', text: 'b', layout: 'l' });

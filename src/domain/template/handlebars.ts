@@ -322,29 +322,19 @@ function renderWith(
 
 /**
  * Whether a layout's part has its content placeholder: `{{{content}}}` in HTML (the body is
- * HTML already, so it is inserted raw), `{{content}}` or `{{{content}}}` in text.
+ * HTML already, so it is inserted raw), `{{content}}` or `{{{content}}}` in text. Only outside
+ * every block: inside `{{#each}}` or `{{#with}}` the name is the item's field, not the body (the
+ * caller's data would go out raw in its place), and inside `{{#if}}` the body could be left out.
  */
 export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): boolean {
-  const stack: hbs.AST.Program[] = [parseTemplate(source)];
-  while (stack.length > 0) {
-    for (const node of (stack.pop() as hbs.AST.Program).body) {
-      if (node.type === 'MustacheStatement') {
-        const mustache = node as hbs.AST.MustacheStatement;
-        const path = mustache.path as hbs.AST.PathExpression;
-        if (
-          path.type === 'PathExpression' &&
-          path.original === 'content' &&
-          (mode === 'text' || !mustache.escaped)
-        )
-          return true;
-      } else if (node.type === 'BlockStatement') {
-        const block = node as hbs.AST.BlockStatement;
-        if (block.program) stack.push(block.program);
-        if (block.inverse) stack.push(block.inverse);
-      }
-    }
-  }
-  return false;
+  return parseTemplate(source).body.some((node) => {
+    if (node.type !== 'MustacheStatement') return false;
+    const mustache = node as hbs.AST.MustacheStatement;
+    const path = mustache.path as hbs.AST.PathExpression;
+    return (
+      path.type === 'PathExpression' && path.original === 'content' && (mode === 'text' || !mustache.escaped)
+    );
+  });
 }
 
 /**
