@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { planDelivery } from '../domain/delivery-plan.js';
+import { planDelivery, type PlanProblem } from '../domain/delivery-plan.js';
 import { composeMessage } from '../mail/mime.js';
 import { SmtpDeliveryError } from '../mail/smtp-failures.js';
 import { urlHost } from '../domain/url-host.js';
@@ -111,6 +111,22 @@ const NOT_CONFIGURED: SmtpCheckResult = {
   title: 'Not configured',
   reply: 'Save SMTP settings first.',
 };
+
+/** A test email with nowhere to go (the field is empty or not an address), or no sender. */
+function testNotPlanned(problem: PlanProblem, to: string): SmtpCheckResult {
+  if (problem !== 'recipient')
+    return {
+      ok: false,
+      title: 'No from address',
+      reply: 'Set a from email on the project or in these SMTP settings.',
+    };
+  if (to.trim() === '') return { ok: false, title: 'No recipient', reply: 'Enter an email address.' };
+  return {
+    ok: false,
+    title: 'Not an email address',
+    reply: 'The recipient is not an email address: enter one such as you@example.org.',
+  };
+}
 
 /**
  * A verify or test send that failed, as shown: the error's message, which for an SmtpDeliveryError
@@ -231,14 +247,7 @@ export async function smtpRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
       idLeft: `test-${randomUUID()}`,
     });
     if (!planned.ok) {
-      const result =
-        planned.problem === 'recipient'
-          ? { ok: false, title: 'No recipient', reply: 'Enter an email address.' }
-          : {
-              ok: false,
-              title: 'No from address',
-              reply: 'Set a from email on the project or in these SMTP settings.',
-            };
+      const result = testNotPlanned(planned.problem, toText);
       return showResult(request, reply, id, result, toText);
     }
     const { plan } = planned;

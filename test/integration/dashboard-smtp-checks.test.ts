@@ -59,6 +59,17 @@ describe(`the SMTP checks through Herald's relay (${backend})`, () => {
     expect(sink.messages.at(-1)).toMatchObject({ envelopeTo: ['dev@example.org'] });
     expect(sink.messages.at(-1)?.parsed.subject).toMatch(/^Herald test email for /);
   });
+
+  it('says whether the recipient was left out or is not an email address', async () => {
+    const page = await client.get(`/projects/${projectId}/smtp`);
+    const empty = await client.post(`/projects/${projectId}/smtp/test`, { to: ' ' }, csrfOf(page));
+    expect(empty.body).toContain('No recipient');
+    for (const to of ['not an email', 'a@b.example, c@d.example']) {
+      const wrong = await client.post(`/projects/${projectId}/smtp/test`, { to }, csrfOf(page));
+      expect(wrong.body).toContain('The recipient is not an email address');
+      expect(wrong.body).not.toContain('No recipient');
+    }
+  });
 });
 
 describe(`the SMTP page's test email to a relay that is not there (${backend})`, () => {
