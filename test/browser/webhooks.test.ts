@@ -146,8 +146,13 @@ describe('webhooks in a real browser', () => {
     await page.getByRole('button', { name: 'Copied' }).waitFor();
     expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(secret);
 
-    await page.getByRole('link', { name: 'I have stored the secret, continue' }).click();
-    await page.waitForURL(new RegExp(`/projects/${projectId}/webhooks$`));
+    const onward = page.getByRole('link', { name: 'I have stored the secret, continue' });
+    expect(await onward.getAttribute('href')).toBe(`/projects/${projectId}/webhooks`);
+    // The page stands at the list's address: a refresh shows the list, it does not add it again.
+    expect(new URL(page.url()).pathname).toBe(`/projects/${projectId}/webhooks`);
+    await page.reload();
+    expect(await page.getByTestId('endpoint').filter({ hasText: hookUrl() }).count()).toBe(1);
+    expect(await page.content()).not.toContain(secret);
     const row = page.getByTestId('endpoint').filter({ hasText: hookUrl() });
     expect(await row.innerText()).toContain('All events');
     expect(await row.innerText()).toContain('enabled');
