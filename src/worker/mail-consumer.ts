@@ -67,6 +67,13 @@ export class MailConsumer implements Consumer {
   readonly outcomes: AttemptRecorder;
   private readonly lanes: LanePolicy;
   private active = 0;
+  /**
+   * Attempts whose outcome is not stored yet. At most `concurrency`: a lane is free once its relay
+   * answered, but no more mail starts while that many outcomes wait for the store, so a crash (or
+   * a store that refuses writes) leaves at most twice `concurrency` messages sent and not recorded,
+   * the ones sent again after it.
+   */
+  private recording = 0;
   /** Jobs loaded after a stop began: given back with the backlog. */
   private readonly unstarted: Job[] = [];
   private readonly running = new Set<Promise<void>>();
@@ -252,8 +259,13 @@ export class MailConsumer implements Consumer {
   }
 
   private pump(): void {
-    while (!this.stopping && this.active < this.options.concurrency && this.backlog.length > 0)
-      this.start(this.backlog.shift()!);
+    while (this.mayStart(this.active) && this.backlog.length > 0) this.start(this.backlog.shift()!);
+  }
+
+  /** Whether one more lane may start while `lanes` are taken. */
+  private mayStart(lanes: number): boolean {
+    const { concurrency } = this.options;
+    return !this.stopping && lanes < concurrency && this.recording < concurrency;
   }
 
   /**
@@ -404,11 +416,18 @@ export class MailConsumer implements Consumer {
             inFlight,
             lane.routed.relays.fallback,
           );
-          this.freeRelay(key);
         }
+        // Counted before any lane starts again, so that the bound on outcomes waiting holds.
+        if (!waitsAgain) this.recording++;
+        if (held !== null) this.freeRelay(held.lane.relay.relay);
         this.pump();
         this.onRoom();
-        if (!waitsAgain) await this.outcomes.record(job.row, result, recordAs, startedAt, finishedAt);
+        if (waitsAgain) return;
+        try {
+          await this.outcomes.record(job.row, result, recordAs, startedAt, finishedAt);
+        } finally {
+          this.recorded();
+        }
       })
       .catch((err: unknown) => {
         // Only a stop gives up on an outcome the store refused: the row stays leased to this
@@ -424,16 +443,28 @@ export class MailConsumer implements Consumer {
    */
   private freeRelay(relay: string): void {
     this.relays.free(relay);
-    while (
-      !this.stopping &&
-      this.active < this.options.concurrency &&
-      this.relays.mayStart(relay, this.active + 1)
-    ) {
+    this.startParked(relay);
+  }
+
+  /** Starts the jobs parked behind a relay, as many as its window and the free lanes allow. */
+  private startParked(relay: string): void {
+    while (this.mayStart(this.active) && this.relays.mayStart(relay, this.active + 1)) {
       const next = this.relays.unpark(relay);
       if (next === undefined) return;
       this.active++;
       this.dispatch(next);
     }
+  }
+
+  /**
+   * An outcome was stored (or given up on at a stop): the mail it held back starts, the mail parked
+   * behind relays first, as it came first. A relay's lane may have come free while outcomes
+   * held every start back, and its parked mail has nothing else in flight to start it.
+   */
+  private recorded(): void {
+    this.recording--;
+    for (const relay of this.relays.parkedRelays()) this.startParked(relay);
+    this.pump();
   }
 
   private track(work: Promise<void>): void {

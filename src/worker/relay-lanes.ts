@@ -164,6 +164,11 @@ export class RelayLanes<Parked> {
     return all;
   }
 
+  /** The relays with mail parked behind them. */
+  parkedRelays(): string[] {
+    return [...this.parked.keys()];
+  }
+
   /** The ids of the projects with mail parked behind any relay. */
   parkedProjectIds(): Set<number> {
     const projects = new Set<number>();

@@ -197,12 +197,16 @@ describe('cancel of a claimed message', () => {
     };
     try {
       const { request_id } = await sendOk(ctx.app, apiKey, body());
-      await waitUntil(async () => ((await row(request_id)).state === 'sending' ? true : undefined), {
-        what: 'the worker to claim it',
+      // A lane loads it (white-box, as below: nothing in the store shows it); claimed, it may
+      // first wait for the lane while the outcome before it is stored.
+      const { cancels } = worker.mail as unknown as {
+        cancels: { onLoad: Set<unknown>; loadingJobs: ReadonlySet<unknown> };
+      };
+      await waitUntil(() => (cancels.loadingJobs.size === 1 ? true : undefined), {
+        what: 'a lane to load it',
       });
       const answer = cancel(request_id);
-      // The worker has taken the request for the loading lane (white-box: nothing in the store shows it).
-      const { cancels } = worker.mail as unknown as { cancels: { onLoad: Set<unknown> } };
+      // The worker has taken the request for the loading lane.
       await waitUntil(() => (cancels.onLoad.size === 1 ? true : undefined), {
         what: 'the worker to take the cancel',
       });
