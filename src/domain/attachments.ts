@@ -36,9 +36,11 @@ function refuse(problem: string) {
 }
 
 // Controls, line and paragraph separators, and format characters (bidirectional overrides,
-// zero-width characters), which can make `invoice‮fdp.exe` display as `invoiceexe.pdf`; and lone
-// surrogates, which are not text and would be stored as U+FFFD.
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/gu;
+// zero-width characters), which can make `invoice‮fdp.exe` display as `invoiceexe.pdf`; the other
+// characters Unicode says to show as nothing (variation selectors, the combining grapheme joiner),
+// which make `x.exe` with one of them look like `x.exe` and not end in it; and lone surrogates,
+// which are not text and would be stored as U+FFFD.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
 // Characters Windows refuses in a name, and the quote and backslash a header would have to escape.
 const RESERVED = /["*:<>?|\\/]/g;
 const DEVICE = /^(?:con|prn|aux|nul|com\d|lpt\d)(?:\.|$)/i;
@@ -72,13 +74,23 @@ const MEDIA_TYPE = new RegExp(
   `^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\\s*;\\s*${TOKEN}=${TOKEN})*$`,
 );
 
+/** A Content-Type parameter that names the file (`name`, or `filename` as some clients read it). */
+const NAMING_PARAMETER = /^(?:name|filename)\*?\s*=/i;
+
 function contentType(value: unknown, filename: string, at: string): string {
   if (value === undefined || value === null) return contentTypeOf(extensionOf(filename));
   if (typeof value !== 'string' || value.length > MAX_CONTENT_TYPE_LENGTH || !MEDIA_TYPE.test(value))
     throw refuse(`${at}.content_type is not a media type such as application/pdf`);
   // The type and subtype are case-insensitive; parameter values may not be (RFC 2045 §5.1).
   const [essence = '', ...params] = value.split(';').map((part) => part.trim());
-  return [essence.toLowerCase(), ...params].join('; ');
+  const type = essence.toLowerCase();
+  // A multipart or message part has a structure of its own, which a file's base64 would break.
+  if (type.startsWith('multipart/') || type.startsWith('message/'))
+    throw refuse(`${at}.content_type ${type} is not a file's type; use application/octet-stream`);
+  // The file's name is `filename` alone: a second one here could show `evil.exe` for `doc.pdf`.
+  if (params.some((param) => NAMING_PARAMETER.test(param)))
+    throw refuse(`${at}.content_type names the file; give its name as filename only`);
+  return [type, ...params].join('; ');
 }
 
 /**

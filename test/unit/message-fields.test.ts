@@ -26,6 +26,8 @@ describe('safeFilename', () => {
     ['tab\there\nnew\rline.txt', 'tabherenewline.txt'],
     ['invoice\u202Efdp.exe', 'invoicefdp.exe'],
     ['zero\u200Bwidth.pdf', 'zerowidth.pdf'],
+    ['x.exe\uFE0F', 'x.exe'],
+    ['x.e\u034Fxe', 'x.exe'],
     ['lone\ud800surrogate.pdf', 'lonesurrogate.pdf'],
     ['emoji \ud83d\ude00.pdf', 'emoji 😀.pdf'],
     ['Cafe\u0301.pdf', 'Café.pdf'],
@@ -44,7 +46,7 @@ describe('safeFilename', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 60 }), (raw) => {
         const safe = safeFilename(raw);
-        expect(safe).not.toMatch(/[/\\"\p{Cc}\p{Cf}]|^[\s.]|[\s.]$/u);
+        expect(safe).not.toMatch(/[/\\"\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]|^[\s.]|[\s.]$/u);
         expect(safeFilename(safe)).toBe(safe);
       }),
     );
@@ -139,6 +141,21 @@ describe('parseAttachments', () => {
     ]);
     expect(parseAttachments([])).toBeNull();
     expect(parseAttachments(null)).toBeNull();
+  });
+
+  it('refuses a content type that names the file, or that a file cannot be sent as', () => {
+    const file = (content_type: string) => [{ filename: 'doc.pdf', content: 'aGVsbG8=', content_type }];
+    for (const type of ['application/pdf; name=evil.exe', 'application/pdf;FILENAME=evil.exe'])
+      expect(() => parseAttachments(file(type))).toThrow(
+        "Invalid 'attachments' (attachments[0].content_type names the file; give its name as filename only)",
+      );
+    for (const type of ['multipart/mixed; boundary=abc', 'Message/RFC822', 'message/partial; id=x'])
+      expect(() => parseAttachments(file(type))).toThrow(
+        /content_type (multipart|message)\/\S+ is not a file's type/,
+      );
+    expect(parseAttachments(file('application/pdf; charset=binary'))?.[0]?.content_type).toBe(
+      'application/pdf; charset=binary',
+    );
   });
 
   it('counts the size before decoding anything', () => {
