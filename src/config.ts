@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { isFolderName, parseImapUrl, type ImapSettings } from './domain/imap-url.js';
 import { parseOutboundAllow, type OutboundPolicy } from './domain/outbound.js';
@@ -131,6 +132,32 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
   return value;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string | null {
+  const raw = env.HERALD_LOG_LEVEL;
+  if (raw === undefined || raw === '') return null;
+  if (!LOG_LEVELS.includes(raw))
+    throw new ConfigError(`HERALD_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  return raw;
+}
+
+// A host name's labels (RFC 1123): letters, digits and inner hyphens, at most 63 characters each.
+const HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+/** An address to listen on: an IP address or a host name; checked before anything resolves it. */
+function listenHost(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  // Digits and dots only is meant as an IPv4 address: `999.1.1.1` is none, not a name to look up.
+  if (isIP(raw) === 0 && (!HOST_NAME.test(raw) || /^[\d.]+$/.test(raw)))
+    throw new ConfigError(
+      `${name} must be an IP address or a host name to listen on, such as 127.0.0.1 or 0.0.0.0`,
+    );
+  return raw;
 }
 
 export function parseQuotaLimit(raw: string, name = 'quota'): number | null {
@@ -281,14 +308,14 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     production,
     port: integer(env, env.HERALD_PORT ? 'HERALD_PORT' : 'PORT', 3000, 0, 65535),
-    host: env.HERALD_HOST || (production ? '0.0.0.0' : '127.0.0.1'),
+    host: listenHost(env, 'HERALD_HOST', production ? '0.0.0.0' : '127.0.0.1'),
     dataDir,
     database: database(env, dataDir),
     smtpUrl,
     smtpFallbackUrl,
     smtpFrom: env.HERALD_SMTP_FROM || null,
     secretKey,
-    logLevel: env.HERALD_LOG_LEVEL || null,
+    logLevel: logLevel(env),
     delivery: {
       maxAttempts: integer(env, 'HERALD_DELIVERY_MAX_ATTEMPTS', 5, 1, 100),
       retryBaseMs: integer(env, 'HERALD_DELIVERY_RETRY_BASE_MS', 30_000, 1, 86_400_000),
@@ -327,7 +354,11 @@ export function loadConfig(env: Env = process.env): Config {
     bounces: {
       domain: bounceDomain(env.HERALD_BOUNCE_DOMAIN),
       port: env.HERALD_BOUNCE_SMTP_PORT ? integer(env, 'HERALD_BOUNCE_SMTP_PORT', 0, 0, 65535) : null,
-      host: env.HERALD_BOUNCE_SMTP_HOST || env.HERALD_HOST || (production ? '0.0.0.0' : '127.0.0.1'),
+      host: listenHost(
+        env,
+        'HERALD_BOUNCE_SMTP_HOST',
+        listenHost(env, 'HERALD_HOST', production ? '0.0.0.0' : '127.0.0.1'),
+      ),
       maxBytes: integer(env, 'HERALD_BOUNCE_MAX_BYTES', 1024 * 1024, 1024, 50 * 1024 * 1024),
       perClientPerMinute: integer(env, 'HERALD_BOUNCE_RATE_PER_MINUTE', 60, 1, 100_000),
       sessionTimeoutMs: integer(env, 'HERALD_BOUNCE_SESSION_TIMEOUT_MS', 60_000, 1_000, 3_600_000),

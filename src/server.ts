@@ -74,6 +74,8 @@ function listenError(
   if (code === 'EACCES') return new StartupError(`no permission to listen on ${where}; set ${portVariable}`);
   if (code === 'EADDRNOTAVAIL')
     return new StartupError(`cannot listen on ${where}: no such address; set HERALD_HOST`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new StartupError(`cannot listen on ${where}: the name does not resolve; set HERALD_HOST`);
   return error instanceof Error ? error : new Error(String(error));
 }
 

@@ -57,6 +57,27 @@ describe('herald serve that cannot start', () => {
     expectOneLine(result, new RegExp(`^herald: the data directory ${dataDir} is not writable \\(ENOTDIR\\)`));
   });
 
+  it.each<[string, Record<string, string>, RegExp]>([
+    [
+      'an address that is none',
+      { HERALD_HOST: '999.1.1.1' },
+      /^herald: HERALD_HOST must be an IP address or a host name to listen on, such as 127\.0\.0\.1 or 0\.0\.0\.0$/,
+    ],
+    [
+      'a host name that does not resolve',
+      { HERALD_HOST: 'no-such-host.invalid' },
+      /^herald: cannot listen on no-such-host\.invalid:0: the name does not resolve; set HERALD_HOST$/,
+    ],
+    [
+      'an unknown log level',
+      { HERALD_LOG_LEVEL: 'loud' },
+      /^herald: HERALD_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent$/,
+    ],
+  ])('names %s', async (_what, env, line) => {
+    const result = await runHerald(['serve'], testEnv(database, { HERALD_PORT: '0', ...env }));
+    expectOneLine(result, line);
+  });
+
   it('names an invalid HERALD_SMTP_URL instead of hanging', async () => {
     const result = await runHerald(
       ['serve'],
