@@ -217,3 +217,35 @@ describe('Admins page', () => {
     expect(new URL(leaver.page.url()).pathname).toBe('/login');
   });
 });
+
+describe('names and values as long as the checks allow', () => {
+  it('wrap inside their boxes: no page is wider than the window', async () => {
+    const name = `long${'A'.repeat(96)}`;
+    const { project, apiKey: key } = await h.server.services.projects.create({
+      name,
+      contactEmail: `${'c'.repeat(60)}@${'d'.repeat(60)}.example`,
+      fromEmail: `${'f'.repeat(60)}@${'g'.repeat(60)}.example`,
+      quotaLimit: null,
+    });
+    const template = `t${'x'.repeat(199)}`;
+    await h.server.services.templates.create(project.id, { name: template, subject: 'S', text: 'T' });
+    const sent = await apiSend(h.url, key, {
+      template,
+      to: 'jane@example.org',
+      metadata: { order: 'o'.repeat(200) },
+    });
+    expect(sent.status).toBe(202);
+    for (const path of [
+      '/projects',
+      `/projects/${project.id}`,
+      `/projects/${project.id}/templates`,
+      `/messages/${encodeURIComponent(String(sent.body.request_id))}`,
+    ]) {
+      await page.goto(path);
+      const widths = await page.evaluate<{ page: number; window: number }>(
+        '({ page: document.documentElement.scrollWidth, window: window.innerWidth })',
+      );
+      expect(widths.page, path).toBeLessThanOrEqual(widths.window);
+    }
+  });
+});
