@@ -123,6 +123,11 @@ export function bounded(text: string): string {
   return text.length <= MAX_REPLY_CHARS ? text : `${text.slice(0, MAX_REPLY_CHARS)}… (cut)`;
 }
 
+/** A refusal of the login Herald gave (its AUTH command), or a demand for one (530, RFC 4954 §6). */
+function refusedLogin(err: NodemailerError, code: number): boolean {
+  return err.code === 'EAUTH' || /^AUTH\b/i.test(err.command ?? '') || code === 530;
+}
+
 /**
  * Relays answer 4xx for "try later" and 5xx for "never"; network failures are always worth a retry.
  * `security` is how the connection was made (TLS on connect, or not).
@@ -160,6 +165,16 @@ export function classifySmtpError(error: unknown, security?: SmtpTarget['securit
   if (code !== null && code >= 400) {
     const response = oneLine(err.response ?? err.message ?? '');
     const text = response.startsWith(String(code)) ? response : `${code} ${response}`;
+    // The relay refused Herald's login (535), or wants one (530): a fault of these settings, not of
+    // the message, which goes through the fallback at once, or again after the back-off, so that
+    // fixing a password loses no mail (as Postfix's smtp_sasl_auth_soft_bounce does).
+    if (refusedLogin(err, code))
+      return {
+        kind: 'transient',
+        message: bounded(`SMTP ${text} (the relay refused Herald's login: check the SMTP user and password)`),
+        smtpCode: code,
+        command: err.command ?? null,
+      };
     return {
       kind: code >= 500 ? 'permanent' : 'transient',
       message: bounded(`SMTP ${text}`),

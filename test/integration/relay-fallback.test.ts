@@ -1,3 +1,4 @@
+import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../../src/roles.js';
 import type { StatusBody } from '../../src/services/notifications.js';
@@ -144,6 +145,34 @@ describe('a fallback relay', () => {
       { relay: 'fallback', outcome: 'sent', response: expect.any(String) },
     ]);
     expect(primary.messages).toHaveLength(0);
+    expect(fallback.messages).toHaveLength(1);
+  });
+
+  it("takes the message at once when the primary refuses Herald's login: a setting, not the message", async () => {
+    await start();
+    const primary = new SMTPServer({
+      allowInsecureAuth: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      onAuth: (_auth, _session, callback) => callback(new Error('Invalid username or password')),
+    });
+    await new Promise<void>((resolve) => primary.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => primary.close(() => resolve())));
+    const port = (primary.server.address() as { port: number }).port;
+    const fallback = await sink();
+    const { apiKey } = await project(`smtp://herald:wrong@127.0.0.1:${port}?security=none`, fallback.url);
+    const id = await send(apiKey);
+    expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', attempts: 2, relay: 'fallback' });
+    expect(await attempts(id)).toEqual([
+      {
+        relay: 'primary',
+        outcome: 'retry',
+        response: expect.stringMatching(
+          /^SMTP 535 .*\(the relay refused Herald's login: check the SMTP user and password\)$/,
+        ),
+      },
+      { relay: 'fallback', outcome: 'sent', response: expect.any(String) },
+    ]);
     expect(fallback.messages).toHaveLength(1);
   });
 
