@@ -174,7 +174,9 @@ export async function openServices(
   });
   let secretKey: string;
   try {
-    if (options.migrate ?? true) await storage.migrate();
+    const applied = options.migrate === false ? [] : await storage.migrate();
+    if (applied.length > 0)
+      logger.info({ applied }, `database schema upgraded (${applied.length} migrations)`);
     secretKey = await resolveSecretKey(storage.db, { configured: config.secretKey, dataDir: config.dataDir });
   } catch (error) {
     await storage.close();

@@ -139,14 +139,17 @@ export function migrateCommand(): Command {
       const config = cliConfig(command);
       warnIfNewDatabase(config, outputOf(command));
       const storage = openStorage(config.database);
+      let applied: readonly string[];
       try {
-        await storage.migrate();
+        applied = await storage.migrate();
       } finally {
         await storage.close();
       }
       outputOf(command).print(
-        { migrated: true, database: storage.kind },
-        `Schema is up to date (${storage.kind}).`,
+        { migrated: true, database: storage.kind, applied },
+        applied.length === 0
+          ? `Schema is up to date (${storage.kind}).`
+          : `Upgraded the schema with ${applied.length} migration${applied.length === 1 ? '' : 's'} (${applied.join(', ')}); it is up to date (${storage.kind}).`,
       );
     });
 }

@@ -48,8 +48,11 @@ export interface Storage {
   writeFileChunks(chunks: readonly FileChunk[], now: number): Promise<number[]>;
   /** Write transactions worth running at once (group-commit batches in flight). */
   readonly writeConcurrency: number;
-  /** Applies pending migrations; safe when several processes migrate the same database at once. */
-  migrate(): Promise<void>;
+  /**
+   * Applies pending migrations; safe when several processes migrate the same database at once.
+   * Resolves with the names of those this call applied, in order.
+   */
+  migrate(): Promise<readonly string[]>;
   /**
    * A number that changes whenever another connection may have changed what a process keeps in
    * memory, where the backend can tell cheaply: SQLite's data_version (any commit of another

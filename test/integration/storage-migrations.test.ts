@@ -139,14 +139,19 @@ describe(`migrations (${backend})`, () => {
       const env = testEnv(database);
       // Each process starts a TypeScript loader first; three make an overlap of the migrations likely.
       const results = await Promise.all([1, 2, 3].map(() => runHerald(['migrate', '--json'], env)));
+      const applied: string[] = [];
       for (const result of results) {
         // A process that finds no database file says it creates one; nothing else goes to stderr.
         expect(
           result.stderr.split('\n').filter((line) => line !== '' && !line.includes('no database at')),
         ).toEqual([]);
         expect(result.code).toBe(0);
-        expect(JSON.parse(result.stdout)).toEqual({ migrated: true, database: backend });
+        const printed = JSON.parse(result.stdout) as { applied: string[] };
+        expect(printed).toEqual({ migrated: true, database: backend, applied: expect.any(Array) });
+        applied.push(...printed.applied);
       }
+      // Each migration was applied by one of them, and each says which it applied.
+      expect(applied.sort()).toEqual([...MIGRATIONS].sort());
       const storage = openStorage(loadConfig(env).database);
       try {
         const db = storage.db as unknown as Kysely<unknown>;

@@ -166,11 +166,16 @@ describe('herald on PostgreSQL with several api and worker processes', () => {
         runHerald(['migrate', '--json'], env),
         runHerald(['migrate', '--json'], env),
       ]);
+      const applied: string[] = [];
       for (const result of results) {
         expect(result.stderr).toBe('');
         expect(result.code).toBe(0);
-        expect(JSON.parse(result.stdout)).toEqual({ migrated: true, database: 'postgres' });
+        const printed = JSON.parse(result.stdout) as { applied: string[] };
+        expect(printed).toEqual({ migrated: true, database: 'postgres', applied: expect.any(Array) });
+        applied.push(...printed.applied);
       }
+      // One of them applied each migration, and said so.
+      expect(applied.sort()).toEqual(Object.keys(renderMigrations(POSTGRES_TYPES)).sort());
       const migrations = await client.query<{ name: string }>('SELECT name FROM herald_migrations');
       expect(migrations.rows.map((row) => row.name).sort()).toEqual(
         Object.keys(renderMigrations(POSTGRES_TYPES)).sort(),

@@ -649,6 +649,7 @@ describe('herald CLI', () => {
   });
 
   it('migrates idempotently', async () => {
-    expect(await herald('migrate')).toMatchObject({ migrated: true });
+    // The database was made by an earlier command: nothing is left to apply.
+    expect(await herald('migrate')).toEqual({ migrated: true, database: expect.any(String), applied: [] });
   });
 });

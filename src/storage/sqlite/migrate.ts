@@ -13,12 +13,13 @@ import { migrationsFor, SQLITE_TYPES } from '../migrations.js';
  * `BEGIN IMMEDIATE` transaction: it takes the write lock before reading which migrations were
  * applied (a second migrator waits on busy_timeout, then sees them applied), and it is atomic.
  */
-export async function migrateSqlite(db: Kysely<Database>): Promise<void> {
-  await db.connection().execute(async (connection) => {
+export async function migrateSqlite(db: Kysely<Database>): Promise<string[]> {
+  return db.connection().execute(async (connection) => {
     await sql`begin immediate`.execute(connection);
     try {
-      await migrateToLatest(connection, migrationsFor(SQLITE_TYPES), { inTransaction: true });
+      const applied = await migrateToLatest(connection, migrationsFor(SQLITE_TYPES), { inTransaction: true });
       await sql`commit`.execute(connection);
+      return applied;
     } catch (error) {
       await sql`rollback`.execute(connection).catch(() => {});
       throw error;
