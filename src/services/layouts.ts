@@ -40,23 +40,27 @@ const blankToNull = (value: string | null | undefined) => (value === '' ? null :
 /**
  * A layout must parse and hold its content placeholder: `{{{content}}}` in its HTML (the body is
  * HTML already), `{{content}}` in its text. One of the two is enough; a template's part goes into
- * the layout's part of the same kind.
+ * the layout's part of the same kind. A part `unchanged` from the stored one is not checked again.
  */
-function checkLayout(html: string | null, text: string | null): void {
+function checkLayout(
+  html: string | null,
+  text: string | null,
+  unchanged: { readonly html: boolean; readonly text: boolean } = { html: false, text: false },
+): void {
   if (html === null && text === null) throw errors.invalidInput('A layout needs an HTML or a text frame');
   checkSizes({ html, text });
-  if (html !== null) {
+  if (html !== null && !unchanged.html) {
     compileChecked(html, 'html', 'handlebars', ' (layout)');
     if (!hasContentPlaceholder(html, 'html'))
       throw invalidTemplate(
-        "a layout's HTML must have {{{content}}} where the template's HTML body goes, outside any {{#…}} block",
+        "a layout's HTML must have {{{content}}} where the template's HTML body goes, outside {{#each}}, {{#with}} and sections",
       );
   }
-  if (text !== null) {
+  if (text !== null && !unchanged.text) {
     compileChecked(text, 'text', 'handlebars', ' (layout)');
     if (!hasContentPlaceholder(text, 'text'))
       throw invalidTemplate(
-        "a layout's text must have {{content}} where the template's text body goes, outside any {{#…}} block",
+        "a layout's text must have {{content}} where the template's text body goes, outside {{#each}}, {{#with}} and sections",
       );
   }
 }
@@ -98,9 +102,10 @@ export class LayoutService {
     if (before === undefined) throw errors.layoutNotFound(name);
     const html = input.html === undefined ? before.html_body : (blankToNull(input.html) ?? null);
     const text = input.text === undefined ? before.text_body : (blankToNull(input.text) ?? null);
-    checkLayout(html, text);
     // Saved again as it is (a form saved without a change, a repeated PUT): nothing to write.
     if (html === before.html_body && text === before.text_body) return toLayout(before);
+    // A part left as it is stays as it was accepted: a rule added since does not lock it.
+    checkLayout(html, text, { html: html === before.html_body, text: text === before.text_body });
     const row = await layoutRows.update(this.db, project.id, name, {
       html_body: html,
       text_body: text,

@@ -401,16 +401,30 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(await refusal(() => layouts.create(projectId, { name: 'l', text: 'no place' }))).toContain(
       '{{content}}',
     );
-    // Inside a block the name is the item's field (or the body may be left out): not the place.
+    // Inside {{#each}}, {{#with}} or a section the name is the item's field: not the body's place.
     for (const html of [
       '<main>{{#each items}}{{{content}}}{{/each}}</main>',
       '<main>{{#with user}}{{{content}}}{{/with}}</main>',
-      '<main>{{#if show}}{{{content}}}{{/if}}</main>',
+      '<main>{{#user}}{{{content}}}{{/user}}</main>',
     ])
-      expect(await refusal(() => layouts.create(projectId, { name: 'l', html }))).toContain('outside any');
-    expect(
-      await refusal(() => layouts.create(projectId, { name: 'l', text: '{{#if show}}{{content}}{{/if}}' })),
-    ).toContain('outside any');
+      expect(await refusal(() => layouts.create(projectId, { name: 'l', html }))).toContain(
+        'outside {{#each}}, {{#with}} and sections',
+      );
+    // Inside {{#if}} it is still the body.
+    await layouts.create(projectId, {
+      name: 'either',
+      html: '{{#if dark}}<div class="d">{{{content}}}</div>{{else}}<div>{{{content}}}</div>{{/if}}',
+      text: '{{#unless plain}}>> {{/unless}}{{#if show}}{{content}}{{/if}}',
+    });
+    // A part stored before the rule stays as it was accepted while the other changes.
+    await ctx.services.storage.db
+      .updateTable('template_layouts')
+      .set({ html_body: '<main>{{#each items}}{{{content}}}{{/each}}</main>' })
+      .where('project_id', '=', projectId)
+      .where('name', '=', 'either')
+      .execute();
+    await layouts.update(projectId, 'either', { text: '{{content}}' });
+    await layouts.delete(projectId, 'either');
     await layouts.create(projectId, { name: 'l', text: '>> {{content}}' });
     await templates.create(projectId, { name: 'a', subject: 'A', text: 'a', layout: 'l' });
     await templates.create(projectId, { name: 'b', subject: 'B', text: 'b', layout: 'l' });

@@ -320,21 +320,39 @@ function renderWith(
   }
 }
 
+/** Blocks that keep the data they are in: inside them `content` is still the template's body. */
+const SAME_CONTEXT = new Set(['if', 'unless']);
+
 /**
  * Whether a layout's part has its content placeholder: `{{{content}}}` in HTML (the body is
- * HTML already, so it is inserted raw), `{{content}}` or `{{{content}}}` in text. Only outside
- * every block: inside `{{#each}}` or `{{#with}}` the name is the item's field, not the body (the
- * caller's data would go out raw in its place), and inside `{{#if}}` the body could be left out.
+ * HTML already, so it is inserted raw), `{{content}}` or `{{{content}}}` in text. Only where the
+ * data is the message's own: at the top, or inside `{{#if}}` and `{{#unless}}`; inside `{{#each}}`,
+ * `{{#with}}` or a section the name is the item's field, and the caller's data would go out raw
+ * in the body's place.
  */
 export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): boolean {
-  return parseTemplate(source).body.some((node) => {
-    if (node.type !== 'MustacheStatement') return false;
-    const mustache = node as hbs.AST.MustacheStatement;
-    const path = mustache.path as hbs.AST.PathExpression;
-    return (
-      path.type === 'PathExpression' && path.original === 'content' && (mode === 'text' || !mustache.escaped)
-    );
-  });
+  const stack: hbs.AST.Program[] = [parseTemplate(source)];
+  while (stack.length > 0) {
+    for (const node of (stack.pop() as hbs.AST.Program).body) {
+      if (node.type === 'MustacheStatement') {
+        const mustache = node as hbs.AST.MustacheStatement;
+        const path = mustache.path as hbs.AST.PathExpression;
+        if (
+          path.type === 'PathExpression' &&
+          path.original === 'content' &&
+          (mode === 'text' || !mustache.escaped)
+        )
+          return true;
+      } else if (node.type === 'BlockStatement') {
+        const block = node as hbs.AST.BlockStatement;
+        const helper = block.path as hbs.AST.PathExpression;
+        if (helper.type !== 'PathExpression' || !SAME_CONTEXT.has(helper.original)) continue;
+        if (block.program) stack.push(block.program);
+        if (block.inverse) stack.push(block.inverse);
+      }
+    }
+  }
+  return false;
 }
 
 /**
