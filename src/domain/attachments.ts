@@ -52,9 +52,10 @@ const DEVICE = /^(?:con|prn|aux|nul|com\d|lpt\d)(?:\.|$)/i;
  */
 export function safeFilename(name: string): string {
   const last = name.split(/[/\\]/).pop() ?? '';
+  // Stripped before NFC: a character taken out from between two others could leave them unjoined.
   let safe = last
-    .normalize('NFC')
     .replace(INVISIBLE, '')
+    .normalize('NFC')
     .replace(RESERVED, '_')
     .replace(/\s+/g, ' ')
     .replace(/^[\s.]+|[\s.]+$/g, '');
@@ -77,15 +78,23 @@ const MEDIA_TYPE = new RegExp(
 /** A Content-Type parameter that names the file (`name`, or `filename` as some clients read it). */
 const NAMING_PARAMETER = /^(?:name|filename)\*?\s*=/i;
 
+/** A multipart or message part has a structure of its own, which a file's base64 would break. */
+function composite(type: string): boolean {
+  return type.startsWith('multipart/') || type.startsWith('message/');
+}
+
 function contentType(value: unknown, filename: string, at: string): string {
-  if (value === undefined || value === null) return contentTypeOf(extensionOf(filename));
+  if (value === undefined || value === null) {
+    // An .eml file is message/rfc822 by its name, and goes as the bytes it is.
+    const named = contentTypeOf(extensionOf(filename));
+    return composite(named) ? 'application/octet-stream' : named;
+  }
   if (typeof value !== 'string' || value.length > MAX_CONTENT_TYPE_LENGTH || !MEDIA_TYPE.test(value))
     throw refuse(`${at}.content_type is not a media type such as application/pdf`);
   // The type and subtype are case-insensitive; parameter values may not be (RFC 2045 §5.1).
   const [essence = '', ...params] = value.split(';').map((part) => part.trim());
   const type = essence.toLowerCase();
-  // A multipart or message part has a structure of its own, which a file's base64 would break.
-  if (type.startsWith('multipart/') || type.startsWith('message/'))
+  if (composite(type))
     throw refuse(`${at}.content_type ${type} is not a file's type; use application/octet-stream`);
   // The file's name is `filename` alone: a second one here could show `evil.exe` for `doc.pdf`.
   if (params.some((param) => NAMING_PARAMETER.test(param)))

@@ -28,6 +28,7 @@ describe('safeFilename', () => {
     ['zero\u200Bwidth.pdf', 'zerowidth.pdf'],
     ['x.exe\uFE0F', 'x.exe'],
     ['x.e\u034Fxe', 'x.exe'],
+    ['cafe\u034F\u0301.pdf', 'café.pdf'],
     ['lone\ud800surrogate.pdf', 'lonesurrogate.pdf'],
     ['emoji \ud83d\ude00.pdf', 'emoji 😀.pdf'],
     ['Cafe\u0301.pdf', 'Café.pdf'],
@@ -155,6 +156,10 @@ describe('parseAttachments', () => {
       );
     expect(parseAttachments(file('application/pdf; charset=binary'))?.[0]?.content_type).toBe(
       'application/pdf; charset=binary',
+    );
+    // An .eml file by its name alone goes as bytes, not as a message part.
+    expect(parseAttachments([{ filename: 'forwarded.eml', content: 'aGVsbG8=' }])?.[0]?.content_type).toBe(
+      'application/octet-stream',
     );
   });
 
