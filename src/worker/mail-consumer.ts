@@ -68,10 +68,10 @@ export class MailConsumer implements Consumer {
   private readonly lanes: LanePolicy;
   private active = 0;
   /**
-   * Attempts whose outcome is not stored yet. At most `concurrency`: a lane is free once its relay
-   * answered, but no more mail starts while that many outcomes wait for the store, so a crash (or
-   * a store that refuses writes) leaves at most twice `concurrency` messages sent and not recorded,
-   * the ones sent again after it.
+   * Attempts whose outcome is not stored yet. A lane is free once its relay answered, but no mail
+   * starts while `concurrency` outcomes or more wait for the store; with at most `concurrency`
+   * transactions in flight, a crash (or a store that refuses writes) leaves fewer than twice
+   * `concurrency` messages sent and not recorded, the ones sent again after it.
    */
   private recording = 0;
   /** Jobs loaded after a stop began: given back with the backlog. */
@@ -259,13 +259,13 @@ export class MailConsumer implements Consumer {
   }
 
   private pump(): void {
-    while (this.mayStart(this.active) && this.backlog.length > 0) this.start(this.backlog.shift()!);
+    while (this.mayStart() && this.backlog.length > 0) this.start(this.backlog.shift()!);
   }
 
-  /** Whether one more lane may start while `lanes` are taken. */
-  private mayStart(lanes: number): boolean {
+  /** Whether one more lane may start. */
+  private mayStart(): boolean {
     const { concurrency } = this.options;
-    return !this.stopping && lanes < concurrency && this.recording < concurrency;
+    return !this.stopping && this.active < concurrency && this.recording < concurrency;
   }
 
   /**
@@ -419,14 +419,13 @@ export class MailConsumer implements Consumer {
         }
         // Counted before any lane starts again, so that the bound on outcomes waiting holds.
         if (!waitsAgain) this.recording++;
-        if (held !== null) this.freeRelay(held.lane.relay.relay);
-        this.pump();
-        this.onRoom();
-        if (waitsAgain) return;
         try {
-          await this.outcomes.record(job.row, result, recordAs, startedAt, finishedAt);
+          if (held !== null) this.freeRelay(held.lane.relay.relay);
+          this.pump();
+          this.onRoom();
+          if (!waitsAgain) await this.outcomes.record(job.row, result, recordAs, startedAt, finishedAt);
         } finally {
-          this.recorded();
+          if (!waitsAgain) this.recorded();
         }
       })
       .catch((err: unknown) => {
@@ -448,7 +447,7 @@ export class MailConsumer implements Consumer {
 
   /** Starts the jobs parked behind a relay, as many as its window and the free lanes allow. */
   private startParked(relay: string): void {
-    while (this.mayStart(this.active) && this.relays.mayStart(relay, this.active + 1)) {
+    while (this.mayStart() && this.relays.mayStart(relay, this.active + 1)) {
       const next = this.relays.unpark(relay);
       if (next === undefined) return;
       this.active++;
