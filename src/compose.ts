@@ -176,7 +176,10 @@ export async function openServices(
   try {
     const applied = options.migrate === false ? [] : await storage.migrate();
     if (applied.length > 0)
-      logger.info({ applied }, `database schema upgraded (${applied.length} migrations)`);
+      logger.info(
+        { applied },
+        `database schema upgraded (${applied.length} migration${applied.length === 1 ? '' : 's'})`,
+      );
     secretKey = await resolveSecretKey(storage.db, { configured: config.secretKey, dataDir: config.dataDir });
   } catch (error) {
     await storage.close();

@@ -66,6 +66,7 @@ function listenError(
   error: unknown,
   config: Pick<Config, 'host' | 'port'>,
   portVariable = 'HERALD_PORT',
+  hostVariable = 'HERALD_HOST',
 ): Error {
   const code = (error as NodeJS.ErrnoException).code;
   const where = `${urlHost(config.host)}:${config.port}`;
@@ -73,9 +74,9 @@ function listenError(
     return new StartupError(`port ${config.port} is already in use on ${config.host}; set ${portVariable}`);
   if (code === 'EACCES') return new StartupError(`no permission to listen on ${where}; set ${portVariable}`);
   if (code === 'EADDRNOTAVAIL')
-    return new StartupError(`cannot listen on ${where}: no such address; set HERALD_HOST`);
+    return new StartupError(`cannot listen on ${where}: no such address; set ${hostVariable}`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
-    return new StartupError(`cannot listen on ${where}: the name does not resolve; set HERALD_HOST`);
+    return new StartupError(`cannot listen on ${where}: the name does not resolve; set ${hostVariable}`);
   return error instanceof Error ? error : new Error(String(error));
 }
 
@@ -154,6 +155,7 @@ export async function startServer(
           error,
           { ...config, host: config.bounces.host, port: config.bounces.port ?? 0 },
           'HERALD_BOUNCE_SMTP_PORT',
+          'HERALD_BOUNCE_SMTP_HOST',
         );
       });
     }

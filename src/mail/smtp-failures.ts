@@ -125,7 +125,18 @@ export function bounded(text: string): string {
 
 /** A refusal of the login Herald gave (its AUTH command), or a demand for one (530, RFC 4954 §6). */
 function refusedLogin(err: NodemailerError, code: number): boolean {
-  return err.code === 'EAUTH' || /^AUTH\b/i.test(err.command ?? '') || code === 530;
+  return gaveLogin(err) || code === 530;
+}
+
+function gaveLogin(err: NodemailerError): boolean {
+  return err.code === 'EAUTH' || /^AUTH\b/i.test(err.command ?? '');
+}
+
+/** What to check: the login Herald gave, or, where the relay wants one first, login and TLS. */
+function loginAdvice(err: NodemailerError): string {
+  return gaveLogin(err)
+    ? "the relay refused Herald's login: check the SMTP user and password"
+    : 'the relay wants a login, or TLS, first: check the SMTP user, password and security';
 }
 
 /**
@@ -171,7 +182,7 @@ export function classifySmtpError(error: unknown, security?: SmtpTarget['securit
     if (refusedLogin(err, code))
       return {
         kind: 'transient',
-        message: bounded(`SMTP ${text} (the relay refused Herald's login: check the SMTP user and password)`),
+        message: bounded(`SMTP ${text} (${loginAdvice(err)})`),
         smtpCode: code,
         command: err.command ?? null,
       };

@@ -93,7 +93,7 @@ describe(`message page (${backend})`, () => {
     expect(shown.body).toContain('<span class="badge neutral" data-testid="message-status">canceled</span>');
     // The page tells one story: canceled, never rendered, nothing to warn about its data.
     expect(shown.body).toContain('data-testid="canceled"');
-    expect(shown.body).toContain('Not rendered: it was canceled before a worker tried to deliver it.');
+    expect(shown.body).toContain('Not rendered: it was canceled before a worker rendered it.');
     expect(shown.body).not.toContain('failed before that');
     expect(shown.body).not.toContain('data-testid="blank-placeholders"');
     const list = await app.inject({ url: '/messages', cookies: { herald_session: session } });

@@ -103,6 +103,39 @@ describe('SMTP failure classification', () => {
     const envelope = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' });
     expect(classifySmtpError(envelope).kind).toBe('permanent');
   });
+
+  it("reads a relay's refusal of Herald's login, or its demand for one, as settings to fix: transient", () => {
+    const refused = Object.assign(new Error('Invalid login'), {
+      code: 'EAUTH',
+      command: 'AUTH PLAIN',
+      responseCode: 535,
+      response: '535 5.7.8 Authentication credentials invalid',
+    });
+    expect(classifySmtpError(refused)).toEqual({
+      kind: 'transient',
+      message:
+        "SMTP 535 5.7.8 Authentication credentials invalid (the relay refused Herald's login: check the SMTP user and password)",
+      smtpCode: 535,
+      command: 'AUTH PLAIN',
+    });
+    // A 530 at MAIL FROM without a login given: a login, or TLS first (RFC 3207), is wanted.
+    const wanted = Object.assign(new Error('Mail command failed'), {
+      code: 'EENVELOPE',
+      command: 'MAIL FROM',
+      responseCode: 530,
+      response: '530 5.7.0 Must issue a STARTTLS command first',
+    });
+    expect(classifySmtpError(wanted)).toMatchObject({
+      kind: 'transient',
+      message: expect.stringMatching(
+        /\(the relay wants a login, or TLS, first: check the SMTP user, password and security\)$/,
+      ),
+    });
+    // Any other 5xx at MAIL FROM stays final.
+    expect(
+      classifySmtpError({ ...wanted, responseCode: 550, response: '550 5.7.1 Sender rejected' }).kind,
+    ).toBe('permanent');
+  });
 });
 
 describe('SMTP URLs', () => {
