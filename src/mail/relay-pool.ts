@@ -1,6 +1,8 @@
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Deadline } from './deadline.js';
+import type { LoginGate } from './login-gate.js';
+import { classifySmtpError, refusedCredentials, SmtpDeliveryError } from './smtp-failures.js';
 
 /**
  * Connections to one relay with one login, kept open between messages: the only user of
@@ -22,6 +24,8 @@ export interface RelayConnectionOptions {
   readonly requireTLS: boolean;
   readonly ignoreTLS: boolean;
   readonly auth: { readonly user: string; readonly pass: string } | null;
+  /** Whose turn it is to log in, and whether the relay refused this login lately (with `auth`). */
+  readonly logins?: LoginGate;
   /** Bounds each wait: connect, greeting, and every reply; an idle connection closes after it. */
   readonly timeoutMs: number;
 }
@@ -196,7 +200,10 @@ export class RelayPool {
 
   private connect(deadline: Deadline): Promise<SMTPConnection> {
     if (this.closed) return Promise.reject(new Error('SMTP transport is closed'));
-    const { auth, timeoutMs } = this.options;
+    const { auth, logins, timeoutMs } = this.options;
+    // A login the relay refused lately is not tried on a new connection, nor is one opened for it.
+    const held = auth === null ? null : (logins?.held() ?? null);
+    if (held !== null) return Promise.reject(new SmtpDeliveryError(held));
     const connection = new CountingConnection({
       host: this.options.host,
       port: this.options.port,
@@ -213,7 +220,11 @@ export class RelayPool {
     return new Promise((resolve, reject) => {
       let settled = false;
       let stopListening = () => {};
+      // A login waiting for the relay's answer ends with the connection: another connection's
+      // login may be waiting for it (login-gate.ts), and nodemailer may never call it back.
+      let abandonLogin = (_error: Error) => {};
       const fail = (error: Error) => {
+        abandonLogin(error);
         this.forget(connection);
         if (settled) return;
         settled = true;
@@ -249,9 +260,19 @@ export class RelayPool {
         if (error) return fail(error);
         // As nodemailer's own transports do: a relay that offers no AUTH is not sent the login.
         if (auth === null || !connection.allowsAuth) return ready();
-        connection.login({ credentials: { user: auth.user, pass: auth.pass } }, (failure) =>
-          failure ? fail(failure) : ready(),
-        );
+        const login = () =>
+          new Promise<void>((loggedIn, refused) => {
+            // Given up on while it waited for another connection's login.
+            if (settled) return refused(aborted());
+            abandonLogin = refused;
+            connection.login({ credentials: { user: auth.user, pass: auth.pass } }, (failure) =>
+              failure ? refused(failure) : loggedIn(),
+            );
+          });
+        (logins === undefined
+          ? login()
+          : logins.login(login, refusedCredentials, (error) => classifySmtpError(error))
+        ).then(ready, fail);
       });
     });
   }

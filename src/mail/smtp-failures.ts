@@ -132,6 +132,15 @@ function gaveLogin(err: NodemailerError): boolean {
   return err.code === 'EAUTH' || /^AUTH\b/i.test(err.command ?? '');
 }
 
+/**
+ * The relay refused the user and password Herald gave (`535`, RFC 4954 §6): the same login will be
+ * refused again until the settings (or the account at the relay) change (login-gate.ts).
+ */
+export function refusedCredentials(error: unknown): boolean {
+  const err = (error ?? {}) as NodemailerError;
+  return err.responseCode === 535 && gaveLogin(err);
+}
+
 /** What to check: the login Herald gave, or, where the relay wants one first, login and TLS. */
 function loginAdvice(err: NodemailerError): string {
   return gaveLogin(err)

@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { OPEN_OUTBOUND, outboundRefusal, type OutboundPolicy } from '../domain/outbound.js';
 import { Deadline } from './deadline.js';
+import { LoginGate } from './login-gate.js';
 import { greetedBefore, RelayPool, sentWholeBefore, silentBefore, unansweredBefore } from './relay-pool.js';
 import {
   bounded,
@@ -56,6 +57,8 @@ interface Pool {
 
 export class SmtpMailer {
   private readonly pools = new Map<string, Promise<Pool>>();
+  /** Per target key, kept when a pool is replaced: a refused login stays held (login-gate.ts). */
+  private readonly logins = new Map<string, LoginGate>();
   private closed = false;
   private readonly outbound: OutboundPolicy;
 
@@ -92,7 +95,18 @@ export class SmtpMailer {
     });
   }
 
-  private async relayPool(target: SmtpTarget): Promise<RelayPool> {
+  /** The gate of a target's logins; none for the dashboard's verify, which always logs in. */
+  private loginGate(target: SmtpTarget): LoginGate {
+    const key = smtpTargetKey(target);
+    let gate = this.logins.get(key);
+    if (gate === undefined) {
+      gate = new LoginGate();
+      this.logins.set(key, gate);
+    }
+    return gate;
+  }
+
+  private async relayPool(target: SmtpTarget, gated: boolean): Promise<RelayPool> {
     return new RelayPool({
       ...(await this.endpoint(target)),
       port: target.port,
@@ -102,13 +116,14 @@ export class SmtpMailer {
       requireTLS: target.security === 'starttls' || (target.security === 'auto' && target.username !== null),
       ignoreTLS: target.security === 'none',
       auth: target.username === null ? null : { user: target.username, pass: target.password ?? '' },
+      ...(gated && target.username !== null && { logins: this.loginGate(target) }),
       // Every phase is bounded, so a relay that stops answering cannot hold a worker's lane forever.
       timeoutMs: this.options.timeoutMs,
     });
   }
 
   private async createPool(target: SmtpTarget): Promise<Pool> {
-    return { relay: await this.relayPool(target), createdAt: Date.now(), pending: 0, retired: false };
+    return { relay: await this.relayPool(target, true), createdAt: Date.now(), pending: 0, retired: false };
   }
 
   /**
@@ -228,10 +243,14 @@ export class SmtpMailer {
     return { code: replyCode(response), response };
   }
 
-  /** Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". */
+  /**
+   * Opens a connection, authenticates if configured, and closes it: the dashboard's "verify". It
+   * logs in even while the workers hold a refused login back, so that a fix at the relay can be
+   * checked at once.
+   */
   async verify(target: SmtpTarget): Promise<void> {
     await this.withDeadline(target, async (deadline) => {
-      const relay = await this.relayPool(target);
+      const relay = await this.relayPool(target, false);
       if (deadline.aborted) throw new Error(DEADLINE_EXCEEDED);
       await relay.verify(deadline);
     });
