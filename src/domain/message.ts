@@ -101,6 +101,9 @@ export class CompiledMessage {
     const subject = this.subject.render(values, budget);
     let text = this.text.render(values, budget);
     let html = this.html?.render(values, budget) ?? null;
+    // An HTML body that renders as nothing but white space (all of it in a block that is false)
+    // is left out: the message goes as text, instead of blank in every client that shows HTML.
+    if (html !== null && !/\S/.test(html)) html = null;
     // The layout sees the same data, and the body as `content`.
     if (this.layoutText !== null) text = this.layoutText.render({ ...values, content: text }, budget);
     if (this.layoutHtml !== null && html !== null)

@@ -198,3 +198,19 @@ describe('locale variants', () => {
     });
   });
 });
+
+describe('the template language: a message of its rendered parts', () => {
+  it('goes as text when its HTML body renders as nothing but white space, in a layout or not', () => {
+    const source = { subject: 'S', text: 'Hi {{name}}', html: '{{#if promo}}<p>{{promo}}</p>{{/if}}\n  ' };
+    const layout = { text: '{{content}}\n-- Shop', html: '<main>{{{content}}}</main>' };
+    for (const message of [new CompiledMessage(source), new CompiledMessage(source, layout)]) {
+      expect(message.render({ name: 'Jane' }).html).toBeNull();
+      expect(message.render({ name: 'Jane', promo: 'Sale' }).html).toMatch(/<p>Sale<\/p>/);
+    }
+    expect(new CompiledMessage(source, layout).render({ name: 'Jane' })).toEqual({
+      subject: 'S',
+      text: 'Hi Jane\n-- Shop',
+      html: null,
+    });
+  });
+});
