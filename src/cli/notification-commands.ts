@@ -80,7 +80,7 @@ function showText(shown: Shown, status: string): string {
 }
 
 export function notificationCommands(): Command {
-  const notification = new Command('notification').description('inspect notifications');
+  const notification = new Command('notification').description('inspect and cancel notifications');
 
   notification
     .command('show')
@@ -102,6 +102,18 @@ export function notificationCommands(): Command {
           out.print(json, showText(shown, String(json.status)));
         },
       ),
+    );
+
+  notification
+    .command('cancel')
+    .description('cancel a queued notification, as DELETE /api/v1/notifications/{request_id} does')
+    .argument('<request_id>', 'the request_id returned by the send call')
+    .action(
+      servicesAction(async ({ notifications }, out, requestId: string) => {
+        const { notification: row } = await notifications.detail(requestId);
+        const body = await notifications.cancel(row.project_id, requestId);
+        out.print({ ...body }, `${body.request_id}  ${body.status}  (${body.error_message ?? ''})`);
+      }),
     );
 
   return notification;

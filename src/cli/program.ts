@@ -161,8 +161,10 @@ export async function run(argv: readonly string[]): Promise<void> {
     const known =
       error instanceof HeraldError || error instanceof ConfigError || error instanceof StartupError;
     const message = error instanceof Error ? error.message : String(error);
-    if (json) process.stderr.write(JSON.stringify({ error: message }) + '\n');
-    else process.stderr.write(`herald: ${message}\n`);
+    // What to change, where the fixed message cannot say it (as the API answers it, `hint`).
+    const hint = error instanceof HeraldError ? error.hint : undefined;
+    if (json) process.stderr.write(JSON.stringify({ error: message, ...(hint && { hint }) }) + '\n');
+    else process.stderr.write(`herald: ${message}\n${hint === undefined ? '' : `${hint}\n`}`);
     // Anything but a domain or configuration error is a bug: its stack belongs in the report.
     if (!known && error instanceof Error && error.stack) process.stderr.write(error.stack + '\n');
     process.exitCode = 1;

@@ -1,5 +1,5 @@
-import type { FastifyInstance } from 'fastify';
-import { HeraldError } from '../domain/errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ErrorCode, HeraldError } from '../domain/errors.js';
 import { metadataFilters, metadataFilterText, type MetadataFilter } from '../domain/metadata.js';
 import { notificationView } from '../domain/notification.js';
 import type { NotificationSearch } from '../services/notifications.js';
@@ -12,8 +12,12 @@ const PAGE_SIZE = 50;
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
 
-const MESSAGE_NOTICES: Record<string, string> = {
+/** Notices of a message's page while it waits for delivery, and once it is over. */
+const PENDING_NOTICES: Record<string, string> = {
   test: 'Test email queued. This page updates by itself when the worker has delivered it.',
+};
+const FINISHED_NOTICES: Record<string, string> = {
+  canceled: 'Canceled: it will not be sent. Its sender sees it as failed, with the error Canceled.',
 };
 
 function isState(value: string | undefined): value is NotificationState {
@@ -159,8 +163,15 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     });
   });
 
-  app.get<{ Params: { requestId: string } }>('/messages/:requestId', async (request, reply) => {
-    const { notification, attempts } = await notifications.detail(request.params.requestId);
+  /** A message's page; `error` when a cancel of it was refused (with that status). */
+  const messagePage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    requestId: string,
+    error: string | null = null,
+    status = 200,
+  ) => {
+    const { notification, attempts } = await notifications.detail(requestId);
     const project = await projects.get(notification.project_id);
     const revealed = (request.query as Record<string, unknown>).reveal === '1';
     const pending = notification.state === 'queued' || notification.state === 'sending';
@@ -176,21 +187,47 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     );
     // Reply-To, metadata and the files' list, as the status body shows them.
     const { reply_to: replyTo, metadata, attachments: files } = notificationView(notification);
-    return page(request, reply, deps, 'message', {
-      title: `Message ${notification.request_id}`,
-      n: notification,
-      replyTo: replyTo ?? null,
-      metadata: metadata ?? null,
-      files: files ?? [],
-      attempts,
-      project,
-      content,
-      template,
-      revealed,
-      pending,
-      // "Queued" is only true while it is; once delivered, the page's status says the rest.
-      notice: pending ? notice(request, MESSAGE_NOTICES) : null,
-    });
+    return page(
+      request,
+      reply,
+      deps,
+      'message',
+      {
+        title: `Message ${notification.request_id}`,
+        n: notification,
+        replyTo: replyTo ?? null,
+        metadata: metadata ?? null,
+        files: files ?? [],
+        attempts,
+        project,
+        content,
+        template,
+        revealed,
+        pending,
+        // "Queued" is only true while it is; once delivered, the page's status says the rest.
+        notice: notice(request, pending ? PENDING_NOTICES : FINISHED_NOTICES),
+        error,
+      },
+      status,
+    );
+  };
+
+  app.get<{ Params: { requestId: string } }>('/messages/:requestId', (request, reply) =>
+    messagePage(request, reply, request.params.requestId),
+  );
+
+  // What `DELETE /api/v1/notifications/{request_id}` does, for an operator (product.md §6).
+  app.post<{ Params: { requestId: string } }>('/messages/:requestId/cancel', async (request, reply) => {
+    const { requestId } = request.params;
+    const { notification } = await notifications.detail(requestId);
+    try {
+      await notifications.cancel(notification.project_id, requestId);
+    } catch (error) {
+      if (!(error instanceof HeraldError) || error.code !== ErrorCode.NotCancelable) throw error;
+      const why = error.hint ?? 'it is being sent, or it was sent or failed already';
+      return messagePage(request, reply, requestId, `${error.message}: ${why}.`, 409);
+    }
+    return reply.redirect(`/messages/${encodeURIComponent(requestId)}?notice=canceled`, 303);
   });
 
   app.get('/api-logs', async (request, reply) => {

@@ -5,7 +5,7 @@ import { insertAttempt } from '../../src/storage/delivery-attempts.js';
 import { MASK } from '../../src/domain/sensitive.js';
 import { backend } from '../helpers/database.js';
 import { sendOk, settledStatus } from '../helpers/http.js';
-import { dashboardApp } from '../helpers/dashboard.js';
+import { csrfOf, dashboardApp, dashboardClient } from '../helpers/dashboard.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 
 /**
@@ -338,5 +338,53 @@ describe(`the log pages' filters that cannot be applied (${backend})`, () => {
     const teapot = await get('/api-logs?status=418');
     expect(teapot.body).not.toContain('data-testid="filter-error"');
     expect(teapot.body).toContain('<option value="418" selected>418</option>');
+  });
+});
+
+describe(`canceling a message from its page (${backend})`, () => {
+  const client = () => dashboardClient(app, session);
+
+  it('cancels a scheduled message as the API does, once', async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to: 'jane@example.org',
+      data: { user_name: 'Jane', password: 'x' },
+      send_at: new Date(Date.now() + 86_400_000).toISOString(),
+    });
+    const before = await client().get(`/messages/${request_id}`);
+    expect(before.body).toContain('data-testid="cancel-message"');
+
+    const canceled = await client().post(`/messages/${request_id}/cancel`, {}, csrfOf(before));
+    expect(canceled.statusCode).toBe(303);
+    expect(canceled.headers.location).toBe(`/messages/${request_id}?notice=canceled`);
+    const after = await client().get(canceled.headers.location as string);
+    expect(after.body).toContain('data-testid="message-status">canceled<');
+    expect(after.body).toContain('Canceled: it will not be sent.');
+    expect(after.body).not.toContain('data-testid="cancel-message"');
+    const status = await ctx.app.inject({
+      url: `/api/v1/notifications/${request_id}`,
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expect(status.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
+
+    const again = await client().post(`/messages/${request_id}/cancel`, {}, csrfOf(before));
+    expect(again.statusCode).toBe(409);
+    expect(again.body).toContain(
+      'Notification can no longer be canceled: it is being sent, or it was sent or failed already.',
+    );
+  });
+
+  it('needs the form of a signed-in admin', async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to: 'jane@example.org',
+      data: { user_name: 'Jane', password: 'x' },
+      send_at: new Date(Date.now() + 86_400_000).toISOString(),
+    });
+    const forged = await client().post(`/messages/${request_id}/cancel`, {}, null);
+    expect(forged.statusCode).toBe(403);
+    const anonymous = await app.inject({ method: 'POST', url: `/messages/${request_id}/cancel` });
+    expect(anonymous.statusCode).toBe(403);
+    expect((await ctx.services.notifications.status(projectId, request_id)).status).toBe('queued');
   });
 });

@@ -171,6 +171,17 @@ describe('herald CLI', () => {
       attempts_log: [],
     });
     expect(await herald('stats')).toMatchObject({ queued: 1, sent: 0 });
+
+    const canceled = await herald('notification', 'cancel', requestId);
+    expect(canceled).toMatchObject({ request_id: requestId, status: 'failed', error_message: 'Canceled' });
+    const again = await heraldFails('notification', 'cancel', requestId);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe('herald: Notification can no longer be canceled\n');
+    const api = await app.inject({
+      url: `/api/v1/notifications/${requestId}`,
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expect(api.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
   });
 
   it("reads template and layout bodies from files and stdin, past the command line's limit", async () => {
