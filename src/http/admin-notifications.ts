@@ -66,7 +66,9 @@ function time(value: string | undefined, name: string): number | undefined {
 
 /** `metadata.KEY=VALUE` parameters, as the service's metadata filter. */
 function metadataFilter(query: Record<string, unknown>): Record<string, string> | undefined {
-  const filter: Record<string, string> = {};
+  // Without a prototype: `metadata.__proto__=x` is a key like any other (none carries it), not a
+  // write to the object's prototype that would leave the filter empty and match everything.
+  const filter = Object.create(null) as Record<string, string>;
   let count = 0;
   for (const [name, value] of Object.entries(query)) {
     if (!name.startsWith('metadata.')) continue;

@@ -37,7 +37,8 @@ export function pageNumber(
   fallback: number,
 ): number {
   if (raw === undefined) return fallback;
-  const n = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+  // Up to 16 digits: every safe integer (a larger one fails the range, with its message).
+  const n = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!(n >= min && n <= max))
     throw errors.invalidField(`Invalid '${name}' (a whole number from ${min} to ${max})`);
   return n;

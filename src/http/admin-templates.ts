@@ -213,12 +213,20 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
       const id = projectId(request);
       const { name } = request.params;
       const input = { html: request.body.html ?? null, text: request.body.text ?? null };
-      try {
-        return layoutJson(await deps.layouts.update(id, name, input));
-      } catch (error) {
-        if (!(error instanceof HeraldError && error.code === ErrorCode.LayoutNotFound)) throw error;
+      // Another PUT may create the layout between the two: then this one updates what it made.
+      for (let round = 0; ; round++) {
+        try {
+          return layoutJson(await deps.layouts.update(id, name, input));
+        } catch (error) {
+          if (!(error instanceof HeraldError && error.code === ErrorCode.LayoutNotFound)) throw error;
+        }
+        try {
+          return reply.code(201).send(layoutJson(await deps.layouts.create(id, { name, ...input })));
+        } catch (error) {
+          if (!(error instanceof HeraldError && error.code === ErrorCode.LayoutExists) || round > 0)
+            throw error;
+        }
       }
-      return reply.code(201).send(layoutJson(await deps.layouts.create(id, { name, ...input })));
     },
   );
 

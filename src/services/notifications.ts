@@ -231,7 +231,9 @@ export class NotificationService {
       ...(metadata.length > 0 && { metadata }),
     };
     const filtered = Object.values(filter).some((value) => value !== undefined);
-    const windowEnd = filtered ? (before ?? (await this.newestId()) + 1) : before;
+    // A window that starts past the newest id (a `before` from another database, or typed by
+    // hand) starts at the newest, so that it looks at rows.
+    const windowEnd = filtered ? Math.min(before ?? Infinity, (await this.newestId()) + 1) : before;
     const fromId = filtered && windowEnd !== undefined ? Math.max(0, windowEnd - SEARCH_WINDOW) : undefined;
     const rows = await listNotifications(this.db, {
       ...filter,

@@ -237,6 +237,17 @@ describe(`layouts (${backend})`, () => {
     expect(ok(await admin.delete(path('/layouts/frame')))).toEqual({ deleted: true, name: 'frame' });
   });
 
+  it('are created by one of many PUTs at once, and updated by the others', async () => {
+    const puts = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => admin.put(path('/layouts/raced'), { text: `${i} {{content}}` })),
+    );
+    expect(puts.map((response) => response.statusCode).sort((a, b) => a - b)).toEqual([
+      ...Array(11).fill(200),
+      201,
+    ]);
+    expect(ok(await admin.delete(path('/layouts/raced')))).toEqual({ deleted: true, name: 'raced' });
+  });
+
   it('refuse a frame without its content placeholder, and are 404 when not there', async () => {
     const body = { html: '<main>no content</main>' };
     expectError(
