@@ -12,6 +12,7 @@ import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
 import { BodyChecker, BodyCheckerBusy } from './body-checker.js';
+import { sendContinue } from './expect-continue.js';
 import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
 import { LargeBodies } from './large-bodies.js';
@@ -199,6 +200,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   const preParsing = async (request: FastifyRequest, reply: FastifyReply) => {
     // Answered here, the body is never read; a hook's return value would be taken for a new body.
     if (!large.admit(request, reply, String((request.project as ProjectRow).id))) busy(reply);
+    else sendContinue(request);
   };
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
@@ -263,6 +265,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     onRequest,
     preParsing,
     bodyLimit,
+    config: { continueWhenAdmitted: true },
     schema: {
       operationId: url === path ? schema.operationId : undefined,
       hide: url !== path,

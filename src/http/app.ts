@@ -12,6 +12,7 @@ import { adminApi, type AdminDeps } from './admin-api.js';
 import { registerApiLog } from './api-log-hooks.js';
 import { BACK_TO_DASHBOARD, faviconRoutes, LOGO_SVG, MARK_SVG } from './brand.js';
 import { BODY_LIMIT, OPENAPI, apiRoutes } from './api-routes.js';
+import { answerExpectContinue } from './expect-continue.js';
 import { clientErrorHandler, errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import {
   capConnectionsPerClient,
@@ -70,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const refused = deps.metricsRoute?.metrics.httpConnectionsRefused;
   capConnectionsPerClient(app.server, limits.maxConnectionsPerClient, () => refused?.inc());
+  answerExpectContinue(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   registerApiLog(app, deps.apiLogs);

@@ -88,6 +88,14 @@ describe('large bodies in flight', () => {
 
     const refused = await post(apiKey, BATCH, probe.length, probe);
     expect(await statusOf(refused)).toBe('503');
+    // A client that waits for `100 Continue` is told it is busy instead, before it sends a byte.
+    const waiting = await rawConnection(listening.port, listening.sockets);
+    waiting.socket.write(
+      `POST ${BATCH} HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${apiKey}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${probe.length}\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    expect(await statusOf(waiting)).toBe('503');
+    waiting.socket.destroy();
     expect(refused.received).toMatch(/^Retry-After: 1\r$/im);
     expect(refused.received).toContain('"error":"Too many large requests are being checked; retry shortly"');
     expect(held.map((conn) => conn.received)).toEqual(held.map(() => ''));
