@@ -6,7 +6,7 @@ import {
   type RenderMode,
 } from './render.js';
 import { RenderBudget } from './template/budget.js';
-import { compileHandlebars } from './template/handlebars.js';
+import { compileHandlebars, handlebarsPlaceholders } from './template/handlebars.js';
 
 /**
  * How a template version is written. `handlebars`: the template language (docs/templates.md).
@@ -46,6 +46,32 @@ export function compilePart(source: string, mode: RenderMode, engine: TemplateEn
 const present = (text: string | null | undefined): text is string => text != null && text !== '';
 
 /**
+ * Every placeholder a template uses (its layout's too), in order of first appearance, as
+ * `CompiledMessage.placeholders` lists them, without compiling: what a list of templates shows.
+ * Throws TemplateSyntaxError as compiling would.
+ */
+export function templatePlaceholders(source: TemplateSource, layout: LayoutSource | null = null): string[] {
+  const engine = source.engine ?? 'handlebars';
+  const of = (part: string, mode: RenderMode) =>
+    engine === 'placeholders' ? compileTemplate(part, mode).placeholders : handlebarsPlaceholders(part, mode);
+  return mergePlaceholders(
+    [
+      of(source.subject, 'subject'),
+      of(source.text, 'text'),
+      present(source.html) ? of(source.html, 'html') : [],
+      present(layout?.text) ? handlebarsPlaceholders(layout.text, 'text') : [],
+      present(layout?.html) ? handlebarsPlaceholders(layout.html, 'html') : [],
+    ],
+    present(layout?.text) || present(layout?.html),
+  );
+}
+
+/** The parts' placeholders as one list; `content` is the layout's, not the caller's, in a layout. */
+function mergePlaceholders(parts: readonly (readonly string[])[], framed: boolean): string[] {
+  return [...new Set(parts.flat().filter((path) => path !== 'content' || !framed))];
+}
+
+/**
  * A template compiled once, in its layout if it has one: subject, text body and optional HTML
  * body. Compiling throws TemplateSyntaxError; rendering throws TemplateRenderError past the
  * message's budget (budget.ts), one budget for all its parts.
@@ -68,14 +94,12 @@ export class CompiledMessage {
 
   /** Every placeholder the template uses (its layout's too), in order of first appearance. */
   get placeholders(): string[] {
-    const all = [
-      ...this.subject.placeholders,
-      ...this.text.placeholders,
-      ...(this.html?.placeholders ?? []),
-      ...(this.layoutText?.placeholders ?? []),
-      ...(this.layoutHtml?.placeholders ?? []),
-    ].filter((path) => path !== 'content' || (this.layoutText === null && this.layoutHtml === null));
-    return [...new Set(all)];
+    return mergePlaceholders(
+      [this.subject, this.text, this.html, this.layoutText, this.layoutHtml].map(
+        (part) => part?.placeholders ?? [],
+      ),
+      this.layoutText !== null || this.layoutHtml !== null,
+    );
   }
 
   /**

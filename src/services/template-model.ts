@@ -1,5 +1,11 @@
+import { hash } from 'node:crypto';
 import { errors } from '../domain/errors.js';
-import { CompiledMessage, type TemplateEngine } from '../domain/message.js';
+import {
+  templatePlaceholders,
+  type LayoutSource,
+  type TemplateSource,
+  type TemplateEngine,
+} from '../domain/message.js';
 import { placeholdersAsHandlebars } from '../domain/template/from-placeholders.js';
 import { canonicalLocale } from '../domain/template/locale.js';
 import type { CurrentTemplate, StoredVersion } from '../storage/template-versions.js';
@@ -85,15 +91,35 @@ export function handlebarsVariants(stored: StoredVersion): Map<string, VariantCo
   );
 }
 
+/** Placeholders by the hash of the parts they were read from: a list of templates reads them again. */
+const knownPlaceholders = new Map<string, string[]>();
+const KNOWN_PLACEHOLDERS_MAX = 2000;
+
+/** A template's placeholders (templatePlaceholders), read once per content while it is kept. */
+function placeholdersOf(source: TemplateSource, layout: LayoutSource | null): string[] {
+  const key = hash(
+    'sha256',
+    JSON.stringify([source.engine, source.subject, source.text, source.html, layout?.text, layout?.html]),
+  );
+  let found = knownPlaceholders.get(key);
+  if (found === undefined) {
+    found = templatePlaceholders(source, layout);
+    if (knownPlaceholders.size >= KNOWN_PLACEHOLDERS_MAX)
+      knownPlaceholders.delete(knownPlaceholders.keys().next().value!);
+    knownPlaceholders.set(key, found);
+  }
+  return [...found];
+}
+
 export function toTemplate(current: CurrentTemplate): Template {
   const { template: row } = current;
   const variants = variantsOf(current);
   let placeholders: string[] = [];
   try {
-    placeholders = new CompiledMessage(
+    placeholders = placeholdersOf(
       { subject: row.subject, text: row.text_body, html: row.html_body, engine: current.version.engine },
       current.layout && { text: current.layout.text_body, html: current.layout.html_body },
-    ).placeholders;
+    );
   } catch {
     // A version saved before its layout changed may no longer compile; it shows no placeholders.
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CompiledMessage } from '../../src/domain/message.js';
+import { CompiledMessage, templatePlaceholders } from '../../src/domain/message.js';
 import { RENDER_LIMITS, TemplateRenderError } from '../../src/domain/template/budget.js';
 import { compileHandlebars } from '../../src/domain/template/handlebars.js';
 import { canonicalLocale, chooseLocale } from '../../src/domain/template/locale.js';
@@ -212,5 +212,40 @@ describe('the template language: a message of its rendered parts', () => {
       text: 'Hi Jane\n-- Shop',
       html: null,
     });
+  });
+});
+
+describe("the template language: a template's placeholders without compiling it", () => {
+  it('are those the compiled template lists, layout and engine alike', () => {
+    const layout = {
+      text: '{{content}}\n-- {{company}}',
+      html: '<main>{{{content}}}</main>{{#if footer}}{{footer}}{{/if}}',
+    };
+    const sources = [
+      { subject: 'Hi {{user.name}}', text: '{{#each items}}{{name}} {{../currency}}{{/each}}', html: null },
+      {
+        subject: '{{#if vip}}VIP {{/if}}{{order.id}}',
+        text: '{{#with user}}{{first}} {{@root.company}}{{/with}} {{#list}}x{{/list}} {{^empty}}none{{/empty}}',
+        html: '<p>{{{raw}}} {{content}}</p>',
+      },
+      {
+        subject: 'Old {{name}}',
+        text: '{{ name }} {{#if}}',
+        html: '<b>{{name}}</b>',
+        engine: 'placeholders' as const,
+      },
+    ];
+    for (const source of sources)
+      for (const frame of [null, layout]) {
+        const compiled = new CompiledMessage(source, frame).placeholders;
+        expect(compiled.length).toBeGreaterThan(0);
+        expect(templatePlaceholders(source, frame)).toEqual(compiled);
+      }
+  });
+
+  it('are refused as compiling would, with the place', () => {
+    expect(() => templatePlaceholders({ subject: 's', text: 'Hi {{#if a}}', html: null })).toThrow(
+      TemplateSyntaxError,
+    );
   });
 });
