@@ -14,7 +14,7 @@ import { adminSettingsRoutes } from './admin-settings.js';
 import { adminTemplateRoutes } from './admin-templates.js';
 import { adminValidator } from './admin-validation.js';
 import { sendError } from './errors.js';
-import { parseJson } from './check-body.js';
+import { bodyText, NOT_UTF8_HINT, parseJson } from './check-body.js';
 
 export type { AdminDeps } from './admin-deps.js';
 
@@ -61,9 +61,11 @@ function authenticate(deps: AdminDeps) {
  */
 function jsonBodies(admin: FastifyInstance): void {
   admin.removeAllContentTypeParsers();
-  admin.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    if (body === '') return done(null, undefined);
-    const parsed = parseJson(body as string);
+  admin.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    if (body.length === 0) return done(null, undefined);
+    const text = bodyText(body as Buffer);
+    if (text === null) return done(errors.invalidJson(NOT_UTF8_HINT), undefined);
+    const parsed = parseJson(text);
     if ('value' in parsed) done(null, parsed.value);
     else done(errors.invalidJson(parsed.hint), undefined);
   });

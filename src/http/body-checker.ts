@@ -1,5 +1,5 @@
 import { dropThread, startPoolThread, transferable, type PoolThread, type Waiter } from '../worker-thread.js';
-import { checkBody, type BodyRequest, type BodyResult } from './check-body.js';
+import { checkBodyBytes, type BodyRequest, type BodyResult } from './check-body.js';
 
 /**
  * Where request bodies are parsed and checked. JSON.parse holds the event loop for as long as it
@@ -70,8 +70,7 @@ export class BodyChecker {
    * too many bodies wait already in its lane, in all or for this key.
    */
   check(job: BodyRequest, bytes: Buffer, key: string): Promise<BodyResult> {
-    if (bytes.length <= this.options.inlineMaxBytes)
-      return Promise.resolve(checkBody(job, bytes.toString('utf8')));
+    if (bytes.length <= this.options.inlineMaxBytes) return Promise.resolve(checkBodyBytes(job, bytes));
     return (bytes.length > this.options.largeFrom ? this.large : this.small).check(job, bytes, key);
   }
 

@@ -1,11 +1,10 @@
 import { parentPort } from 'node:worker_threads';
-import { checkBody, transferables, type BodyRequest } from './check-body.js';
+import { checkBodyBytes, transferables, type BodyRequest } from './check-body.js';
 
 /** The worker thread of body-checker.ts: checks one body at a time, answers with its result. */
 parentPort?.on('message', ({ id, job }: { id: number; job: BodyRequest & { bytes: Uint8Array } }) => {
-  const text = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength).toString('utf8');
   try {
-    const result = checkBody(job, text);
+    const result = checkBodyBytes(job, job.bytes);
     // The files' decoded bytes move to the event loop's thread; nothing else is large.
     parentPort?.postMessage({ id, result }, transferables(result));
   } catch (error) {

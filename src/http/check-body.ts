@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { bodyFingerprint, jsonByteLength } from '../domain/canonical-json.js';
 import { HeraldError, PROTOTYPE_KEY_HINT, type ErrorCode } from '../domain/errors.js';
 import {
@@ -153,8 +154,28 @@ function bytesBesideFiles(body: unknown): number {
   });
 }
 
+/** The hint of a body refused as `Invalid JSON body` because its bytes are not UTF-8. */
+export const NOT_UTF8_HINT =
+  'The body is not valid UTF-8, which JSON must be (RFC 8259 §8.1): send its text encoded as UTF-8';
+
+/**
+ * A body's text, or null when its bytes are not UTF-8: decoded anyway, each bad byte would become
+ * U+FFFD and reach a recipient as `�` in place of what the caller meant.
+ */
+export function bodyText(bytes: Uint8Array): string | null {
+  return isUtf8(bytes)
+    ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+    : null;
+}
+
+/** Checks a request's body, its bytes as they came, as `job` says. */
+export function checkBodyBytes(job: BodyRequest, bytes: Uint8Array): BodyResult {
+  const text = bodyText(bytes);
+  return text === null ? { kind: 'invalid_json', hint: NOT_UTF8_HINT } : checkBody(job, text);
+}
+
 /** Checks a request's body (`text`) as `job` says. */
-export function checkBody(job: BodyRequest, text: string): BodyResult {
+function checkBody(job: BodyRequest, text: string): BodyResult {
   // A single send past its limit must carry files, or it is too large before it is even parsed.
   const large = job.kind === 'send' && Buffer.byteLength(text) > job.maxBytesBesideFiles;
   if (large && !text.includes('"attachments"')) return { kind: 'too_large' };

@@ -194,6 +194,11 @@ export const BatchResponse = withQuotaHeaders(
 export const BatchErrorBody = Type.Object(
   {
     error: Type.String({ description: 'The first problem, with its item: "… (item N)".' }),
+    hint: Type.Optional(
+      Type.String({
+        description: 'What to change, where the fixed words cannot say it (a refusal of the whole body).',
+      }),
+    ),
     errors: Type.Optional(
       Type.Array(
         Type.Object({

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PROTOTYPE_KEY_HINT } from '../../src/domain/errors.js';
+import { NOT_UTF8_HINT } from '../../src/http/check-body.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend } from '../helpers/database.js';
@@ -182,6 +183,15 @@ describe(`requests (${backend})`, () => {
     expect(poisoned.json().hint).toBe(PROTOTYPE_KEY_HINT);
     // A byte order mark before the JSON, as some Windows tools write, is not an error.
     expect((await admin.post('/projects', '\uFEFF{"name":"with-bom"}')).statusCode).toBe(201);
+    // Bytes that are not UTF-8 (a Latin-1 é) are not JSON text, however they would decode.
+    const latin1 = await ctx.app.inject({
+      method: 'POST',
+      url: `${ADMIN}/projects`,
+      headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+      payload: Buffer.from('{"name":"caf\xe9"}', 'latin1'),
+    });
+    expectError(latin1, 400, 'Invalid JSON body');
+    expect(latin1.json().hint).toBe(NOT_UTF8_HINT);
     const typed = await ctx.app.inject({
       method: 'POST',
       url: `${ADMIN}/projects`,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/domain/api-key.js';
+import { NOT_UTF8_HINT } from '../../src/http/check-body.js';
 import {
   bearer,
   countNotifications,
@@ -269,6 +270,32 @@ describe('check order (product.md §3)', () => {
     }
     // Only at the start: one inside the JSON is still malformed.
     expectError(await send(ctx.app, apiKey, `{\uFEFF"template":"user_created"}`), 400, JSON_ERROR);
+  });
+
+  it('a body whose bytes are not UTF-8 gives 400 Invalid JSON body, with a hint, small or large', async () => {
+    for (const filler of ['', 'x'.repeat(20_000)]) {
+      const good = `{"template":"user_created","to":"a@example.com","data":{"user_name":"Ren${filler}"}}`;
+      // A Latin-1 é (0xE9) where UTF-8 has two bytes: decoded anyway, it would reach Jane as U+FFFD.
+      const bytes = Buffer.from(good.replace('Ren', 'Ren\u0000'), 'utf8');
+      bytes[bytes.indexOf(0)] = 0xe9;
+      for (const url of [SEND_PATH, `${SEND_PATH}/batch`]) {
+        const response = await ctx.app.inject({
+          method: 'POST',
+          url,
+          headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+          payload: url === SEND_PATH ? bytes : Buffer.concat([Buffer.from('['), bytes, Buffer.from(']')]),
+        });
+        expectError(response, 400, JSON_ERROR);
+        expect(response.json().hint).toBe(NOT_UTF8_HINT);
+      }
+      const fine = await ctx.app.inject({
+        method: 'POST',
+        url: SEND_PATH,
+        headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+        payload: Buffer.from(good.replace('Ren', 'Ren\u00e9'), 'utf8'),
+      });
+      expect(fine.statusCode, fine.body).toBe(202);
+    }
   });
 
   it('a POST with neither a body nor a Content-Type gives 400 Invalid JSON body', async () => {
