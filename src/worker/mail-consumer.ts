@@ -349,9 +349,11 @@ export class MailConsumer implements Consumer {
       return this.attempt(job, null, down, () => Promise.resolve(failedBeforeSending(failure)));
     }
     if (!this.relays.mayStart(relay.relay, this.active)) {
-      // The relay holds its window, or only the reserved lanes are left: give the lane back.
+      // The relay holds its window, or only the reserved lanes are left: give the lane back, to
+      // the rest of the backlog (other relays' mail may be behind this one's), and claim more.
       this.active--;
       this.relays.park(relay.relay, routed);
+      this.pump();
       return this.onRoom();
     }
     this.attempt(job, { relay, role: route.role, routed }, null, () =>
