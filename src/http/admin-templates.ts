@@ -221,7 +221,9 @@ export async function adminTemplateRoutes(app: FastifyInstance, deps: AdminDeps)
           if (!(error instanceof HeraldError && error.code === ErrorCode.LayoutNotFound)) throw error;
         }
         try {
-          return reply.code(201).send(layoutJson(await deps.layouts.create(id, { name, ...input })));
+          // Created before the status is set: a create that lost the race answers as an update.
+          const created = await deps.layouts.create(id, { name, ...input });
+          return reply.code(201).send(layoutJson(created));
         } catch (error) {
           if (!(error instanceof HeraldError && error.code === ErrorCode.LayoutExists) || round > 0)
             throw error;
