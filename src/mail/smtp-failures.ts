@@ -149,6 +149,29 @@ function loginAdvice(err: NodemailerError): string {
 }
 
 /**
+ * OpenSSL's reason for a failed handshake (`wrong version number`), from the error's `reason` or
+ * its message (`…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/…`).
+ */
+function openSslReason(err: NodemailerError): string | null {
+  if (typeof err.reason === 'string' && err.reason !== '') return err.reason;
+  return /SSL routines:[^:]*:([^:]+)/.exec(err.message ?? '')?.[1] ?? null;
+}
+
+const REPLY_LINE = /^(\d{3})[- ]((?:[245]\.\d{1,3}\.\d{1,3} )?)/;
+
+/**
+ * A multi-line reply (`550-5.7.1 Message rejected` / `550 5.7.1 see https://…`) as one line: its
+ * code and enhanced status once, then the text of each line, instead of the codes repeated
+ * between the words. Anything else as it is.
+ */
+export function oneReply(response: string): string {
+  const lines = response.split(/\r?\n/).filter((line) => line !== '');
+  if (lines.length < 2 || !lines.every((line) => REPLY_LINE.test(line))) return response;
+  const [, code, status] = REPLY_LINE.exec(lines[0]!)!;
+  return `${code} ${status}${lines.map((line) => line.replace(REPLY_LINE, '')).join(' ')}`;
+}
+
+/**
  * Relays answer 4xx for "try later" and 5xx for "never"; network failures are always worth a retry.
  * `security` is how the connection was made (TLS on connect, or not).
  */
@@ -169,21 +192,23 @@ export function classifySmtpError(error: unknown, security?: SmtpTarget['securit
   const code =
     typeof err.responseCode === 'number' ? err.responseCode : greeting !== null ? Number(greeting[1]) : null;
   // STARTTLS refused, where the settings require it (`starttls`, or `auto` with credentials): a
-  // fault of the relay's settings against ours, not of the message, so no reply code to read a
-  // bounce from; a 4xx may pass, a 5xx will not without a change of settings.
+  // fault of the relay's settings against ours, not of the message. Like a refused login it is
+  // transient, whatever the code, so the fallback takes the message at once, or it waits for the
+  // back-off, and mail queued while the settings are fixed is not lost. The reply code is kept (a
+  // 5xx leaves the relay's window as it is) and read as the sender's refusal, never a recipient's.
   if (err.command === 'STARTTLS' && code !== null && code >= 400) {
     return {
-      kind: code >= 500 ? 'permanent' : 'transient',
+      kind: 'transient',
       message: bounded(
-        `The relay refused STARTTLS (${oneLine(err.response ?? '')}), which these SMTP settings require ` +
+        `The relay refused STARTTLS (${oneLine(oneReply(err.response ?? ''))}), which these SMTP settings require ` +
           '(security=starttls, or auto with a user): if it takes TLS on connect, use security=tls',
       ),
-      smtpCode: null,
+      smtpCode: code,
       command: 'STARTTLS',
     };
   }
   if (code !== null && code >= 400) {
-    const response = oneLine(err.response ?? err.message ?? '');
+    const response = oneLine(oneReply(err.response ?? err.message ?? ''));
     const text = response.startsWith(String(code)) ? response : `${code} ${response}`;
     // The relay refused Herald's login (535), or wants one (530): a fault of these settings, not of
     // the message, which goes through the fallback at once, or again after the back-off, so that
@@ -204,9 +229,21 @@ export function classifySmtpError(error: unknown, security?: SmtpTarget['securit
   }
   // TLS on connect to a relay that speaks plain SMTP first: OpenSSL reads its greeting as a TLS
   // record, and its own words (a library's file and line) would tell the reader nothing. After
-  // STARTTLS the same error means the relay agreed to TLS and did not start it: no advice fits.
-  if (security === 'tls' && /wrong version number/i.test(`${err.reason ?? ''} ${err.message ?? ''}`))
-    return { kind: 'transient', message: NOT_TLS, smtpCode: null, command: err.command ?? null };
+  // STARTTLS the same error means the relay agreed to TLS and did not start it: no advice fits,
+  // but OpenSSL's reason alone says what happened.
+  const tls = openSslReason(err);
+  if (tls !== null)
+    return {
+      kind: 'transient',
+      message:
+        security === 'tls' && /wrong version number/i.test(tls)
+          ? NOT_TLS
+          : bounded(
+              `The TLS handshake with the relay failed${security === 'tls' ? '' : ' after it agreed to STARTTLS'}: ${tls}`,
+            ),
+      smtpCode: null,
+      command: err.command ?? null,
+    };
   // A connection tried on every address of a name fails with an AggregateError without words.
   const cause = causeOf(error);
   const words =

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkQuotaLimit, parseQuotaLimit, quotaState, quotaWindow } from '../../src/domain/quota.js';
 import { backoffDelay, deliveryBackoff, webhookBackoff } from '../../src/domain/backoff.js';
 import { parseSendRequest } from '../../src/domain/send-request.js';
-import { classifySmtpError } from '../../src/mail/smtp-failures.js';
+import { classifySmtpError, oneReply } from '../../src/mail/smtp-failures.js';
 import { describeSmtpTarget, parseSmtpUrl } from '../../src/mail/smtp-target.js';
 
 describe('quota limits', () => {
@@ -102,6 +102,25 @@ describe('SMTP failure classification', () => {
     expect(classifySmtpError(refused)).toMatchObject({ kind: 'transient', smtpCode: null });
     const envelope = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' });
     expect(classifySmtpError(envelope).kind).toBe('permanent');
+  });
+
+  it('words a multi-line reply once: its code and status, then the text of each line', () => {
+    const rejected = Object.assign(new Error('Message failed'), {
+      code: 'EMESSAGE',
+      command: 'DATA',
+      responseCode: 550,
+      response:
+        '550-5.7.1 Message rejected\n550-5.7.1 because of policy\n550 5.7.1 see https://mx.example/why',
+    });
+    expect(classifySmtpError(rejected)).toMatchObject({
+      kind: 'permanent',
+      message: 'SMTP 550 5.7.1 Message rejected because of policy see https://mx.example/why',
+      smtpCode: 550,
+    });
+    const plain = { responseCode: 451, response: '451-Try again\n451 later', command: 'RCPT TO' };
+    expect(classifySmtpError(plain).message).toBe('SMTP 451 Try again later');
+    // Lines that are not all reply lines are kept as they came.
+    expect(oneReply('550 one\nnot a reply line')).toBe('550 one\nnot a reply line');
   });
 
   it("reads a relay's refusal of Herald's login, or its demand for one, as settings to fix: transient", () => {
