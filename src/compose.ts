@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Trouble } from './logger.js';
 import { ConfigError, type Config } from './config.js';
 import { parseMailbox, type Mailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
@@ -143,11 +144,13 @@ export async function openServices(
       'HERALD_SMTP_FROM must be an address, e.g. no-reply@example.org or "Shop <no-reply@example.org>"',
     );
   }
+  // Tried every second: a full disk is a line when it begins and when it ends, not two a second.
+  const checkpointTrouble = new Trouble(logger, 'background WAL checkpoint');
   const storage = openStorage(config.database, {
     backgroundCheckpoint: options.longRunning ?? false,
     onCheckpoint: (report) => {
-      if (report.error !== undefined)
-        logger.warn({ error: report.error }, 'background WAL checkpoint failed');
+      if (report.error === undefined) checkpointTrouble.succeeded();
+      else checkpointTrouble.failed(new Error(report.error), 'tried again every second');
     },
     watchProjects: options.servesApi ?? false,
     watchWork: options.delivers ?? false,

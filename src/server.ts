@@ -40,7 +40,7 @@ export interface RunningServer {
 async function describeTransport(services: Services): Promise<string> {
   const own = await countProjectSmtpSettings(services.storage.db);
   const projects =
-    own === 0 ? '' : `; ${own} project${own === 1 ? ' has' : 's have'} their own SMTP settings`;
+    own === 0 ? '' : `; ${own === 1 ? '1 project has its' : `${own} projects have their`} own SMTP settings`;
   const choice = chooseTransport(null, services.globalSmtp, services.config.production);
   if (choice.kind === 'global')
     return `SMTP ${describeSmtpTarget(choice.target)} (HERALD_SMTP_URL)${projects}`;
