@@ -114,6 +114,7 @@ describe('the template language: what it refuses when saved, with the place', ()
     ['{{#if}}y{{/if}}', 1, 'exactly one value'],
     ['{{#lookup}}x{{/lookup}}', 1, "'lookup' is a name Handlebars keeps"],
     ['{{#if a}}\n{{#log}}x{{/log}}{{/if}}', 2, "'log' is a name Handlebars keeps"],
+    ['Hi\n{{ name | upcase }}', 2, 'a filter ({{ value | filter }}, as in Liquid) is not supported'],
   ])('%j', (source, line, reason) => {
     const error = syntaxError(source);
     expect(error.place?.line).toBe(line);

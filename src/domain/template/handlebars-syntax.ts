@@ -40,6 +40,9 @@ function parserReason(message: string): string {
       : 'the template ends inside {{ }}';
   if (got === 'INVALID') return 'unexpected character inside {{ }} (write \\{{ for literal braces)';
   if (got === 'CLOSE' || got === 'CLOSE_UNESCAPED') return 'nothing to write inside {{ }}';
+  // `{{ name | upcase }}`: a `|` outside `as |x|` is read as the end of block parameters.
+  if (got === 'CLOSE_BLOCK_PARAMS')
+    return 'a filter ({{ value | filter }}, as in Liquid) is not supported: send the value formatted as it should show';
   if (got !== undefined) return `unexpected ${got.toLowerCase().replace(/_/g, ' ')}`;
   return message.split('\n')[0] ?? message;
 }
