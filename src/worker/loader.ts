@@ -24,6 +24,13 @@ export interface DeliveryContext {
 const MAX_COMPILED = 1000;
 
 /**
+ * How long what a batch loaded serves its later messages. Mail may wait behind a slow relay for
+ * minutes after its batch was claimed; a change of the project's SMTP settings (or template)
+ * reaches it within this time, not when the batch is done.
+ */
+export const LOADED_FOR_MS = 2_000;
+
+/**
  * Loads what a claimed batch needs once per project and template, not once per message, and keeps
  * compiled templates across batches: one per version (a save is a new version, so it takes effect
  * at once) and per state of its layout (which changes without a new version).
@@ -51,33 +58,40 @@ export class DeliveryLoader {
   }
 }
 
+interface Loaded<V> {
+  readonly value: Promise<V>;
+  readonly at: number;
+}
+
 export class BatchLoader {
-  private readonly projects = new Map<number, Promise<ProjectRow | undefined>>();
-  private readonly templates = new Map<string, Promise<CurrentTemplate | undefined>>();
-  private readonly smtp = new Map<number, Promise<ProjectSmtp | null>>();
+  private readonly projects = new Map<number, Loaded<ProjectRow | undefined>>();
+  private readonly templates = new Map<string, Loaded<CurrentTemplate | undefined>>();
+  private readonly smtp = new Map<number, Loaded<ProjectSmtp | null>>();
 
   constructor(
     private readonly sources: DeliverySources,
     private readonly compile: (template: CurrentTemplate) => LocalizedTemplate,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** The project, compiled template and SMTP settings of a notification; null: no such template. */
   async load(projectId: number, templateName: string): Promise<DeliveryContext | null> {
-    const project = await once(this.projects, projectId, () => this.sources.project(projectId));
-    const template = await once(this.templates, `${projectId}\n${templateName}`, () =>
+    const project = await this.once(this.projects, projectId, () => this.sources.project(projectId));
+    const template = await this.once(this.templates, `${projectId}\n${templateName}`, () =>
       this.sources.template(projectId, templateName),
     );
     if (project === undefined || template === undefined) return null;
-    const smtp = await once(this.smtp, projectId, () => this.sources.smtp(projectId));
+    const smtp = await this.once(this.smtp, projectId, () => this.sources.smtp(projectId));
     return { project, message: this.compile(template), smtp };
   }
-}
 
-function once<K, V>(map: Map<K, Promise<V>>, key: K, load: () => Promise<V>): Promise<V> {
-  let value = map.get(key);
-  if (value === undefined) {
-    value = load();
-    map.set(key, value);
+  /** What `load` read for `key`, read again once it is LOADED_FOR_MS old. */
+  private once<K, V>(map: Map<K, Loaded<V>>, key: K, load: () => Promise<V>): Promise<V> {
+    const now = this.now();
+    const kept = map.get(key);
+    if (kept !== undefined && now - kept.at < LOADED_FOR_MS) return kept.value;
+    const value = load();
+    map.set(key, { value, at: now });
+    return value;
   }
-  return value;
 }

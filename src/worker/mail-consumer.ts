@@ -17,7 +17,7 @@ import type { NotificationRow } from '../storage/schema.js';
 import { ClaimedCancels } from './claimed-cancels.js';
 import { DeletedProjects } from './deleted-projects.js';
 import type { Deliverer, Relay, Relays } from './deliver.js';
-import type { BatchLoader, DeliveryContext, DeliveryLoader } from './loader.js';
+import { LOADED_FOR_MS, type BatchLoader, type DeliveryContext, type DeliveryLoader } from './loader.js';
 import type { Attempted } from './outcomes.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { RelayHealthBook } from './relay-health.js';
@@ -42,6 +42,8 @@ interface Routed {
   readonly job: Job;
   readonly context: DeliveryContext;
   readonly relays: Relays;
+  /** When its context was loaded: mail parked longer loads it again before it goes (startParked). */
+  readonly loadedAt: number;
 }
 
 /** An attempt's way to its relay: the lane it holds there, and what it needs to wait for one again. */
@@ -317,7 +319,7 @@ export class MailConsumer implements Consumer {
       const relays = context === null ? null : this.deliverer.relaysOf(context);
       if (context === null || relays === null)
         return this.attempt(job, null, null, () => this.deliverer.attempt(job.row, context));
-      this.dispatch({ job, context, relays });
+      this.dispatch({ job, context, relays, loadedAt: this.now() });
     })().catch((err: unknown) => {
       // Nothing above throws today; if it ever does, the lane and the lease must not leak.
       this.logger.error({ err, requestId: job.row.request_id }, 'starting a delivery failed');
@@ -447,11 +449,19 @@ export class MailConsumer implements Consumer {
     this.startParked(relay);
   }
 
-  /** Starts the jobs parked behind a relay, as many as its window and the free lanes allow. */
+  /**
+   * Starts the jobs parked behind a relay, as many as its window and the free lanes allow. One
+   * parked for longer than what was loaded for it is trusted starts as a claimed job does, loading
+   * its project's settings again: after a change of relay it goes to the new one.
+   */
   private startParked(relay: string): void {
     while (this.mayStart() && this.relays.mayStart(relay, this.active + 1)) {
       const next = this.relays.unpark(relay);
       if (next === undefined) return;
+      if (this.now() - next.loadedAt >= LOADED_FOR_MS) {
+        this.start(next.job);
+        continue;
+      }
       this.active++;
       this.dispatch(next);
     }

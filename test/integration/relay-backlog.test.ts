@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../../src/roles.js';
+import { LOADED_FOR_MS } from '../../src/worker/loader.js';
 import type { StatusBody } from '../../src/services/notifications.js';
 import { deadRelay, type DeadRelay } from '../helpers/dead-relays.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
@@ -20,12 +21,15 @@ let ctx: TestContext | null = null;
 let worker: Worker | null = null;
 let silent: DeadRelay | null = null;
 let sink: SmtpSink | null = null;
+/** Relays of a test, stopped after the worker that keeps connections to them. */
+const relays: SmtpSink[] = [];
 
 afterEach(async () => {
   await silent?.close();
   await worker?.stop();
   await ctx?.close();
   await sink?.stop();
+  for (const relay of relays.splice(0)) await relay.stop();
   ctx = worker = silent = sink = null;
 });
 
@@ -89,5 +93,41 @@ describe("a stalled relay's backlog", () => {
     const counts = await ctx.services.notifications.counts(stalled.projectId);
     expect(counts).toMatchObject({ sent: 0, failed: 0 });
     expect(counts.queued + counts.sending).toBe(100);
+  });
+
+  it('goes to the new relay once the SMTP settings change, not only the mail claimed after', async () => {
+    ctx = await createTestContext({ HERALD_DELIVERY_POLL_MS: '50' });
+    worker = createWorker(ctx.services);
+    worker.start();
+    const old = await new SmtpSink().start();
+    const moved = await new SmtpSink().start();
+    relays.push(old, moved);
+    const project = await seedProject(ctx.services);
+    await ctx.services.smtpSettings.setFromUrl(project.projectId, old.url);
+    old.hold();
+    const batch = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/notifications/batch',
+      headers: { authorization: `Bearer ${project.apiKey}` },
+      payload: Array.from({ length: 20 }, (_, i) => ({
+        template: 'user_created',
+        to: `user${i}@example.org`,
+        data: { user_name: 'Jane' },
+      })),
+    });
+    expect(batch.statusCode).toBe(202);
+    // The old relay's window of them is in transactions; the rest are claimed and wait beside it.
+    await waitUntil(() => (old.waiting === 5 ? true : undefined), { what: "the old relay's window" });
+    await ctx.services.smtpSettings.setFromUrl(project.projectId, moved.url);
+    // Longer than what a worker loaded is trusted for.
+    await new Promise((resolve) => setTimeout(resolve, LOADED_FOR_MS + 200));
+    old.release();
+    await waitUntil(
+      async () =>
+        (await ctx!.services.notifications.counts(project.projectId)).sent === 20 ? true : undefined,
+      { timeoutMs: 20_000, what: 'all 20 sent' },
+    );
+    expect(old.messages).toHaveLength(5);
+    expect(moved.messages).toHaveLength(15);
   });
 });
