@@ -272,16 +272,28 @@ export class MailConsumer implements Consumer {
 
   /**
    * Takes a lane for a claimed job: loads what it needs (once per claimed batch), then sends it,
-   * or parks it behind its relay when the relay has no room.
+   * or parks it behind its relay when the relay has no room. `held`: the relay whose lane a job
+   * taken out of its parking holds while it loads again (startParked); the lane is given back
+   * before it is dispatched, which takes it again unless its relay changed, and then the next
+   * parked job takes it.
    */
-  private start(job: Job): void {
+  private start(job: Job, held: string | null = null): void {
+    let holding = held;
+    const letGo = () => {
+      if (holding === null) return;
+      this.relays.free(holding);
+      holding = null;
+    };
     if (this.ofDeletedProject(job)) {
+      letGo();
       this.track(this.dropped([job]));
+      if (held !== null) this.startParked(held);
       return;
     }
     this.active++;
     const starting = (async () => {
       if (job.suppressed !== null) {
+        letGo();
         // Fails without rendering or any SMTP transaction (product.md §5).
         const failure = {
           kind: 'permanent' as const,
@@ -302,6 +314,7 @@ export class MailConsumer implements Consumer {
       } finally {
         canceled = this.cancels.loadFinished(job);
       }
+      letGo();
       if (canceled) {
         // A cancel came while it loaded: it gives its lane back before any transaction began.
         this.active--;
@@ -319,13 +332,19 @@ export class MailConsumer implements Consumer {
       const relays = context === null ? null : this.deliverer.relaysOf(context);
       if (context === null || relays === null)
         return this.attempt(job, null, null, () => this.deliverer.attempt(job.row, context));
-      this.dispatch({ job, context, relays, loadedAt: this.now() });
-    })().catch((err: unknown) => {
-      // Nothing above throws today; if it ever does, the lane and the lease must not leak.
-      this.logger.error({ err, requestId: job.row.request_id }, 'starting a delivery failed');
-      this.active--;
-      this.unstarted.push(job);
-    });
+      // Taken out of its parking, it keeps its place there should its relay still be full.
+      this.dispatch({ job, context, relays, loadedAt: this.now() }, held !== null);
+    })()
+      .catch((err: unknown) => {
+        // Nothing above throws today; if it ever does, the lane and the lease must not leak.
+        this.logger.error({ err, requestId: job.row.request_id }, 'starting a delivery failed');
+        letGo();
+        this.active--;
+        this.unstarted.push(job);
+      })
+      .then(() => {
+        if (held !== null) this.startParked(held);
+      });
     this.track(starting);
   }
 
@@ -334,7 +353,7 @@ export class MailConsumer implements Consumer {
    * `routeAttempt`), or parks it there when the relay has no room. When its relays are down the
    * attempt is not made: it fails at once with `Relay down: …`, without a connection.
    */
-  private dispatch(routed: Routed): void {
+  private dispatch(routed: Routed, first = false): void {
     const { job, relays } = routed;
     // Its project was deleted while it waited for its relay.
     if (this.ofDeletedProject(job)) return this.dropFromLane(job);
@@ -354,7 +373,7 @@ export class MailConsumer implements Consumer {
       // The relay holds its window, or only the reserved lanes are left: give the lane back, to
       // the rest of the backlog (other relays' mail may be behind this one's), and claim more.
       this.active--;
-      this.relays.park(relay.relay, routed);
+      this.relays.park(relay.relay, routed, first);
       this.pump();
       return this.onRoom();
     }
@@ -459,7 +478,9 @@ export class MailConsumer implements Consumer {
       const next = this.relays.unpark(relay);
       if (next === undefined) return;
       if (this.now() - next.loadedAt >= LOADED_FOR_MS) {
-        this.start(next.job);
+        // Its lane at the relay is held while it loads, so the loop takes no more than there is room for.
+        this.relays.hold(relay);
+        this.start(next.job, relay);
         continue;
       }
       this.active++;

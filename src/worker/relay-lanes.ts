@@ -80,7 +80,12 @@ export class RelayLanes<Parked> {
     return { round: this.window(relay).round, served: this.served.get(relay) ?? 0 };
   }
 
-  /** A transaction to the relay ended. */
+  /** A lane of the relay held for a job that is not yet a transaction (given back with `free`). */
+  hold(relay: string): void {
+    this.busy.set(relay, this.inFlight(relay) + 1);
+  }
+
+  /** A transaction to the relay ended, or a held lane is given back. */
   free(relay: string): void {
     const busy = this.inFlight(relay) - 1;
     if (busy <= 0) this.busy.delete(relay);
