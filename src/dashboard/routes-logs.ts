@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ErrorCode, HeraldError } from '../domain/errors.js';
+import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 import { metadataFilters, metadataFilterText, type MetadataFilter } from '../domain/metadata.js';
 import { notificationView } from '../domain/notification.js';
 import type { NotificationSearch } from '../services/notifications.js';
@@ -12,11 +12,11 @@ const PAGE_SIZE = 50;
 /** The status codes the API answers with (spec §7 and product.md §3), offered in the filter. */
 const API_STATUS_CODES = [200, 202, 400, 401, 402, 404, 405, 409, 413, 415, 422, 429, 500, 503];
 
-/** Notices of a message's page while it waits for delivery, and once it is over. */
+/** Notices of a message's page while it waits for delivery, and once it is canceled. */
 const PENDING_NOTICES: Record<string, string> = {
   test: 'Test email queued. This page updates by itself when the worker has delivered it.',
 };
-const FINISHED_NOTICES: Record<string, string> = {
+const CANCELED_NOTICES: Record<string, string> = {
   canceled: 'Canceled: it will not be sent. Its sender sees it as failed, with the error Canceled.',
 };
 
@@ -205,7 +205,11 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
         revealed,
         pending,
         // "Queued" is only true while it is; once delivered, the page's status says the rest.
-        notice: notice(request, pending ? PENDING_NOTICES : FINISHED_NOTICES),
+        notice: pending
+          ? notice(request, PENDING_NOTICES)
+          : notification.state === 'failed' && notification.error_message === Messages.canceled
+            ? notice(request, CANCELED_NOTICES)
+            : null,
         error,
       },
       status,

@@ -367,6 +367,21 @@ describe(`canceling a message from its page (${backend})`, () => {
     });
     expect(status.json()).toMatchObject({ status: 'failed', error_message: 'Canceled' });
 
+    // The notice is about this message's state: a link with it to a message not canceled shows none.
+    const other = await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to: 'sam@example.org',
+      data: { user_name: 'Sam', password: 'x' },
+    });
+    await ctx.services.storage.db
+      .updateTable('notifications')
+      .set({ state: 'failed', error_message: 'SMTP 550 5.1.1 no such user' })
+      .where('request_id', '=', other.request_id)
+      .execute();
+    expect((await client().get(`/messages/${other.request_id}?notice=canceled`)).body).not.toContain(
+      'Canceled: it will not be sent.',
+    );
+
     const again = await client().post(`/messages/${request_id}/cancel`, {}, csrfOf(before));
     expect(again.statusCode).toBe(409);
     expect(again.body).toContain(

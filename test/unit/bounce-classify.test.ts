@@ -190,6 +190,8 @@ const replies: readonly Row[] = [
     '5.7.8',
   ],
   [530, '530 5.7.0 Authentication required', 'MAIL FROM', 'soft', 'rejected', '5.7.0'],
+  // A refused STARTTLS is the sender's settings, whatever status the relay gives with it.
+  [554, '554 5.1.1 TLS not available', 'STARTTLS', 'soft', 'rejected', '5.1.1'],
   [550, '', null, 'soft', 'other', null],
   [
     null,

@@ -223,9 +223,10 @@ export function classifyReply(reply: SmtpReply): BounceVerdict & { readonly repl
     permanent: code === null ? false : code >= 500,
   });
   // The relay refused Herald's own login (`535 5.7.8`), or asked for one (`530 5.7.0`, RFC 4954
-  // §6): the sender is rejected, whatever the words say of authentication (`auth_failure` is the
-  // recipient's SPF, DKIM and DMARC checks).
-  const login = code === 530 || (typeof reply?.command === 'string' && /^auth\b/i.test(reply.command.trim()));
+  // §6), or refused its STARTTLS: the sender is rejected, whatever the words say of
+  // authentication or of a mailbox (`auth_failure` is the recipient's SPF, DKIM and DMARC checks).
+  const login =
+    code === 530 || (typeof reply?.command === 'string' && /^(auth|starttls)\b/i.test(reply.command.trim()));
   return {
     type: login ? 'soft' : verdict.type,
     category: login ? 'rejected' : verdict.category,
