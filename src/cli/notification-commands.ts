@@ -110,8 +110,7 @@ export function notificationCommands(): Command {
     .argument('<request_id>', 'the request_id returned by the send call')
     .action(
       servicesAction(async ({ notifications }, out, requestId: string) => {
-        const { notification: row } = await notifications.detail(requestId);
-        const body = await notifications.cancel(row.project_id, requestId);
+        const body = await notifications.cancel(requestId);
         out.print({ ...body }, `${body.request_id}  ${body.status}  (${body.error_message ?? ''})`);
       }),
     );

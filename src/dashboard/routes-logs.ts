@@ -223,9 +223,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
   // What `DELETE /api/v1/notifications/{request_id}` does, for an operator (product.md §6).
   app.post<{ Params: { requestId: string } }>('/messages/:requestId/cancel', async (request, reply) => {
     const { requestId } = request.params;
-    const { notification } = await notifications.detail(requestId);
     try {
-      await notifications.cancel(notification.project_id, requestId);
+      await notifications.cancel(requestId);
     } catch (error) {
       if (!(error instanceof HeraldError) || error.code !== ErrorCode.NotCancelable) throw error;
       const why = error.hint ?? 'it is being sent, or it was sent or failed already';

@@ -368,7 +368,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     },
     async (request) => {
       request.apiLog.requestId = request.params.request_id.slice(0, 100);
-      return deps.notifications.cancel((request.project as ProjectRow).id, request.params.request_id);
+      return deps.notifications.cancel(request.params.request_id, (request.project as ProjectRow).id);
     },
   );
 

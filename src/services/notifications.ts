@@ -114,9 +114,10 @@ export class NotificationService {
    * status body. One waiting for its time or for a worker is canceled here: the worker's claim and
    * the cancel each change the row only while it is queued, so exactly one of them wins. One a
    * worker has claimed is canceled by that worker while its SMTP transaction has not begun
-   * (`askWorker`). One being sent or finished cannot be canceled.
+   * (`askWorker`). One being sent or finished cannot be canceled. Without `projectId` (an
+   * operator's cancel) the message is found in any project.
    */
-  async cancel(projectId: number, requestId: string): Promise<StatusBody> {
+  async cancel(requestId: string, projectId?: number): Promise<StatusBody> {
     for (;;) {
       const row = await this.find(requestId, projectId);
       const now = this.now();

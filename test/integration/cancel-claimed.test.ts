@@ -360,7 +360,7 @@ describe('cancel of a claimed message', () => {
       Date.now,
       5_000,
     );
-    expect(await service.cancel(projectId, request_id)).toMatchObject({
+    expect(await service.cancel(request_id, projectId)).toMatchObject({
       status: 'failed',
       error_message: 'Canceled',
     });
@@ -388,7 +388,7 @@ describe('cancel of a claimed message', () => {
       Date.now,
       300,
     );
-    await expect(service.cancel(projectId, request_id)).rejects.toMatchObject({
+    await expect(service.cancel(request_id, projectId)).rejects.toMatchObject({
       message: Messages.notCancelable,
       hint: 'The worker that claimed it did not answer within 0.3 s, so it goes on as claimed; a cancel may still succeed if it returns to the queue',
     });
@@ -428,7 +428,7 @@ describe('cancel of a claimed message', () => {
       Date.now,
       60_000,
     );
-    expect(await service.cancel(projectId, request_id)).toMatchObject({
+    expect(await service.cancel(request_id, projectId)).toMatchObject({
       status: 'failed',
       error_message: 'Canceled',
     });
