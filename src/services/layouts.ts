@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { errors } from '../domain/errors.js';
-import { hasContentPlaceholder } from '../domain/template/handlebars.js';
+import { hasContentPlaceholder } from '../domain/template/layout-content.js';
 import type { Database, TemplateLayoutRow } from '../storage/schema.js';
 import { deleteLayout, layoutRows, layoutUsers } from '../storage/template-layouts.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';

@@ -2,7 +2,8 @@ import { errors, type HeraldError } from '../domain/errors.js';
 import { compilePart, type TemplateEngine } from '../domain/message.js';
 import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
-import { checkTemplateBounds, refuseContentVariable } from '../domain/template/handlebars.js';
+import { checkTemplateBounds } from '../domain/template/handlebars.js';
+import { refuseContentVariable } from '../domain/template/layout-content.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 
 /** Names are bounded like the `template` field of a send request, so every template can be sent. */

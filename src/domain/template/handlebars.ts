@@ -10,7 +10,6 @@ import {
   syntaxError,
   type TemplateLexer,
 } from './handlebars-syntax.js';
-import { TemplateSyntaxError } from './syntax-error.js';
 
 /**
  * Templates in Handlebars syntax (what Amazon SES, SendGrid and Mailgun users write), rendered by
@@ -278,10 +277,6 @@ function note(expression: Expression, placeholders: Set<string>): void {
 }
 
 /**
- * Compiles a template once for rendering many times. A problem Handlebars finds only when it
- * compiles (not when it parses) is reported as a syntax error too, so whatever is saved renders.
- */
-/**
  * The placeholders of a part, as its compiled template lists them, read from its parse alone:
  * Handlebars' compile, which a list of templates has no use for, costs ten times the parse.
  */
@@ -291,6 +286,10 @@ export function handlebarsPlaceholders(source: string, mode: RenderMode): readon
   return [...found.placeholders];
 }
 
+/**
+ * Compiles a template once for rendering many times. A problem Handlebars finds only when it
+ * compiles (not when it parses) is reported as a syntax error too, so whatever is saved renders.
+ */
 export function compileHandlebars(source: string, mode: RenderMode): CompiledTemplate {
   const program = parseTemplate(source);
   const found: FoundPaths = { placeholders: new Set(), written: new Set() };
@@ -327,83 +326,5 @@ function renderWith(
     throw new TemplateRenderError(error instanceof Error ? error.message : String(error));
   } finally {
     active = outer;
-  }
-}
-
-/** Blocks that keep the data they are in: inside them `content` is still the template's body. */
-const SAME_CONTEXT = new Set(['if', 'unless']);
-
-/**
- * Whether a layout's part has its content placeholder: `{{{content}}}` in HTML (the body is
- * HTML already, so it is inserted raw), `{{content}}` or `{{{content}}}` in text. Only where the
- * data is the message's own: at the top, or inside `{{#if}}` and `{{#unless}}`; inside `{{#each}}`,
- * `{{#with}}` or a section the name is the item's field, and the caller's data would go out raw
- * in the body's place.
- */
-export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): boolean {
-  const stack: hbs.AST.Program[] = [parseTemplate(source)];
-  while (stack.length > 0) {
-    for (const node of (stack.pop() as hbs.AST.Program).body) {
-      if (node.type === 'MustacheStatement') {
-        const mustache = node as hbs.AST.MustacheStatement;
-        const path = mustache.path as hbs.AST.PathExpression;
-        if (
-          path.type === 'PathExpression' &&
-          path.original === 'content' &&
-          (mode === 'text' || !mustache.escaped)
-        )
-          return true;
-      } else if (node.type === 'BlockStatement') {
-        const block = node as hbs.AST.BlockStatement;
-        const helper = block.path as hbs.AST.PathExpression;
-        if (helper.type !== 'PathExpression' || !SAME_CONTEXT.has(helper.original)) continue;
-        if (block.program) stack.push(block.program);
-        if (block.inverse) stack.push(block.inverse);
-      }
-    }
-  }
-  return false;
-}
-
-/**
- * Refuses a template's part that reads `@content` in any case (`{{@content}}`, `{{{@Content}}}`,
- * `{{#if @content}}`), at the first place it does. Handlebars reads it as a data variable, which
- * nothing in Herald sets, so it would always render as nothing: it is where a layout of another
- * service (Postmark's) puts the template's body, and a Herald layout takes the body as `content`.
- * Checked where a template is saved, never where one renders, so templates saved before still send.
- */
-export function refuseContentVariable(source: string): void {
-  const stack: Node[] = [parseTemplate(source)];
-  while (stack.length > 0) {
-    const node = stack.pop() as Node;
-    switch (node.type) {
-      // Children are pushed last first, so the first in the source is looked at first.
-      case 'Program':
-        stack.push(...(node as hbs.AST.Program).body.slice().reverse());
-        break;
-      case 'MustacheStatement':
-      case 'BlockStatement':
-      case 'SubExpression': {
-        const call = node as hbs.AST.MustacheStatement | hbs.AST.BlockStatement | hbs.AST.SubExpression;
-        const block = node.type === 'BlockStatement' ? (node as hbs.AST.BlockStatement) : null;
-        if (block?.inverse) stack.push(block.inverse);
-        if (block?.program) stack.push(block.program);
-        stack.push(...(call.hash?.pairs ?? []).map((pair) => pair.value).reverse());
-        stack.push(...call.params.slice().reverse(), call.path);
-        break;
-      }
-      case 'PathExpression': {
-        const path = node as hbs.AST.PathExpression;
-        if (path.data && path.parts[0]?.toLowerCase() === 'content')
-          throw new TemplateSyntaxError(
-            `@${path.parts[0]} renders as nothing: Herald puts a template's body into its layout ` +
-              'at {{{content}}} (HTML) or {{content}} (text), without the @',
-            path.loc ? { line: path.loc.start.line, column: path.loc.start.column + 1 } : null,
-          );
-        break;
-      }
-      default:
-        break;
-    }
   }
 }
