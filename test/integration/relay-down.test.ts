@@ -1,9 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/roles.js';
-import type { StatusBody } from '../../src/services/notifications.js';
+import { describe, expect, it } from 'vitest';
 import { changeRelayHealth } from '../../src/storage/relay-health.js';
 import { deadRelay, freePort, type DeadKind } from '../helpers/dead-relays.js';
-import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { relayTests } from '../helpers/relay-tests.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -18,59 +16,16 @@ const TIMEOUT_MS = 1500;
 const RETRY_BASE_MS = 2000;
 const QUEUED = 40;
 
-let ctx: TestContext | null = null;
-let worker: Worker | null = null;
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  await worker?.stop();
-  await ctx?.close();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-  worker = null;
-  ctx = null;
+// Each test queues its mail, or hooks into the worker, before the worker starts.
+const { start, context, createWorker, cleanup, sink, projectVia, send, status, finalStatus } = relayTests({
+  env: { HERALD_SMTP_TIMEOUT_MS: String(TIMEOUT_MS) },
+  startWorker: false,
+  waitMs: 60_000,
 });
-
-async function start(env: Record<string, string>): Promise<TestContext> {
-  ctx = await createTestContext({
-    HERALD_SMTP_TIMEOUT_MS: String(TIMEOUT_MS),
-    HERALD_DELIVERY_POLL_MS: '50',
-    ...env,
-  });
-  return ctx;
-}
-
-async function send(apiKey: string, to: string): Promise<string> {
-  const response = await ctx!.app.inject({
-    method: 'POST',
-    url: '/api/v1/notifications',
-    headers: { authorization: `Bearer ${apiKey}` },
-    payload: { template: 'user_created', to, data: { user_name: 'Jane' } },
-  });
-  expect(response.statusCode).toBe(202);
-  return response.json<{ request_id: string }>().request_id;
-}
-
-async function status(apiKey: string, requestId: string): Promise<StatusBody> {
-  const response = await ctx!.app.inject({
-    url: `/api/v1/notifications/${requestId}`,
-    headers: { authorization: `Bearer ${apiKey}` },
-  });
-  return response.json<StatusBody>();
-}
-
-async function finalStatus(apiKey: string, requestId: string, timeoutMs = 60_000): Promise<StatusBody> {
-  return waitUntil(
-    async () => {
-      const body = await status(apiKey, requestId);
-      return body.status === 'queued' ? undefined : body;
-    },
-    { timeoutMs, intervalMs: 50, what: `${requestId} to finish` },
-  );
-}
 
 /** The relay's `herald_smtp_relay_up` as /metrics shows it. */
 async function relayUp(relay: string): Promise<string | undefined> {
-  const text = await ctx!.services.metrics.render();
+  const text = await context().services.metrics.render();
   return text
     .split('\n')
     .find((line) => line.startsWith(`herald_smtp_relay_up{relay="${relay}"}`))
@@ -86,28 +41,23 @@ describe('a relay that is down is not tried message by message', () => {
     '%s: a relay that %s: every message fails on its own schedule, with a probe at a time',
     { timeout: 120_000 },
     async (kind) => {
-      await start({
+      const ctx = await start({
         HERALD_DELIVERY_MAX_ATTEMPTS: '2',
         HERALD_DELIVERY_RETRY_BASE_MS: String(RETRY_BASE_MS),
       });
-      const dead = await deadRelay(kind, ctx!.services.mailer);
-      cleanups.push(() => dead.close());
-      const project = await seedProject(ctx!.services);
-      await ctx!.services.smtpSettings.setFromUrl(
-        project.projectId,
-        `smtp://127.0.0.1:${dead.port}?security=none`,
-      );
+      const dead = await deadRelay(kind, ctx.services.mailer);
+      cleanup(() => dead.close());
+      const project = await projectVia(`smtp://127.0.0.1:${dead.port}?security=none`);
       const ids: string[] = [];
       for (let i = 0; i < QUEUED; i++) ids.push(await send(project.apiKey, `user${i}@example.org`));
       const startedAt = Date.now();
-      worker = createWorker(ctx!.services);
-      worker.start();
+      createWorker().start();
 
       // Seen at once: the dashboard's relays, /metrics, and the waiting messages say so.
       const relay = `127.0.0.1:${dead.port}`;
       const [down] = await waitUntil(
         async () => {
-          const relays = await ctx!.services.smtpSettings.relays(project.projectId);
+          const relays = await ctx.services.smtpSettings.relays(project.projectId);
           return relays[0]?.down ? relays : undefined;
         },
         { timeoutMs: 30_000, what: 'the relay to be judged down' },
@@ -135,7 +85,7 @@ describe('a relay that is down is not tried message by message', () => {
         expect(body.attempts).toBe(2);
       }
       const notTried = finals.filter((body) => body.error_message?.startsWith('Relay down: ')).length;
-      const row = (await ctx!.services.storage.db
+      const row = (await ctx.services.storage.db
         .selectFrom('relay_health')
         .selectAll()
         .where('relay', '=', relay)
@@ -167,31 +117,24 @@ describe('a relay that comes back', () => {
     { timeout: 120_000 },
     async () => {
       // A minute between retries: only the relay's return can make its mail due so soon.
-      await start({ HERALD_DELIVERY_MAX_ATTEMPTS: '5', HERALD_DELIVERY_RETRY_BASE_MS: '60000' });
+      const ctx = await start({ HERALD_DELIVERY_MAX_ATTEMPTS: '5', HERALD_DELIVERY_RETRY_BASE_MS: '60000' });
       const port = await freePort();
-      const healthy = await new SmtpSink().start();
-      cleanups.push(() => healthy.stop());
-      const project = await seedProject(ctx!.services);
-      await ctx!.services.smtpSettings.setFromUrl(
-        project.projectId,
-        `smtp://127.0.0.1:${port}?security=none`,
-      );
-      const other = await seedProject(ctx!.services);
-      await ctx!.services.smtpSettings.setFromUrl(other.projectId, healthy.url);
+      const healthy = await sink();
+      const project = await projectVia(`smtp://127.0.0.1:${port}?security=none`);
+      const other = await projectVia(healthy.url);
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) ids.push(await send(project.apiKey, `user${i}@example.org`));
-      worker = createWorker(ctx!.services);
+      const worker = createWorker();
       let windowOnReturn: number | undefined;
       const relay = `127.0.0.1:${port}`;
       const onChange = worker.mail.health.onChange;
       worker.mail.health.onChange = (changed, down) => {
         onChange(changed, down);
-        if (changed === relay && !down) windowOnReturn = worker!.mail.relayWindows().get(relay);
+        if (changed === relay && !down) windowOnReturn = worker.mail.relayWindows().get(relay);
       };
       worker.start();
       await waitUntil(
-        async () =>
-          (await ctx!.services.smtpSettings.relays(project.projectId))[0]?.down ? true : undefined,
+        async () => ((await ctx.services.smtpSettings.relays(project.projectId))[0]?.down ? true : undefined),
         { timeoutMs: 30_000, what: 'the relay to be judged down' },
       );
 
@@ -201,8 +144,7 @@ describe('a relay that comes back', () => {
       for (const id of otherIds)
         expect((await finalStatus(other.apiKey, id, 10_000)).status, 'the other project').toBe('sent');
 
-      const back = await new SmtpSink().start(port);
-      cleanups.push(() => back.stop());
+      const back = await sink(port);
       const backAt = Date.now();
       await back.waitFor(ids.length, 30_000);
       const flowedAfter = Date.now() - backAt;
@@ -224,12 +166,11 @@ describe('a relay that comes back', () => {
     'starts small again in a worker that learned from another that it was down',
     { timeout: 120_000 },
     async () => {
-      await start({ HERALD_DELIVERY_MAX_ATTEMPTS: '5', HERALD_DELIVERY_RETRY_BASE_MS: '60000' });
+      const ctx = await start({ HERALD_DELIVERY_MAX_ATTEMPTS: '5', HERALD_DELIVERY_RETRY_BASE_MS: '60000' });
       const first = await new SmtpSink().start();
       const port = first.port;
-      const project = await seedProject(ctx!.services);
-      await ctx!.services.smtpSettings.setFromUrl(project.projectId, first.url);
-      worker = createWorker(ctx!.services);
+      const project = await projectVia(first.url);
+      const worker = createWorker();
       worker.start();
       const relay = `127.0.0.1:${port}`;
       expect((await finalStatus(project.apiKey, await send(project.apiKey, 'a@example.org'))).status).toBe(
@@ -241,7 +182,7 @@ describe('a relay that comes back', () => {
       // Another worker judged it down: this one made no attempt that failed.
       const now = Date.now();
       await changeRelayHealth(
-        ctx!.services.storage.db,
+        ctx.services.storage.db,
         { relay, host: '127.0.0.1', port, tls: false, trusted: false },
         now,
         () => ({
@@ -252,14 +193,14 @@ describe('a relay that comes back', () => {
           probeAt: now + 1000,
         }),
       );
-      await waitUntil(() => (worker!.mail.health.downRelays().includes(relay) ? true : undefined), {
+      await waitUntil(() => (worker.mail.health.downRelays().includes(relay) ? true : undefined), {
         what: 'the worker to learn that the relay is down',
       });
       let windowOnReturn: number | undefined;
       const onChange = worker.mail.health.onChange;
       worker.mail.health.onChange = (changed, down) => {
         onChange(changed, down);
-        if (changed === relay && !down) windowOnReturn = worker!.mail.relayWindows().get(relay);
+        if (changed === relay && !down) windowOnReturn = worker.mail.relayWindows().get(relay);
       };
       const ids = await Promise.all([1, 2, 3, 4, 5].map((n) => send(project.apiKey, `u${n}@example.org`)));
       const waiting = await waitUntil(async () => {
@@ -268,8 +209,7 @@ describe('a relay that comes back', () => {
       });
       expect(waiting.last_error).toBe('Relay down: connect ECONNREFUSED');
 
-      const back = await new SmtpSink().start(port);
-      cleanups.push(() => back.stop());
+      const back = await sink(port);
       await back.waitFor(ids.length, 30_000);
       expect(windowOnReturn).toBe(1);
     },

@@ -1,10 +1,8 @@
 import { SMTPServer } from 'smtp-server';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/roles.js';
-import type { StatusBody } from '../../src/services/notifications.js';
+import { describe, expect, it } from 'vitest';
 import { deadRelay, freePort } from '../helpers/dead-relays.js';
-import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
-import { SmtpSink } from '../helpers/smtp-sink.js';
+import { relayTests } from '../helpers/relay-tests.js';
+import { seedProject } from '../helpers/services.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /**
@@ -17,72 +15,13 @@ import { waitUntil } from '../helpers/wait.js';
  * tests' waits went through the fallback at once, without a back-off.
  */
 
-let ctx: TestContext | null = null;
-let worker: Worker | null = null;
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  await worker?.stop();
-  await ctx?.close();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-  worker = null;
-  ctx = null;
-});
-
-async function start(env: Record<string, string> = {}): Promise<TestContext> {
-  ctx = await createTestContext({
+const { start, cleanup, sink, projectVia, send, finalStatus, attempts } = relayTests({
+  env: {
     HERALD_SMTP_TIMEOUT_MS: '2000',
-    HERALD_DELIVERY_POLL_MS: '50',
     HERALD_DELIVERY_RETRY_BASE_MS: '60000',
     HERALD_DELIVERY_MAX_ATTEMPTS: '3',
-    ...env,
-  });
-  worker = createWorker(ctx.services);
-  worker.start();
-  return ctx;
-}
-
-async function sink(port = 0): Promise<SmtpSink> {
-  const started = await new SmtpSink().start(port);
-  cleanups.push(() => started.stop());
-  return started;
-}
-
-async function project(primary: string, fallback: string | null) {
-  const seeded = await seedProject(ctx!.services);
-  await ctx!.services.smtpSettings.setFromUrl(seeded.projectId, primary, { fallbackUrl: fallback });
-  return seeded;
-}
-
-async function send(apiKey: string, to = 'jane@example.org'): Promise<string> {
-  const response = await ctx!.app.inject({
-    method: 'POST',
-    url: '/api/v1/notifications',
-    headers: { authorization: `Bearer ${apiKey}` },
-    payload: { template: 'user_created', to, data: { user_name: 'Jane' } },
-  });
-  expect(response.statusCode).toBe(202);
-  return response.json<{ request_id: string }>().request_id;
-}
-
-async function finalStatus(apiKey: string, requestId: string, timeoutMs = 20_000): Promise<StatusBody> {
-  return waitUntil(
-    async () => {
-      const response = await ctx!.app.inject({
-        url: `/api/v1/notifications/${requestId}`,
-        headers: { authorization: `Bearer ${apiKey}` },
-      });
-      const body = response.json<StatusBody>();
-      return body.status === 'queued' ? undefined : body;
-    },
-    { timeoutMs, intervalMs: 50, what: `${requestId} to finish` },
-  );
-}
-
-async function attempts(requestId: string) {
-  const { attempts: list } = await ctx!.services.notifications.detail(requestId);
-  return list.map((a) => ({ relay: a.relay, outcome: a.outcome, response: a.response }));
-}
+  },
+});
 
 const local = (port: number) => `smtp://127.0.0.1:${port}?security=none`;
 
@@ -90,7 +29,7 @@ describe('a fallback relay', () => {
   it('takes the next attempt at once when the primary refuses connections', { timeout: 60_000 }, async () => {
     await start();
     const fallback = await sink();
-    const { apiKey } = await project(local(await freePort()), fallback.url);
+    const { apiKey } = await projectVia(local(await freePort()), fallback.url);
     const id = await send(apiKey);
     expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', relay: 'fallback', attempts: 2 });
     expect(await attempts(id)).toEqual([
@@ -107,7 +46,7 @@ describe('a fallback relay', () => {
       const ctx = await start();
       const fallback = await sink();
       const primary = await deadRelay('refuses', ctx.services.mailer);
-      const seeded = await project(local(primary.port), fallback.url);
+      const seeded = await projectVia(local(primary.port), fallback.url);
       const first = await Promise.all(
         [1, 2, 3, 4, 5, 6].map((n) => send(seeded.apiKey, `u${n}@example.org`)),
       );
@@ -137,7 +76,7 @@ describe('a fallback relay', () => {
     const primary = await sink();
     primary.failNext = { count: 1, code: 451, message: '4.3.0 Temporary local problem' };
     const fallback = await sink();
-    const { apiKey } = await project(primary.url, fallback.url);
+    const { apiKey } = await projectVia(primary.url, fallback.url);
     const id = await send(apiKey);
     expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', relay: 'fallback' });
     expect(await attempts(id)).toEqual([
@@ -157,10 +96,10 @@ describe('a fallback relay', () => {
       onAuth: (_auth, _session, callback) => callback(new Error('Invalid username or password')),
     });
     await new Promise<void>((resolve) => primary.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => primary.close(() => resolve())));
+    cleanup(() => new Promise<void>((resolve) => primary.close(() => resolve())));
     const port = (primary.server.address() as { port: number }).port;
     const fallback = await sink();
-    const { apiKey } = await project(`smtp://herald:wrong@127.0.0.1:${port}?security=none`, fallback.url);
+    const { apiKey } = await projectVia(`smtp://herald:wrong@127.0.0.1:${port}?security=none`, fallback.url);
     const id = await send(apiKey);
     expect(await finalStatus(apiKey, id)).toMatchObject({ status: 'sent', attempts: 2, relay: 'fallback' });
     expect(await attempts(id)).toEqual([
@@ -184,7 +123,7 @@ describe('a fallback relay', () => {
       '5.1.1 <nobody@example.org>: Recipient address rejected',
     ]);
     const fallback = await sink();
-    const { apiKey } = await project(primary.url, fallback.url);
+    const { apiKey } = await projectVia(primary.url, fallback.url);
     const id = await send(apiKey, 'nobody@example.org');
     const body = await finalStatus(apiKey, id);
     expect(body).toMatchObject({
@@ -205,7 +144,7 @@ describe('a fallback relay', () => {
     async () => {
       await start({ HERALD_DELIVERY_RETRY_BASE_MS: '300', HERALD_DELIVERY_MAX_ATTEMPTS: '10' });
       const fallbackPort = await freePort();
-      const { apiKey } = await project(local(await freePort()), local(fallbackPort));
+      const { apiKey } = await projectVia(local(await freePort()), local(fallbackPort));
       const ids = await Promise.all(Array.from({ length: 10 }, (_, n) => send(apiKey, `u${n}@example.org`)));
       // Both relays refuse for a while: every message has failed attempts on both.
       await waitUntil(
@@ -234,7 +173,7 @@ describe('a fallback relay in production', () => {
       const fallback = await sink();
       const refusing = await freePort();
       const globalFallback = await sink();
-      await start({
+      const ctx = await start({
         NODE_ENV: 'production',
         // The project's primary may be reached; its fallback on loopback may not.
         HERALD_OUTBOUND_ALLOW: `127.0.0.1:${refusing}`,
@@ -243,7 +182,7 @@ describe('a fallback relay in production', () => {
       });
       // An address the rules refuse is refused when it is saved, primary or fallback alike, in
       // whatever form an address may be written.
-      const refused = await seedProject(ctx!.services);
+      const refused = await seedProject(ctx.services);
       const to = (host: string, port: number) => `smtp://${host}:${port}?security=none`;
       for (const [primary, fallbackUrl, what, host] of [
         [local(await freePort()), null, 'SMTP', '127.0.0.1'],
@@ -254,21 +193,21 @@ describe('a fallback relay in production', () => {
         [local(refusing), to('[::1]', fallback.port), 'Fallback SMTP', '::1'],
       ] as const)
         await expect(
-          ctx!.services.smtpSettings.setFromUrl(refused.projectId, primary, { fallbackUrl }),
+          ctx.services.smtpSettings.setFromUrl(refused.projectId, primary, { fallbackUrl }),
         ).rejects.toThrow(
           `${what} host ${host} is not allowed: loopback addresses are refused in production unless ` +
             'HERALD_OUTBOUND_ALLOW lists them; use a public address or a host name',
         );
-      expect(await ctx!.services.smtpSettings.get(refused.projectId)).toBeNull();
+      expect(await ctx.services.smtpSettings.get(refused.projectId)).toBeNull();
       // The allowed address, written another way, is stored as the address it is.
-      await ctx!.services.smtpSettings.setFromUrl(refused.projectId, to('127.1', refusing));
-      expect(await ctx!.services.smtpSettings.get(refused.projectId)).toMatchObject({
+      await ctx.services.smtpSettings.setFromUrl(refused.projectId, to('127.1', refusing));
+      expect(await ctx.services.smtpSettings.get(refused.projectId)).toMatchObject({
         host: '127.0.0.1',
         port: refusing,
       });
 
       // A name is judged when mail goes out, on what it resolves to then.
-      const own = await project(local(refusing), `smtp://localhost:${fallback.port}?security=none`);
+      const own = await projectVia(local(refusing), `smtp://localhost:${fallback.port}?security=none`);
       const id = await send(own.apiKey);
       const body = await finalStatus(own.apiKey, id);
       expect(body).toMatchObject({ status: 'failed', attempts: 2 });
@@ -280,7 +219,7 @@ describe('a fallback relay in production', () => {
       expect(fallback.messages).toHaveLength(0);
 
       // A project without settings of its own: HERALD_SMTP_URL, then HERALD_SMTP_FALLBACK_URL.
-      const plain = await seedProject(ctx!.services);
+      const plain = await seedProject(ctx.services);
       const global = await send(plain.apiKey);
       expect(await finalStatus(plain.apiKey, global)).toMatchObject({ status: 'sent', relay: 'fallback' });
       expect(globalFallback.messages).toHaveLength(1);

@@ -1,8 +1,6 @@
 import { SMTPServer } from 'smtp-server';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../../src/roles.js';
-import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
-import { waitUntil } from '../helpers/wait.js';
+import { describe, expect, it } from 'vitest';
+import { relayTests } from '../helpers/relay-tests.js';
 
 /**
  * A relay that refuses Herald's login with 535 (src/mail/login-gate.ts): a wrong password is tried
@@ -10,17 +8,12 @@ import { waitUntil } from '../helpers/wait.js';
  * new settings are another login, tried at once.
  */
 
-let ctx: TestContext | null = null;
-let worker: Worker | null = null;
-let relay: SMTPServer | null = null;
-
-afterEach(async () => {
-  await worker?.stop();
-  await ctx?.close();
-  await new Promise<void>((resolve) => (relay === null ? resolve() : relay.close(() => resolve())));
-  worker = null;
-  ctx = null;
-  relay = null;
+const { start, cleanup, projectVia, send, firstAttempt } = relayTests({
+  env: {
+    HERALD_SMTP_TIMEOUT_MS: '5000',
+    // No retry within a test: every attempt seen is a message's first.
+    HERALD_DELIVERY_RETRY_BASE_MS: '60000',
+  },
 });
 
 /**
@@ -32,7 +25,7 @@ async function strictRelay(
 ): Promise<{ port: number; logins: () => number; received: () => number }> {
   let logins = 0;
   let received = 0;
-  relay = new SMTPServer({
+  const relay = new SMTPServer({
     allowInsecureAuth: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
@@ -50,52 +43,17 @@ async function strictRelay(
       });
     },
   });
-  await new Promise<void>((resolve) => relay!.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  cleanup(() => new Promise<void>((resolve) => relay.close(() => resolve())));
   const { port } = relay.server.address() as { port: number };
   return { port, logins: () => logins, received: () => received };
-}
-
-async function start(env: Record<string, string> = {}): Promise<TestContext> {
-  ctx = await createTestContext({
-    HERALD_SMTP_TIMEOUT_MS: '5000',
-    HERALD_DELIVERY_POLL_MS: '50',
-    // No retry within a test: every attempt seen is a message's first.
-    HERALD_DELIVERY_RETRY_BASE_MS: '60000',
-    ...env,
-  });
-  worker = createWorker(ctx.services);
-  worker.start();
-  return ctx;
-}
-
-async function send(apiKey: string, to: string): Promise<string> {
-  const response = await ctx!.app.inject({
-    method: 'POST',
-    url: '/api/v1/notifications',
-    headers: { authorization: `Bearer ${apiKey}` },
-    payload: { template: 'user_created', to, data: { user_name: 'Jane' } },
-  });
-  expect(response.statusCode).toBe(202);
-  return response.json<{ request_id: string }>().request_id;
-}
-
-async function firstAttempt(requestId: string): Promise<{ outcome: string; response: string | null }> {
-  return waitUntil(
-    async () => {
-      const { attempts } = await ctx!.services.notifications.detail(requestId);
-      return attempts[0];
-    },
-    { timeoutMs: 20_000, intervalMs: 50, what: `${requestId}'s first attempt` },
-  );
 }
 
 describe('a relay that refuses the login', () => {
   it('is given the login once, not once per queued message, until the settings change', async () => {
     const ctx = await start();
     const strict = await strictRelay();
-    const { projectId, apiKey } = await seedProject(ctx.services);
-    await ctx.services.smtpSettings.setFromUrl(
-      projectId,
+    const { projectId, apiKey } = await projectVia(
       `smtp://herald:wrong@127.0.0.1:${strict.port}?security=none`,
     );
 
@@ -129,13 +87,9 @@ describe('a relay that refuses the login', () => {
   });
 
   it('lets the next message log in when a login was never answered', async () => {
-    const ctx = await start({ HERALD_SMTP_TIMEOUT_MS: '1000' });
+    await start({ HERALD_SMTP_TIMEOUT_MS: '1000' });
     const strict = await strictRelay(1);
-    const { projectId, apiKey } = await seedProject(ctx.services);
-    await ctx.services.smtpSettings.setFromUrl(
-      projectId,
-      `smtp://herald:right@127.0.0.1:${strict.port}?security=none`,
-    );
+    const { apiKey } = await projectVia(`smtp://herald:right@127.0.0.1:${strict.port}?security=none`);
     const unanswered = await send(apiKey, 'first@example.org');
     expect(await firstAttempt(unanswered)).toMatchObject({ outcome: 'retry' });
     const next = await send(apiKey, 'next@example.org');
