@@ -36,6 +36,15 @@ function ago(ms: number | null | undefined, now = Date.now()): string {
   return days < 60 ? `${days} days ago` : time(ms).slice(0, 10);
 }
 
+/**
+ * When a relay that is down is probed next, as the banner's clause: a time that has passed means a
+ * probe is due or under way (its worker moves the time on when the probe ends).
+ */
+function nextProbe(at: number | null, now = Date.now()): string {
+  if (at === null) return '';
+  return at > now ? `, next at ${time(at)}` : ', the next one due now';
+}
+
 function day(ms: number): string {
   const d = new Date(ms);
   return `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
@@ -99,6 +108,7 @@ export const helpers = {
   iso,
   inputTime,
   ago,
+  nextProbe,
   day,
   hour,
   num,

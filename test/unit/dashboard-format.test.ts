@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { helpers } from '../../src/dashboard/format.js';
+
+describe("the SMTP page's next probe of a relay that is down", () => {
+  const now = Date.UTC(2026, 11, 1, 12, 0, 0);
+
+  it('is a time while it is ahead', () => {
+    expect(helpers.nextProbe(now + 30_000, now)).toBe(', next at 2026-12-01 12:00:30 UTC');
+  });
+
+  it('is due now once its time has passed, never a time in the past', () => {
+    expect(helpers.nextProbe(now, now)).toBe(', the next one due now');
+    expect(helpers.nextProbe(now - 5_000, now)).toBe(', the next one due now');
+  });
+
+  it('is left out when none is set', () => {
+    expect(helpers.nextProbe(null, now)).toBe('');
+  });
+});
