@@ -118,6 +118,24 @@ export function checkVariant(
     if (!sameText(source, stored)) checkPart(mode, label, () => refuseContentVariable(source));
 }
 
+/**
+ * Checks each variant (checkVariant) against its stored form in `saved`, with a turn of the event
+ * loop between variants: a template may have a hundred, each compile holds the process, and the
+ * sends of every project should wait for one variant's compile at most, not the whole template's.
+ */
+export async function checkVariants(
+  variants: ReadonlyMap<string, VariantContent>,
+  engine: TemplateEngine,
+  saved?: ReadonlyMap<string, VariantContent>,
+): Promise<void> {
+  let turn: Promise<unknown> | null = null;
+  for (const [locale, content] of variants) {
+    if (turn !== null) await turn;
+    checkVariant(content, engine, locale, saved?.get(locale));
+    turn = new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 /** Whether a part is the one stored, line ends aside (a form sends `\r\n` as `\n`, dashboard/forms.ts). */
 function sameText(part: string, stored: string | null | undefined): boolean {
   return typeof stored === 'string' && part.replace(/\r\n?/g, '\n') === stored.replace(/\r\n?/g, '\n');

@@ -1,7 +1,7 @@
 import { errors } from '../domain/errors.js';
 import type { TemplateEngine } from '../domain/message.js';
 import type { CurrentTemplate } from '../storage/template-versions.js';
-import { checkSizes, checkVariant, type VariantContent } from './template-checks.js';
+import { checkSizes, type VariantContent } from './template-checks.js';
 import { DEFAULT, localeOf, variantsOf } from './template-model.js';
 
 /**
@@ -25,13 +25,10 @@ export interface TemplateContent {
 export const MAX_LOCALE_VARIANTS = 100;
 
 /**
- * The variants of a PUT, each checked as a create or update checks it (against `saved`, the
- * current version's variants), by canonical tag.
+ * The variants of a PUT by canonical tag, each within the sizes of a part; their templates are
+ * checked by `checkVariants`, as a create's or update's are.
  */
-export function variantsFrom(
-  input: TemplateContent,
-  saved?: ReadonlyMap<string, VariantContent>,
-): Map<string, VariantContent> {
+export function variantsFrom(input: TemplateContent): Map<string, VariantContent> {
   const variants = new Map<string, VariantContent>();
   const locales = Object.entries(input.locales ?? {});
   if (locales.length > MAX_LOCALE_VARIANTS)
@@ -42,7 +39,6 @@ export function variantsFrom(
       throw errors.invalidInput(`Locale ${JSON.stringify(tag)} is given twice or is not a locale`);
     const variant = { subject: content.subject, text: content.text, html: emptyHtml(content.html) ?? null };
     checkSizes(variant);
-    checkVariant(variant, 'handlebars', locale, saved?.get(locale));
     variants.set(locale, variant);
   }
   return variants;

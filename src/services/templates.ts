@@ -15,7 +15,13 @@ import {
 import { templateRows } from '../storage/templates.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
-import { checkName, checkSizes, checkVariant, type VariantContent } from './template-checks.js';
+import {
+  checkName,
+  checkSizes,
+  checkVariant,
+  checkVariants,
+  type VariantContent,
+} from './template-checks.js';
 import {
   emptyHtml,
   sameContent,
@@ -93,7 +99,8 @@ export class TemplateService {
   ): Promise<{ template: Template; outcome: 'created' | 'updated' | 'unchanged' }> {
     const project = await this.projects.resolve(projectRef);
     const current = await findCurrentTemplate(this.db, project.id, name);
-    const variants = variantsFrom(input, current === undefined ? undefined : variantsOf(current));
+    const variants = variantsFrom(input);
+    await checkVariants(variants, 'handlebars', current === undefined ? undefined : variantsOf(current));
     const layoutId = (await this.layoutFor(project.id, input.layout ?? null))?.id ?? null;
     if (current === undefined) {
       await this.insertNew(project.id, name, variants, layoutId, {});
@@ -101,7 +108,7 @@ export class TemplateService {
     }
     if (sameContent(current, variants, layoutId))
       return { template: toTemplate(current), outcome: 'unchanged' };
-    await this.saveVersion(current, variants, { engine: 'handlebars', layoutId });
+    await this.saveVersion(current, variants, { engine: 'handlebars', layoutId, checked: true });
     return { template: await this.get(project.id, name), outcome: 'updated' };
   }
 
@@ -253,11 +260,8 @@ export class TemplateService {
     made: NewVersion,
   ): Promise<void> {
     const { engine, layoutId, note = null, sampleData } = made;
-    const stored = made.from ?? variantsOf(current);
-    for (const [locale, content] of variants) {
-      checkSizes({ subject: content.subject, text: content.text, html: content.html });
-      checkVariant(content, engine, locale, stored.get(locale));
-    }
+    for (const content of variants.values()) checkSizes(content);
+    if (made.checked !== true) await checkVariants(variants, engine, made.from ?? variantsOf(current));
     const now = this.now();
     const main = variants.get(DEFAULT) as VariantContent;
     const version = current.template.version + 1;
@@ -377,4 +381,6 @@ interface NewVersion {
   readonly sampleData?: string | null;
   /** The variants the parts are checked against (`checkVariant`): the current version's unless given. */
   readonly from?: ReadonlyMap<string, VariantContent>;
+  /** The variants were checked already (a PUT checks them as it reads them). */
+  readonly checked?: boolean;
 }

@@ -501,3 +501,40 @@ async function asEarlierRelease(
   await db.updateTable('template_variants').set(parts).where('version_id', '=', version.id).execute();
   await db.updateTable('templates').set(parts).where('id', '=', id).execute();
 }
+
+describe('a template of many locale variants', () => {
+  it('is checked one variant per turn of the event loop, so other work goes on while it is saved', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const variant = (n: number) => ({
+      subject: `Hello {{name}} (${n})`,
+      text: `{{#if name}}Hi {{name}}{{/if}} ${n}`,
+      html: `<p>{{#each items}}{{this}}{{/each}} ${n}</p>`,
+    });
+    const locales = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`en-${100 + i}`, variant(i)]));
+    // Counts the turns of the event loop while the save runs: a check of all forty variants in one
+    // go would hold the process, and every project's sends, for all of them.
+    let turns = 0;
+    let saving = true;
+    const tick = () => {
+      if (!saving) return;
+      turns++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    try {
+      const { outcome } = await ctx.services.templates.put(projectId, 'many_locales', {
+        ...variant(-1),
+        locales,
+      });
+      expect(outcome).toBe('created');
+    } finally {
+      saving = false;
+    }
+    expect(turns).toBeGreaterThanOrEqual(39);
+    const { outcome } = await ctx.services.templates.put(projectId, 'many_locales', {
+      ...variant(-1),
+      locales: { ...locales, 'en-100': variant(1000) },
+    });
+    expect(outcome).toBe('updated');
+  });
+});
