@@ -89,7 +89,7 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
       for (let i = 0; i < count; i++) {
         const slot = slots[i] as Slot;
         const text = slot.path === null ? '' : valueText(lookup(values, slot.path));
-        budget.charge(text.length);
+        budget.value(text.length);
         out += (text === '' ? '' : slot.finish(text)) + (literals[i + 1] as string);
       }
       // Trimming is on the whole string: a blank value at either end must not leave a space.

@@ -142,6 +142,21 @@ describe('the template language: a render is bounded', () => {
     expect(renderError(() => text(source, { a: Array(12).fill(0) })).message).toContain('blocks');
   });
 
+  it('fails many placeholders inside a loop within the blocks bound', () => {
+    // 200 items are 200 block bodies, far below the blocks bound, and 198,000 placeholders.
+    const items = Array(200).fill({ a: { b: '' } });
+    const values = `{{#each items}}${'{{a.b}}'.repeat(990)}{{/each}}`;
+    expect(renderError(() => text(values, { items })).message).toBe(
+      `Template render failed: more than ${RENDER_LIMITS.values} placeholders written (many placeholders in an #each over many items?)`,
+    );
+    // An #if never taken renders its (empty) else: a block, counted by the blocks bound.
+    const conditions = `{{#each items}}${'{{#if no}}x{{/if}}'.repeat(490)}{{/each}}`;
+    expect(renderError(() => text(conditions, { items })).message).toContain('blocks');
+    // An order of a thousand lines with twenty placeholders each renders.
+    const lines = `{{#each items}}${'{{v}}'.repeat(20)}{{/each}}`;
+    expect(text(lines, { items: Array(1000).fill({ v: 'x' }) })).toHaveLength(20_000);
+  });
+
   it('fails output past the bound, from values or from repeated text', () => {
     const big = 'x'.repeat(RENDER_LIMITS.output / 2 + 1);
     expect(renderError(() => text('{{v}}{{v}}', { v: big })).message).toBe(

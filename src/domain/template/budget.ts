@@ -15,6 +15,12 @@ export const RENDER_LIMITS = {
    */
   blocks: 10_000,
   /**
+   * Placeholders written per message (`{{x}}`, `{{{x}}}`), blank ones too: what the blocks bound
+   * leaves free, a thousand placeholders inside each of those blocks. An order of a thousand lines
+   * with a few dozen placeholders each stays below it.
+   */
+  values: 100_000,
+  /**
    * Characters a message's parts may add up to (subject, text and HTML, each within its layout).
    * Mailbox providers refuse messages over 10–25 MB and clip HTML bodies long before that.
    */
@@ -39,14 +45,24 @@ export class TemplateRenderError extends Error {
  */
 export class RenderBudget {
   private blocks = 0;
+  private values = 0;
   private output = 0;
   /** Per open block body: the length its nested bodies returned so far. */
   private readonly nested: number[] = [];
 
-  constructor(private readonly limits: { blocks: number; output: number } = RENDER_LIMITS) {}
+  constructor(private readonly limits: { blocks: number; values: number; output: number } = RENDER_LIMITS) {}
 
-  /** Characters of a value written (inside a block body or not). */
-  charge(length: number): void {
+  /** A placeholder written, `length` characters long (inside a block body or not). */
+  value(length: number): void {
+    if (++this.values > this.limits.values) {
+      throw new TemplateRenderError(
+        `more than ${this.limits.values} placeholders written (many placeholders in an #each over many items?)`,
+      );
+    }
+    this.charge(length);
+  }
+
+  private charge(length: number): void {
     this.output += length;
     const depth = this.nested.length;
     if (depth > 0) this.nested[depth - 1] = (this.nested[depth - 1] ?? 0) + length;

@@ -44,7 +44,7 @@ function writer(mode: RenderMode, raw: boolean): (value: unknown) => string {
   const finish = valueFinisher(mode, raw);
   return (value) => {
     const text = valueText(value);
-    active?.charge(text.length);
+    active?.value(text.length);
     return text === '' ? '' : finish(text);
   };
 }
