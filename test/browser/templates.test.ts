@@ -78,7 +78,7 @@ describe('templates with logic, layouts, locales and versions in the dashboard',
     await page.getByRole('alert').filter({ hasText: 'Invalid template: subject, line 1, column' }).waitFor();
     await screenshot(page, 'template-editor-error');
     await page.getByRole('button', { name: 'Create template' }).click();
-    await page.getByRole('alert').filter({ hasText: 'a block is not closed' }).first().waitFor();
+    await page.getByRole('alert').filter({ hasText: '{{#if}} is not closed' }).first().waitFor();
     expect(await page.getByLabel('Subject').inputValue()).toBe('Order {{#if order.id}}{{order.id}}');
 
     await page.getByLabel('Subject').fill('Order {{order.id}} shipped');

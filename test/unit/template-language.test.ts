@@ -101,7 +101,7 @@ describe('the template language: what SES and SendGrid templates use', () => {
 
 describe('the template language: what it refuses when saved, with the place', () => {
   it.each([
-    ['Hello\n{{#if trial}}\nno end', 3, 'not closed'],
+    ['Hello\n{{#if trial}}\nno end', 2, '{{#if}} is not closed (its {{/if}} is missing)'],
     ['{{#if a}}x{{/each}}', 1, "doesn't match"],
     ['ok\nSum {{ 1 + 2 }}', 2, 'unexpected character'],
     ['a {{}}', 1, 'nothing to write'],
@@ -120,6 +120,19 @@ describe('the template language: what it refuses when saved, with the place', ()
     expect(error.place?.line).toBe(line);
     expect(error.place?.column).toBeGreaterThan(0);
     expect(error.message).toContain(reason);
+  });
+
+  it('names a block left open at its opening tag, the innermost one the part ends in', () => {
+    const each = syntaxError('<ul>\n  {{#each items}}\n  <li>{{#if a}}x{{/if}}</li>\n</ul>');
+    expect(each.message).toBe('line 2, column 3: {{#each}} is not closed (its {{/each}} is missing)');
+    expect(each.place).toEqual({ line: 2, column: 3 });
+    const section = syntaxError('{{#each x}}{{#with y}}{{/with}}\n{{~^none}}');
+    expect(section.message).toBe('line 2, column 1: {{^none}} is not closed (its {{/none}} is missing)');
+    expect(section.place).toEqual({ line: 2, column: 1 });
+    // An else, in any of its forms, closes nothing and opens nothing.
+    const chain = syntaxError('{{#if a}}{{else if b}}{{^}}c');
+    expect(chain.message).toBe('line 1, column 1: {{#if}} is not closed (its {{/if}} is missing)');
+    expect(chain.place).toEqual({ line: 1, column: 1 });
   });
 
   it('gives the column of the first wrong character', () => {

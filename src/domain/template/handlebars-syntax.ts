@@ -12,13 +12,32 @@ export const BLOCK_HELPERS = ['if', 'unless', 'each', 'with'] as const;
 type Node = hbs.AST.Node;
 type Expression = hbs.AST.Expression;
 
-/** A parse error in words a template's author reads, at `lexerAt` when the error does not say where. */
+/** A block's opening tag: `#each` or `^items`, and where it is. */
+export interface OpenBlock {
+  readonly tag: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/**
+ * A parse error in words a template's author reads, at `lexerAt` when the error does not say where.
+ * A block left open is named, at its opening tag, by `openBlock` (the innermost one the part ends in).
+ */
 export function syntaxError(
   error: unknown,
   lexerAt: { line: number; column: number } | null,
+  openBlock: () => OpenBlock | null = () => null,
 ): TemplateSyntaxError {
   if (error instanceof RangeError) return new TemplateSyntaxError('blocks nested too deeply', null);
   const message = error instanceof Error ? error.message : String(error);
+  const open = endsInBlock(message) ? openBlock() : null;
+  if (open !== null) {
+    const name = open.tag.slice(1);
+    return new TemplateSyntaxError(`{{${open.tag}}} is not closed (its {{/${name}}} is missing)`, {
+      line: open.line,
+      column: open.column,
+    });
+  }
   const exception = error as { lineNumber?: number; column?: number };
   if (typeof exception.lineNumber === 'number' && typeof exception.column === 'number') {
     // Handlebars' own exceptions end with " - line:column" (column from 0).
@@ -31,12 +50,17 @@ export function syntaxError(
   return new TemplateSyntaxError(parserReason(message), lexerAt);
 }
 
+/** Whether the parser reached the end of the part inside a block. */
+function endsInBlock(parserMessage: string): boolean {
+  return /got 'EOF'/.test(parserMessage) && parserMessage.includes("'OPEN_ENDBLOCK'");
+}
+
 /** The parser's "Expecting 'X', 'Y', got 'Z'" in words a template's author reads. */
 function parserReason(message: string): string {
   const got = /got '([A-Z_]+)'/.exec(message)?.[1];
   if (got === 'EOF')
-    return message.includes("'OPEN_ENDBLOCK'")
-      ? 'a block is not closed (its {{/name}} is missing)'
+    return endsInBlock(message)
+      ? 'a block is not closed (a {{/…}} is missing)'
       : 'the template ends inside {{ }}';
   if (got === 'INVALID') return 'unexpected character inside {{ }} (write \\{{ for literal braces)';
   if (got === 'CLOSE' || got === 'CLOSE_UNESCAPED') return 'nothing to write inside {{ }}';
@@ -162,6 +186,37 @@ export function checkTags(source: string, lexer: TemplateLexer, names: Record<nu
     if (length > tagLength) throw problem(`a tag longer than ${tagLength} characters`);
     if (++inTags > tagTokens) throw problem(`more than ${tagTokens} tokens in the tags of one part`);
     if (name !== undefined && CLOSERS.has(name)) length = -1;
+  }
+}
+
+/**
+ * The innermost block still open where `source` ends, read with Handlebars' lexer: each opening
+ * tag (`{{#name`, `{{^name`) pushes its name, each `{{/` pops one, `{{else}}` and `{{^}}` neither.
+ */
+export function innermostOpenBlock(
+  source: string,
+  lexer: TemplateLexer,
+  names: Record<number, string>,
+): OpenBlock | null {
+  const open: OpenBlock[] = [];
+  let opener: Omit<OpenBlock, 'tag'> & { sign: string } = { sign: '', line: 0, column: 0 };
+  lexer.setInput(source, {});
+  for (;;) {
+    let token: number | string;
+    try {
+      token = lexer.lex();
+    } catch {
+      return null;
+    }
+    const name = typeof token === 'number' ? names[token] : token;
+    if (token === lexer.EOF || name === 'EOF') return open.at(-1) ?? null;
+    if (opener.sign !== '' && name === 'ID')
+      open.push({ tag: opener.sign + lexer.yytext, line: opener.line, column: opener.column });
+    opener = { sign: '', line: 0, column: 0 };
+    if (name === 'OPEN_BLOCK' || name === 'OPEN_INVERSE') {
+      const sign = lexer.yytext.includes('^') ? '^' : '#';
+      opener = { sign, line: lexer.yylloc.first_line, column: lexer.yylloc.first_column + 1 };
+    } else if (name === 'OPEN_ENDBLOCK') open.pop();
   }
 }
 

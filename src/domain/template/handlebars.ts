@@ -6,6 +6,7 @@ import { RenderBudget, TemplateRenderError } from './budget.js';
 import {
   BLOCK_HELPERS,
   checkTags,
+  innermostOpenBlock,
   refuseUnsupported,
   syntaxError,
   type TemplateLexer,
@@ -179,7 +180,7 @@ export function parseTemplate(source: string): hbs.AST.Program {
   try {
     program = env.parse(source);
   } catch (error) {
-    throw syntaxError(error, lexerPlace());
+    throw syntaxError(error, lexerPlace(), () => innermostOpenBlock(source, ...parserTables()));
   }
   refuseUnsupported(program);
   return program;
@@ -190,10 +191,15 @@ export function parseTemplate(source: string): hbs.AST.Program {
  * template is saved or previewed, since its parse and compile hold the event loop.
  */
 export function checkTemplateBounds(source: string): void {
+  checkTags(source, ...parserTables());
+}
+
+/** Handlebars' lexer and the names of its tokens. */
+function parserTables(): [TemplateLexer, Record<number, string>] {
   const { Parser: parser } = environment().handlebars as unknown as {
     Parser: { lexer: TemplateLexer; terminals_: Record<number, string> };
   };
-  checkTags(source, parser.lexer, parser.terminals_);
+  return [parser.lexer, parser.terminals_];
 }
 
 /** Where Handlebars' lexer stopped, for a parser error that does not say. */
