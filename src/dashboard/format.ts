@@ -45,6 +45,16 @@ function nextProbe(at: number | null, now = Date.now()): string {
   return at > now ? `, next at ${time(at)}` : ', the next one due now';
 }
 
+/** `text` as one word of a POSIX shell command, for examples people paste into a terminal. */
+function shellWord(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The JSON body of the send example on a project's key page, naming `template`. */
+function sendExample(template: string): string {
+  return `{"template": ${JSON.stringify(template)}, "to": "jane@example.org", "data": {"user_name": "Jane"}}`;
+}
+
 function day(ms: number): string {
   const d = new Date(ms);
   return `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
@@ -109,6 +119,8 @@ export const helpers = {
   inputTime,
   ago,
   nextProbe,
+  shellWord,
+  sendExample,
   day,
   hour,
   num,

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { helpers } from '../../src/dashboard/format.js';
 
@@ -15,5 +16,19 @@ describe("the SMTP page's next probe of a relay that is down", () => {
 
   it('is left out when none is set', () => {
     expect(helpers.nextProbe(null, now)).toBe('');
+  });
+});
+
+describe("the key page's curl example", () => {
+  it('names any template as the shell and JSON read it back', () => {
+    for (const name of ['welcome', `it's"<b>`, "a'b'c", 'back\\slash', 'dollar $HOME `x`']) {
+      const word = helpers.shellWord(helpers.sendExample(name));
+      const body = execFileSync('sh', ['-c', `printf %s ${word}`], { encoding: 'utf8' });
+      expect(JSON.parse(body)).toEqual({
+        template: name,
+        to: 'jane@example.org',
+        data: { user_name: 'Jane' },
+      });
+    }
   });
 });
