@@ -3,6 +3,7 @@ import { compilePart, type TemplateEngine } from '../domain/message.js';
 import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { checkTemplateBounds } from '../domain/template/handlebars.js';
+import { refuseLiquidTags } from '../domain/template/handlebars-syntax.js';
 import { refuseContentVariable } from '../domain/template/layout-content.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 
@@ -94,11 +95,17 @@ export function compileChecked(source: string, mode: RenderMode, engine: Templat
   });
 }
 
+/** Refuses a part holding a Liquid tag (refuseLiquidTags), naming the part as compileChecked does. */
+export function refuseLiquid(source: string, mode: RenderMode, label = ''): void {
+  checkPart(mode, label, () => refuseLiquidTags(source));
+}
+
 /**
- * Every part of a variant must compile, and a template's part must not read `@content`, which
- * only renders as nothing (refuseContentVariable). `locale` names the variant in the error. A part
- * the same as in `saved` (the variant as stored) is not held to that rule, so a template saved
- * before it can still have its other parts changed, a variant removed, or be put again as it is.
+ * Every part of a variant must compile, and a template's part must neither read `@content`, which
+ * only renders as nothing (refuseContentVariable), nor hold a Liquid tag, which is sent as it is
+ * written (refuseLiquidTags). `locale` names the variant in the error. A part the same as in
+ * `saved` (the variant as stored) is not held to those rules, so a template saved before them can
+ * still have its other parts changed, a variant removed, or be put again as it is.
  */
 export function checkVariant(
   content: VariantContent,
@@ -115,7 +122,10 @@ export function checkVariant(
   for (const [mode, source] of parts) compileChecked(source, mode, engine, label);
   if (engine !== 'handlebars') return;
   for (const [mode, source, stored] of parts)
-    if (!sameText(source, stored)) checkPart(mode, label, () => refuseContentVariable(source));
+    if (!sameText(source, stored)) {
+      checkPart(mode, label, () => refuseContentVariable(source));
+      refuseLiquid(source, mode, label);
+    }
 }
 
 /**

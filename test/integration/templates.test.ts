@@ -173,6 +173,38 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect(after.message!.parsed.html).toBe(before.message!.parsed.html);
   });
 
+  it('refuses a Liquid tag where a template or layout is saved, at its place; other braces are text', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates, layouts } = ctx.services;
+    const liquid = (tag: string) =>
+      `a Liquid tag ({% ${tag} %}) would be sent as it is written: write {{#if value}}…{{/if}}, and {{#each list}}…{{/each}} for {% for %}`;
+    expect(
+      await refusal(() =>
+        templates.create(projectId, {
+          name: 'liquid',
+          subject: 'Hi',
+          text: 'Hello\n  {% if vip %}VIP{% endif %}',
+        }),
+      ),
+    ).toBe(`Invalid template: text body, line 2, column 3: ${liquid('if')}`);
+    expect(
+      await refusal(() =>
+        layouts.create(projectId, {
+          name: 'frame',
+          html: '<main>{{{content}}}</main>{%- for x in y -%}',
+          text: null,
+        }),
+      ),
+    ).toBe(`Invalid template: HTML body (layout), line 1, column 27: ${liquid('for')}`);
+    // A `{%` that opens no Liquid tag is text, as it always was.
+    await templates.create(projectId, {
+      name: 'percent',
+      subject: 'Save 50%',
+      text: 'Up to {% of 100 %}, or {%',
+    });
+    expect((await templates.get(projectId, 'percent')).text).toBe('Up to {% of 100 %}, or {%');
+  });
+
   it('refuses a template that does not parse, naming the part, line and column', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;
