@@ -164,8 +164,16 @@ function parseSendAt(value: unknown, now: number): number | null {
 function parseLocale(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   const locale = canonicalLocale(value);
-  if (locale === null) throw errors.invalidField("Invalid 'locale'");
+  if (locale === null) throw errors.invalidField("Invalid 'locale'", localeHint(value));
   return locale;
+}
+
+/** What to tell a caller whose `locale` is not a tag: the tag it meant, when `_` was its only fault. */
+function localeHint(value: unknown): string {
+  const hyphened = typeof value === 'string' ? canonicalLocale(value.replaceAll('_', '-')) : null;
+  return hyphened !== null
+    ? `BCP 47 tags are written with hyphens: ${hyphened}`
+    : 'A BCP 47 tag of at most 35 characters, such as fr, fr-CA or zh-Hant-TW';
 }
 
 /** `reply_to`: absent, null or '' is none; otherwise one mailbox, as `to` is. */

@@ -490,10 +490,18 @@ describe('templates with logic, layouts, locales and versions', () => {
 
   it("refuses a send whose locale is not a BCP 47 tag of at most 35 characters: 400 Invalid 'locale'", async () => {
     const { apiKey } = await seedProject(ctx.services);
-    for (const locale of ['fr_CA', 42, '', 'a'.repeat(36), 'en-']) {
+    const anyTag = 'A BCP 47 tag of at most 35 characters, such as fr, fr-CA or zh-Hant-TW';
+    for (const [locale, hint] of [
+      ['fr_ca', 'BCP 47 tags are written with hyphens: fr-CA'],
+      ['zh_Hant_TW', 'BCP 47 tags are written with hyphens: zh-Hant-TW'],
+      [42, anyTag],
+      ['', anyTag],
+      ['a'.repeat(36), anyTag],
+      ['en-', anyTag],
+    ]) {
       const response = await send(apiKey, { template: 'user_created', to: 'd@example.org', locale });
       expect(response.statusCode).toBe(400);
-      expect(response.json()).toEqual({ error: "Invalid 'locale'" });
+      expect(response.json()).toEqual({ error: "Invalid 'locale'", hint });
     }
   });
 });
