@@ -89,8 +89,9 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
       for (let i = 0; i < count; i++) {
         const slot = slots[i] as Slot;
         const text = slot.path === null ? '' : valueText(lookup(values, slot.path));
-        budget.value(text.length);
-        out += (text === '' ? '' : slot.finish(text)) + (literals[i + 1] as string);
+        const written = text === '' ? '' : slot.finish(text);
+        budget.value(written.length);
+        out += written + (literals[i + 1] as string);
       }
       // Trimming is on the whole string: a blank value at either end must not leave a space.
       return mode === 'subject' ? out.trim() : out;

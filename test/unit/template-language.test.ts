@@ -170,6 +170,26 @@ describe('the template language: a render is bounded', () => {
     expect(text(lines, { items: Array(1000).fill({ v: 'x' }) })).toHaveLength(20_000);
   });
 
+  it('fails long paths read many times, within the bounds on blocks and placeholders', () => {
+    // 200 items, 20,000 placeholders, each a path of 31 steps through data 30 deep.
+    let deep: unknown = 'x';
+    for (let i = 0; i < 30; i++) deep = { a: deep };
+    const path = `@root.d${'.a'.repeat(30)}`;
+    const source = `{{#each items}}${`{{${path}}}`.repeat(100)}{{/each}}`;
+    expect(renderError(() => text(source, { d: deep, items: Array(200).fill(0) })).message).toBe(
+      `Template render failed: more than ${RENDER_LIMITS.lookups} steps through the data (long paths, or many placeholders in an #each over many items?)`,
+    );
+    // Half as many items stay within it.
+    expect(text(source, { d: deep, items: Array(100).fill(0) })).toHaveLength(10_000);
+  });
+
+  it('counts a value as it is written, escaped', () => {
+    // Each " is written &quot;: six characters for one.
+    const quotes = '"'.repeat(RENDER_LIMITS.output / 4);
+    expect(renderError(() => html('<p>{{v}}</p>', { v: quotes })).message).toContain('output larger');
+    expect(html('<p>{{{v}}}</p>', { v: quotes })).toHaveLength(quotes.length + 7);
+  });
+
   it('fails output past the bound, from values or from repeated text', () => {
     const big = 'x'.repeat(RENDER_LIMITS.output / 2 + 1);
     expect(renderError(() => text('{{v}}{{v}}', { v: big })).message).toBe(

@@ -21,6 +21,11 @@ export const RENDER_LIMITS = {
    */
   values: 100_000,
   /**
+   * Steps through the data per message: each segment of each path read (`{{order.customer.name}}`
+   * is three), blocks' values included. Long paths repeated in a loop cost in proportion to them.
+   */
+  lookups: 400_000,
+  /**
    * Characters a message's parts may add up to (subject, text and HTML, each within its layout).
    * Mailbox providers refuse messages over 10–25 MB and clip HTML bodies long before that.
    */
@@ -46,13 +51,21 @@ export class TemplateRenderError extends Error {
 export class RenderBudget {
   private blocks = 0;
   private values = 0;
+  private lookups = 0;
   private output = 0;
   /** Per open block body: the length its nested bodies returned so far. */
   private readonly nested: number[] = [];
 
-  constructor(private readonly limits: { blocks: number; values: number; output: number } = RENDER_LIMITS) {}
+  constructor(
+    private readonly limits: {
+      blocks: number;
+      values: number;
+      lookups: number;
+      output: number;
+    } = RENDER_LIMITS,
+  ) {}
 
-  /** A placeholder written, `length` characters long (inside a block body or not). */
+  /** A placeholder written, `length` characters long as written (escaped), inside a block body or not. */
   value(length: number): void {
     if (++this.values > this.limits.values) {
       throw new TemplateRenderError(
@@ -60,6 +73,15 @@ export class RenderBudget {
       );
     }
     this.charge(length);
+  }
+
+  /** One segment of a path read from the data. */
+  lookup(): void {
+    if (++this.lookups > this.limits.lookups) {
+      throw new TemplateRenderError(
+        `more than ${this.limits.lookups} steps through the data (long paths, or many placeholders in an #each over many items?)`,
+      );
+    }
   }
 
   private charge(length: number): void {

@@ -45,13 +45,15 @@ function writer(mode: RenderMode, raw: boolean): (value: unknown) => string {
   const finish = valueFinisher(mode, raw);
   return (value) => {
     const text = valueText(value);
-    active?.value(text.length);
-    return text === '' ? '' : finish(text);
+    const written = text === '' ? '' : finish(text);
+    active?.value(written.length);
+    return written;
   };
 }
 
 /** Reads one key as render.ts does: an own, enumerable data property of an object, else nothing. */
 function ownValue(parent: unknown, key: string): unknown {
+  active?.lookup();
   if (parent === null || typeof parent !== 'object') return undefined;
   const descriptor = Object.getOwnPropertyDescriptor(parent, key);
   if (descriptor === undefined || !descriptor.enumerable || !('value' in descriptor)) return undefined;
