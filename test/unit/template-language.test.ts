@@ -129,6 +129,13 @@ describe('the template language: what it refuses when saved, with the place', ()
     const section = syntaxError('{{#each x}}{{#with y}}{{/with}}\n{{~^none}}');
     expect(section.message).toBe('line 2, column 1: {{^none}} is not closed (its {{/none}} is missing)');
     expect(section.place).toEqual({ line: 2, column: 1 });
+    // A block is named by its whole path.
+    for (const path of ['order.items', '../list', '@root.list', '[odd name]']) {
+      const block = syntaxError(`{{#if a}}{{/if}}{{#${path}}}x`);
+      expect(block.message).toBe(
+        `line 1, column 17: {{#${path}}} is not closed (its {{/${path}}} is missing)`,
+      );
+    }
     // An else, in any of its forms, closes nothing and opens nothing.
     const chain = syntaxError('{{#if a}}{{else if b}}{{^}}c');
     expect(chain.message).toBe('line 1, column 1: {{#if}} is not closed (its {{/if}} is missing)');

@@ -212,6 +212,17 @@ export function refuseLiquidTags(source: string): void {
   );
 }
 
+/** What an opening tag's path expects next: its start (`@` or a name), a name, or a separator. */
+type PathPart = 'start' | 'name' | 'separator';
+
+/** What the path expects after a token of the lexer's, or null when the token ends the path. */
+function pathStep(token: string | undefined, expected: PathPart): PathPart | null {
+  if (token === 'DATA' && expected === 'start') return 'name';
+  if (token === 'ID' && expected !== 'separator') return 'separator';
+  if (token === 'SEP' && expected === 'separator') return 'name';
+  return null;
+}
+
 /**
  * The innermost block still open where `source` ends, read with Handlebars' lexer: each opening
  * tag (`{{#name`, `{{^name`) pushes its name, each `{{/` pops one, `{{else}}` and `{{^}}` neither.
@@ -222,7 +233,8 @@ export function innermostOpenBlock(
   names: Record<number, string>,
 ): OpenBlock | null {
   const open: OpenBlock[] = [];
-  let opener: Omit<OpenBlock, 'tag'> & { sign: string } = { sign: '', line: 0, column: 0 };
+  // The opening tag being read: its sign and path so far (`@`, then names between separators).
+  let opening: (OpenBlock & { next: PathPart }) | null = null;
   lexer.setInput(source, {});
   for (;;) {
     let token: number | string;
@@ -233,12 +245,20 @@ export function innermostOpenBlock(
     }
     const name = typeof token === 'number' ? names[token] : token;
     if (token === lexer.EOF || name === 'EOF') return open.at(-1) ?? null;
-    if (opener.sign !== '' && name === 'ID')
-      open.push({ tag: opener.sign + lexer.yytext, line: opener.line, column: opener.column });
-    opener = { sign: '', line: 0, column: 0 };
+    if (opening !== null) {
+      const next = pathStep(name, opening.next);
+      if (next !== null) {
+        opening = { tag: opening.tag + lexer.yytext, line: opening.line, column: opening.column, next };
+        continue;
+      }
+      // The path ended (`{{#each items}}`: `each`); an `{{else}}` or `{{^}}` names nothing.
+      if (opening.next !== 'start')
+        open.push({ tag: opening.tag, line: opening.line, column: opening.column });
+      opening = null;
+    }
     if (name === 'OPEN_BLOCK' || name === 'OPEN_INVERSE') {
-      const sign = lexer.yytext.includes('^') ? '^' : '#';
-      opener = { sign, line: lexer.yylloc.first_line, column: lexer.yylloc.first_column + 1 };
+      const tag = lexer.yytext.includes('^') ? '^' : '#';
+      opening = { tag, line: lexer.yylloc.first_line, column: lexer.yylloc.first_column + 1, next: 'start' };
     } else if (name === 'OPEN_ENDBLOCK') open.pop();
   }
 }
