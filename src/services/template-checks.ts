@@ -3,7 +3,7 @@ import { compilePart, type TemplateEngine } from '../domain/message.js';
 import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { checkTemplateBounds } from '../domain/template/handlebars.js';
-import { refuseLiquidTags } from '../domain/template/handlebars-syntax.js';
+import { refuseLiquidTags } from '../domain/template/liquid-tags.js';
 import { refuseContentVariable } from '../domain/template/layout-content.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 

@@ -176,8 +176,8 @@ describe('templates with logic, layouts, locales and versions', () => {
   it('refuses a Liquid tag where a template or layout is saved, at its place; other braces are text', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates, layouts } = ctx.services;
-    const liquid = (tag: string) =>
-      `a Liquid tag ({% ${tag} %}) would be sent as it is written: write {{#if value}}…{{/if}}, and {{#each list}}…{{/each}} for {% for %}`;
+    const liquid = (tag: string, advice: string) =>
+      `a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice} (to show it as text, write its {% as {{"{%"}})`;
     expect(
       await refusal(() =>
         templates.create(projectId, {
@@ -186,7 +186,9 @@ describe('templates with logic, layouts, locales and versions', () => {
           text: 'Hello\n  {% if vip %}VIP{% endif %}',
         }),
       ),
-    ).toBe(`Invalid template: text body, line 2, column 3: ${liquid('if')}`);
+    ).toBe(
+      `Invalid template: text body, line 2, column 3: ${liquid('if', 'write {{#if value}}…{{else}}…{{/if}}')}`,
+    );
     expect(
       await refusal(() =>
         layouts.create(projectId, {
@@ -195,7 +197,27 @@ describe('templates with logic, layouts, locales and versions', () => {
           text: null,
         }),
       ),
-    ).toBe(`Invalid template: HTML body (layout), line 1, column 27: ${liquid('for')}`);
+    ).toBe(
+      `Invalid template: HTML body (layout), line 1, column 27: ${liquid('for', 'write {{#each list}}…{{/each}}')}`,
+    );
+    expect(
+      await refusal(() =>
+        templates.create(projectId, {
+          name: 'assigned',
+          subject: 'Hi',
+          text: 'ok',
+          html: '<p>{{#if a}}\r\n  x {%- assign total = 3 -%}{{/if}}</p>',
+        }),
+      ),
+    ).toBe(
+      `Invalid template: HTML body, line 2, column 5: ${liquid('assign', 'send what it makes as a value')}`,
+    );
+    // In a comment it is no tag; written with {{"{%"}} it shows as text.
+    await templates.create(projectId, {
+      name: 'shown',
+      subject: 'Hi',
+      text: '{{!-- was {% if vip %} --}}Write {{"{%"}} if vip %} in Liquid',
+    });
     // A `{%` that opens no Liquid tag is text, as it always was.
     await templates.create(projectId, {
       name: 'percent',

@@ -189,29 +189,6 @@ export function checkTags(source: string, lexer: TemplateLexer, names: Record<nu
   }
 }
 
-/**
- * A Liquid tag (`{% if vip %}`, `{%- for item in items -%}`): plain text to Handlebars. The words
- * are Liquid's tags; the text up to `%}` is bounded, so a part full of `{%` is read in linear time.
- */
-const LIQUID_TAG =
-  /\{%-?\s*(if|unless|elsif|else|endif|endunless|for|endfor|break|continue|case|when|endcase|assign|capture|endcapture|increment|decrement|cycle|tablerow|endtablerow|raw|endraw|comment|endcomment|include|render|echo|liquid)\b[^%]{0,200}%\}/;
-
-/**
- * Refuses a part holding a Liquid tag, at the first one: Handlebars would send it as it is written,
- * the condition or loop never run. Checked where a part is saved, as `@content` is.
- */
-export function refuseLiquidTags(source: string): void {
-  const tag = LIQUID_TAG.exec(source);
-  if (tag === null) return;
-  const before = source.slice(0, tag.index);
-  const line = before.split('\n').length;
-  const column = tag.index - before.lastIndexOf('\n');
-  throw new TemplateSyntaxError(
-    `a Liquid tag ({% ${tag[1]} %}) would be sent as it is written: write {{#if value}}…{{/if}}, and {{#each list}}…{{/each}} for {% for %}`,
-    { line, column },
-  );
-}
-
 /** What an opening tag's path expects next: its start (`@` or a name), a name, or a separator. */
 type PathPart = 'start' | 'name' | 'separator';
 

@@ -1,0 +1,60 @@
+import { parseTemplate } from './handlebars.js';
+import { TemplateSyntaxError } from './syntax-error.js';
+
+/**
+ * Liquid's tags in a Handlebars template: `{% if vip %}` is text to Handlebars, so a template
+ * brought from a Liquid service would go out with its conditions and loops written as they are.
+ */
+
+const CONDITIONS = ['if', 'unless', 'elsif', 'else', 'endif', 'endunless', 'case', 'when', 'endcase'];
+const LOOPS = ['for', 'endfor', 'tablerow', 'endtablerow', 'break', 'continue', 'cycle'];
+const OTHERS = ['assign', 'capture', 'endcapture', 'increment', 'decrement', 'raw', 'endraw'];
+const MORE = ['comment', 'endcomment', 'include', 'render', 'echo', 'liquid'];
+
+/** A Liquid tag; the text up to `%}` is bounded, so a part full of `{%` is read in linear time. */
+const LIQUID_TAG = new RegExp(
+  `\\{%-?\\s*(${[...CONDITIONS, ...LOOPS, ...OTHERS, ...MORE].join('|')})\\b[^%]{0,200}%\\}`,
+);
+
+/** What to write in Handlebars for a Liquid tag. */
+function advice(tag: string): string {
+  if (CONDITIONS.includes(tag)) return 'write {{#if value}}…{{else}}…{{/if}}';
+  if (LOOPS.includes(tag)) return 'write {{#each list}}…{{/each}}';
+  return 'send what it makes as a value';
+}
+
+/**
+ * Refuses a part whose text holds a Liquid tag, at the first one; text only, so a tag inside a
+ * `{{!-- comment --}}` is left alone. To show one in a message, its `{%` is written `{{"{%"}}`.
+ * Checked where a part is saved, as `@content` is (layout-content.ts).
+ */
+export function refuseLiquidTags(source: string): void {
+  const stack: hbs.AST.Program[] = [parseTemplate(source)];
+  while (stack.length > 0) {
+    for (const node of (stack.pop() as hbs.AST.Program).body) {
+      if (node.type === 'BlockStatement') {
+        const block = node as hbs.AST.BlockStatement;
+        if (block.inverse) stack.push(block.inverse);
+        if (block.program) stack.push(block.program);
+        continue;
+      }
+      if (node.type !== 'ContentStatement') continue;
+      // The text as written (Handlebars' types call `original` a StripFlags; it is the source text).
+      const text = (node as unknown as { original: string }).original;
+      const found = LIQUID_TAG.exec(text);
+      if (found === null) continue;
+      const lines = text.slice(0, found.index).split('\n');
+      const last = lines.at(-1) ?? '';
+      const start = node.loc.start;
+      const place =
+        lines.length === 1
+          ? { line: start.line, column: start.column + last.length + 1 }
+          : { line: start.line + lines.length - 1, column: last.length + 1 };
+      const tag = found[1] as string;
+      throw new TemplateSyntaxError(
+        `a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice(tag)} (to show it as text, write its {% as {{"{%"}})`,
+        place,
+      );
+    }
+  }
+}
