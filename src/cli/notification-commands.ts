@@ -110,7 +110,7 @@ export function notificationCommands(): Command {
     .argument('<request_id>', 'the request_id returned by the send call')
     .action(
       servicesAction(async ({ notifications }, out, requestId: string) => {
-        const body = await notifications.cancel(requestId);
+        const body = await notifications.cancel(requestId, 'any');
         out.print({ ...body }, `${body.request_id}  ${body.status}  (${body.error_message ?? ''})`);
       }),
     );

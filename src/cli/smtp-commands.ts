@@ -50,7 +50,9 @@ function smtpShown(
         : `down since ${new Date(status.down.since).toISOString()}: ${status.down.lastError ?? 'no error recorded'}` +
           (status.down.nextProbeAt === null
             ? ''
-            : `; next probe ${new Date(status.down.nextProbeAt).toISOString()}`);
+            : status.down.nextProbeAt <= Date.now()
+              ? '; next probe due now'
+              : `; next probe ${new Date(status.down.nextProbeAt).toISOString()}`);
     return `  ${status.role.padEnd(8)}  ${status.relay} (${whose}): ${state}`;
   });
   return [...settings, 'Its mail goes to:', ...relays].join('\n');

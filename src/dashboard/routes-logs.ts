@@ -224,7 +224,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
   app.post<{ Params: { requestId: string } }>('/messages/:requestId/cancel', async (request, reply) => {
     const { requestId } = request.params;
     try {
-      await notifications.cancel(requestId);
+      await notifications.cancel(requestId, 'any');
     } catch (error) {
       if (!(error instanceof HeraldError) || error.code !== ErrorCode.NotCancelable) throw error;
       const why = error.hint ?? 'it is being sent, or it was sent or failed already';

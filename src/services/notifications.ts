@@ -114,12 +114,12 @@ export class NotificationService {
    * status body. One waiting for its time or for a worker is canceled here: the worker's claim and
    * the cancel each change the row only while it is queued, so exactly one of them wins. One a
    * worker has claimed is canceled by that worker while its SMTP transaction has not begun
-   * (`askWorker`). One being sent or finished cannot be canceled. Without `projectId` (an
-   * operator's cancel) the message is found in any project.
+   * (`askWorker`). One being sent or finished cannot be canceled. `project` is the caller's
+   * project, or `any` for an operator's cancel, which finds the message in any project.
    */
-  async cancel(requestId: string, projectId?: number): Promise<StatusBody> {
+  async cancel(requestId: string, project: number | 'any'): Promise<StatusBody> {
     for (;;) {
-      const row = await this.find(requestId, projectId);
+      const row = await this.find(requestId, project === 'any' ? undefined : project);
       const now = this.now();
       const transition = canceled(row, now);
       if (transition === null) {

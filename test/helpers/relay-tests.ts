@@ -55,18 +55,24 @@ export function relayTests({ env, startWorker = true, waitMs = 20_000 }: RelayTe
   const cleanups: (() => Promise<void>)[] = [];
 
   afterEach(async () => {
-    await worker?.stop();
-    await ctx?.close();
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-    worker = null;
-    ctx = null;
+    try {
+      await worker?.stop();
+      await ctx?.close();
+    } finally {
+      worker = null;
+      ctx = null;
+      for (const cleanup of cleanups.splice(0)) await cleanup();
+    }
   });
 
   const context = (): TestContext => {
     if (ctx === null) throw new Error('no context: the test has not called start()');
     return ctx;
   };
-  const createWorker = (): Worker => (worker = createHeraldWorker(context().services));
+  const createWorker = (): Worker => {
+    if (worker !== null) throw new Error('the test has its worker already');
+    return (worker = createHeraldWorker(context().services));
+  };
   const cleanup = (stop: () => Promise<void>) => void cleanups.push(stop);
   const status = async (apiKey: string, requestId: string) =>
     (await getStatus(context().app, apiKey, requestId)).json<StatusBody>();
