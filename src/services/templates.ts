@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { errors, type HeraldError } from '../domain/errors.js';
+import { ErrorCode, HeraldError, errors } from '../domain/errors.js';
 import type { LayoutSource, TemplateEngine } from '../domain/message.js';
 import type { LocalizedTemplate } from '../domain/template/localized.js';
 import type { Database, TemplateRow } from '../storage/schema.js';
@@ -98,13 +98,20 @@ export class TemplateService {
     input: TemplateContent,
   ): Promise<{ template: Template; outcome: 'created' | 'updated' | 'unchanged' }> {
     const project = await this.projects.resolve(projectRef);
-    const current = await findCurrentTemplate(this.db, project.id, name);
+    let current = await findCurrentTemplate(this.db, project.id, name);
     const variants = variantsFrom(input);
     await checkVariants(variants, 'handlebars', current === undefined ? undefined : variantsOf(current));
     const layoutId = (await this.layoutFor(project.id, input.layout ?? null))?.id ?? null;
     if (current === undefined) {
-      await this.insertNew(project.id, name, variants, layoutId, {});
-      return { template: await this.get(project.id, name), outcome: 'created' };
+      try {
+        await this.insertNew(project.id, name, variants, layoutId, {});
+        return { template: await this.get(project.id, name), outcome: 'created' };
+      } catch (error) {
+        if (!(error instanceof HeraldError && error.code === ErrorCode.TemplateExists)) throw error;
+        // Another PUT created it while this one was checked: this one updates what that one made.
+        current = await findCurrentTemplate(this.db, project.id, name);
+        if (current === undefined) throw error;
+      }
     }
     if (sameContent(current, variants, layoutId))
       return { template: toTemplate(current), outcome: 'unchanged' };

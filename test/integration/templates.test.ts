@@ -563,7 +563,7 @@ async function asEarlierRelease(
 }
 
 describe('a template of many locale variants', () => {
-  it('is checked one variant per turn of the event loop, so other work goes on while it is saved', async () => {
+  it('is checked one variant per turn of the event loop, and a PUT that loses the race to create it updates', async () => {
     const { projectId } = await seedProject(ctx.services);
     const variant = (n: number) => ({
       subject: `Hello {{name}} (${n})`,
@@ -591,6 +591,15 @@ describe('a template of many locale variants', () => {
       saving = false;
     }
     expect(turns).toBeGreaterThanOrEqual(39);
+
+    // Two PUTs creating one template, checked turn by turn side by side: one creates, the other
+    // updates what it made, and neither is told the template exists.
+    const [first, second] = await Promise.all([
+      ctx.services.templates.put(projectId, 'raced', { ...variant(1), locales }),
+      ctx.services.templates.put(projectId, 'raced', { ...variant(2), locales }),
+    ]);
+    expect([first.outcome, second.outcome].sort()).toEqual(['created', 'updated']);
+    expect((await ctx.services.templates.get(projectId, 'raced')).version).toBe(2);
     const { outcome } = await ctx.services.templates.put(projectId, 'many_locales', {
       ...variant(-1),
       locales: { ...locales, 'en-100': variant(1000) },
