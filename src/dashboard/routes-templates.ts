@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { parseMailbox } from '../domain/address.js';
+import { parseGivenMailbox } from '../domain/address.js';
 import type { Project } from '../services/projects.js';
 import { TEMPLATE_LIMITS, type Template } from '../services/templates.js';
 import {
@@ -295,7 +295,7 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     if (locale === null)
       return fail('That is not a locale: the test email goes in a variant the template has.');
     if (testTo === '') return fail('Enter the address to send the test email to.');
-    const to = parseMailbox(testTo);
+    const to = parseGivenMailbox(testTo);
     if (to === null) return fail('The recipient is not an email address: enter one such as you@example.org.');
     const data = parseSampleData(values.data);
     if ('error' in data) return fail(data.error);

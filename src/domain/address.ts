@@ -26,6 +26,15 @@ const ALL_DIGITS = /^[0-9]+$/;
 const UNQUOTED_NAME_FORBIDDEN = /[()<>[\]:;@\\,"]/;
 
 /**
+ * A mailbox as a caller or an operator gives it (a send's `to` and `reply_to`, a from address, an
+ * admin): parseMailbox's, without direction overrides. Addresses already stored are read with
+ * parseMailbox, so mail accepted before this rule still goes.
+ */
+export function parseGivenMailbox(input: string): Mailbox | null {
+  return typeof input === 'string' && BIDI_CONTROL.test(input) ? null : parseMailbox(input);
+}
+
+/**
  * Parses exactly one mailbox: `jane@example.org` or `Jane Doe <jane@example.org>` or
  * `"Doe, Jane" <jane@example.org>`. Returns null when invalid.
  */
@@ -63,6 +72,8 @@ export function mailboxProblem(
 ): string | undefined {
   if (typeof input !== 'string') return 'Give one address as a string, e.g. "jane@example.org"';
   if (HEADER_BREAK.test(input)) return 'An address may not contain a line break or a control character';
+  if (BIDI_CONTROL.test(input))
+    return 'An address may not contain a direction override (U+202A–U+202E, U+2066–U+2069), which can show its name as another';
   const unstorable = unstorableText(input);
   if (unstorable !== null) return `The address ${unstorable}`;
   const address = /<([^<>]*)>\s*$/.exec(input)?.[1] ?? input.trim();
@@ -116,6 +127,13 @@ function parseName(raw: string): string | null {
   }
   return name.length > MAX_NAME_LENGTH ? null : name;
 }
+
+/**
+ * Characters that turn the text after them around (RLO, LRE, the isolates): `Jane\u202E…` shows as
+ * a name its writer did not type, the "Trojan source" trick. A right-to-left name needs none of
+ * them: mail clients lay out Arabic and Hebrew names by the Unicode algorithm on their own.
+ */
+const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
 
 // eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
 const NOT_ASCII = /[^\u0000-\u007f]/;

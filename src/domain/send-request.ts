@@ -1,5 +1,5 @@
 import type { Mailbox } from './address.js';
-import { mailboxProblem, parseMailbox } from './address.js';
+import { mailboxProblem, parseGivenMailbox } from './address.js';
 import { unstorableText } from './storable-text.js';
 import { parseAttachments, type Attachment } from './attachments.js';
 import { jsonByteLength } from './canonical-json.js';
@@ -179,7 +179,7 @@ function localeHint(value: unknown): string {
 /** `reply_to`: absent, null or '' is none; otherwise one mailbox, as `to` is. */
 function parseReplyTo(value: unknown): Mailbox | null {
   if (value === undefined || value === null || value === '') return null;
-  const mailbox = typeof value === 'string' ? parseMailbox(value) : null;
+  const mailbox = typeof value === 'string' ? parseGivenMailbox(value) : null;
   if (mailbox === null)
     throw errors.invalidField("Invalid 'reply_to'", mailboxProblem(value, 'a message has one Reply-To'));
   return mailbox;
@@ -226,7 +226,7 @@ export function parseSendRequest(
   // given and invalid, as a caller's blank address field is, never mail to the contact email.
   let to: Mailbox | null = null;
   if (fields.to !== undefined && fields.to !== null) {
-    to = typeof fields.to === 'string' ? parseMailbox(fields.to) : null;
+    to = typeof fields.to === 'string' ? parseGivenMailbox(fields.to) : null;
     if (to === null) throw errors.invalidRecipient(mailboxProblem(fields.to));
   }
 

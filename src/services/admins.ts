@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { parseMailbox } from '../domain/address.js';
+import { parseGivenMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
 import { LOGIN_WINDOW_MS, loginKeys, loginRefusal, type LoginKeyKind } from '../domain/login-throttle.js';
 import { decoyHash, hashPassword, verifyPassword } from '../security/password.js';
@@ -66,7 +66,7 @@ export function sha256(value: string): string {
 
 /** An admin's email as it is stored, however it was typed; null when it is not one address. */
 export function adminEmail(raw: string): string | null {
-  const mailbox = parseMailbox(raw.trim());
+  const mailbox = parseGivenMailbox(raw.trim());
   return mailbox === null || mailbox.name !== undefined ? null : mailbox.address.toLowerCase();
 }
 

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { checkQuotaLimit, checkQuotaPeriod, type QuotaPeriod } from '../domain/quota.js';
-import { parseMailbox } from '../domain/address.js';
+import { parseGivenMailbox } from '../domain/address.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey } from '../domain/api-key.js';
 import { errors } from '../domain/errors.js';
 import { countWaiting } from '../storage/notifications.js';
@@ -73,7 +73,7 @@ function checkName(name: string): string {
 function checkEmail(value: string | null | undefined, label: string): string | null | undefined {
   if (value === undefined || value === null) return value;
   if (value === '') return null;
-  const mailbox = parseMailbox(value);
+  const mailbox = parseGivenMailbox(value);
   if (mailbox === null || mailbox.name !== undefined)
     throw errors.invalidInput(`${label} must be an email address`);
   return mailbox.address;

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { parseMailbox } from '../domain/address.js';
+import { parseGivenMailbox } from '../domain/address.js';
 import { errors } from '../domain/errors.js';
 import { outboundRefusal, specialRange, type OutboundPolicy } from '../domain/outbound.js';
 import { isSmtpSecurity } from '../mail/smtp-target.js';
@@ -55,7 +55,7 @@ export function checkRelay(
 /** The settings' own from address, in its stored form; empty or absent is none. */
 export function checkFromEmail(value: string | null | undefined): string | null {
   if (value === undefined || value === null || value === '') return null;
-  const mailbox = parseMailbox(value);
+  const mailbox = parseGivenMailbox(value);
   if (mailbox === null || mailbox.name !== undefined)
     throw errors.invalidInput('From email must be an email address');
   return mailbox.address;

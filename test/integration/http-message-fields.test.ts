@@ -78,6 +78,11 @@ describe('reply_to', () => {
       'An address may not contain a line break or a control character',
     ],
     ['a number', 5, 'Give one address as a string, e.g. "jane@example.org"'],
+    [
+      'a direction override',
+      'Help\u202eksed <help@shop.example>',
+      'An address may not contain a direction override (U+202A–U+202E, U+2066–U+2069), which can show its name as another',
+    ],
   ])("refuses %s with Invalid 'reply_to', and says why", async (_name, value, hint) => {
     await refused({ ...base, reply_to: value }, 400, "Invalid 'reply_to'");
     expect((await send(ctx.app, apiKey, { ...base, reply_to: value })).json()).toEqual({

@@ -1,5 +1,10 @@
 import { describe, it, expect } from 'vitest';
-import { MAX_ADDRESS_LENGTH, mailboxProblem, parseMailbox } from '../../src/domain/address.js';
+import {
+  MAX_ADDRESS_LENGTH,
+  mailboxProblem,
+  parseGivenMailbox,
+  parseMailbox,
+} from '../../src/domain/address.js';
 
 describe('parseMailbox: valid', () => {
   it.each([
@@ -18,6 +23,9 @@ describe('parseMailbox: valid', () => {
     ['"back\\\\slash" <jane@example.org>', { name: 'back\\slash', address: 'jane@example.org' }],
     ['Dr. Jane Doe <jane@example.org>', { name: 'Dr. Jane Doe', address: 'jane@example.org' }],
     ['Jürgen Ñandú 日本 <j@example.org>', { name: 'Jürgen Ñandú 日本', address: 'j@example.org' }],
+    // Right-to-left names need no direction overrides; a right-to-left mark is no override.
+    ['יעל כהן <yael@example.org>', { name: 'יעל כהן', address: 'yael@example.org' }],
+    ['\u200fسارة\u200f <sara@example.org>', { name: '\u200fسارة\u200f', address: 'sara@example.org' }],
     [
       "o'brien+tag.x!#$%&*/=?^_`{|}~-@sub-domain.example.co",
       { address: "o'brien+tag.x!#$%&*/=?^_`{|}~-@sub-domain.example.co" },
@@ -153,6 +161,14 @@ describe('mailboxProblem: why an address was refused, where it can be said for c
     ['x\u0000@example.org', 'An address may not contain a line break or a control character'],
     ['Jane \ud800 <jane@example.org>', 'The address contains a lone surrogate, which is not Unicode text'],
     [
+      'Jane\u202egro.elpmaxe <jane@example.org>',
+      'An address may not contain a direction override (U+202A–U+202E, U+2066–U+2069), which can show its name as another',
+    ],
+    [
+      '\u2067Jane\u2069 <jane@example.org>',
+      'An address may not contain a direction override (U+202A–U+202E, U+2066–U+2069), which can show its name as another',
+    ],
+    [
       'jane@example.org, joe@example.org',
       'Give one address: a send has one recipient (a batch sends to several)',
     ],
@@ -173,7 +189,7 @@ describe('mailboxProblem: why an address was refused, where it can be said for c
     ['Doe, Jane <jane@example.org>', undefined],
     ['jane@192.168.0.1', undefined],
   ])('%j → %s', (input, problem) => {
-    expect(parseMailbox(input as string)).toBeNull();
+    expect(parseGivenMailbox(input as string)).toBeNull();
     expect(mailboxProblem(input)).toBe(problem);
   });
 });
