@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { Trouble } from './logger.js';
 import { ConfigError, type Config } from './config.js';
-import { parseMailbox, type Mailbox } from './domain/address.js';
+import { parseGivenMailbox, type Mailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
 import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
 import { Metrics } from './metrics/metrics.js';
@@ -132,7 +132,7 @@ export async function openServices(
     throw new ConfigError(`HERALD_SMTP_URL: ${(error as Error).message}`);
   }
   const globalFallback = globalRelay(config.smtpFallbackUrl, 'HERALD_SMTP_FALLBACK_URL');
-  const defaultFrom = config.smtpFrom === null ? null : parseMailbox(config.smtpFrom);
+  const defaultFrom = config.smtpFrom === null ? null : parseGivenMailbox(config.smtpFrom);
   let listenerFailed = false;
   // What the listening connection (PostgreSQL) is for in this process, and what its loss costs.
   const listening = [

@@ -133,7 +133,7 @@ function parseName(raw: string): string | null {
  * a name its writer did not type, the "Trojan source" trick. A right-to-left name needs none of
  * them: mail clients lay out Arabic and Hebrew names by the Unicode algorithm on their own.
  */
-const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
+export const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
 
 // eslint-disable-next-line no-control-regex -- the whole ASCII range, control characters included
 const NOT_ASCII = /[^\u0000-\u007f]/;

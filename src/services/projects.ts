@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { checkQuotaLimit, checkQuotaPeriod, type QuotaPeriod } from '../domain/quota.js';
-import { parseGivenMailbox } from '../domain/address.js';
+import { BIDI_CONTROL, parseGivenMailbox } from '../domain/address.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey } from '../domain/api-key.js';
 import { errors } from '../domain/errors.js';
 import { countWaiting } from '../storage/notifications.js';
@@ -84,6 +84,11 @@ export function checkFromName(value: string | null | undefined): string | null |
   if (value === undefined || value === null) return value;
   const trimmed = value.replace(/[\r\n\t]+/g, ' ').trim();
   if (trimmed.length > 200) throw errors.invalidInput('From name must be at most 200 characters');
+  // The From name is where a reversed name would mislead most (address.ts BIDI_CONTROL).
+  if (BIDI_CONTROL.test(trimmed))
+    throw errors.invalidInput(
+      'From name may not contain a direction override (U+202A–U+202E, U+2066–U+2069)',
+    );
   return trimmed === '' ? null : trimmed;
 }
 

@@ -102,6 +102,12 @@ describe(`SMTP settings (${backend})`, () => {
       400,
       'From name must be at most 200 characters',
     );
+    // And it may not be shown reversed.
+    expectError(
+      await admin.put(path('/smtp'), { url: 'smtp://mail.example', from_name: 'Shop\u202epohs' }),
+      400,
+      'From name may not contain a direction override (U+202A–U+202E, U+2066–U+2069)',
+    );
     // A password with a % of its own, in the main URL or the fallback's.
     const percent = 'SMTP URL password has a % that starts no %XX escape: write a % as %25';
     expectError(await admin.put(path('/smtp'), { url: 'smtp://u:50%off@mail.example' }), 400, percent);
