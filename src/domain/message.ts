@@ -128,10 +128,15 @@ export class CompiledMessage {
     // An HTML body that renders as nothing but white space (all of it in a block that is false)
     // is left out: the message goes as text, instead of blank in every client that shows HTML.
     if (html !== null && !/\S/.test(html)) html = null;
-    // The layout sees the same data, and the body as `content`.
-    if (this.layoutText !== null) text = this.layoutText.render({ ...values, content: text }, budget);
-    if (this.layoutHtml !== null && html !== null)
+    // The layout sees the same data, and the body as `content`, whose length is counted once.
+    if (this.layoutText !== null) {
+      budget.rewrite(text.length);
+      text = this.layoutText.render({ ...values, content: text }, budget);
+    }
+    if (this.layoutHtml !== null && html !== null) {
+      budget.rewrite(html.length);
       html = this.layoutHtml.render({ ...values, content: html }, budget);
+    }
     return { subject, text, html };
   }
 }

@@ -88,6 +88,7 @@ export function compileTemplate(source: string, mode: RenderMode): CompiledTempl
       let out = head;
       for (let i = 0; i < count; i++) {
         const slot = slots[i] as Slot;
+        if (slot.path !== null) budget.lookup(slot.path.length);
         const text = slot.path === null ? '' : valueText(lookup(values, slot.path));
         const written = text === '' ? '' : slot.finish(text);
         budget.value(written.length);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CompiledMessage, templatePlaceholders } from '../../src/domain/message.js';
 import { RENDER_LIMITS, TemplateRenderError } from '../../src/domain/template/budget.js';
+import { compileTemplate } from '../../src/domain/render.js';
 import { compileHandlebars } from '../../src/domain/template/handlebars.js';
 import { canonicalLocale, chooseLocale } from '../../src/domain/template/locale.js';
 import { LocalizedTemplate } from '../../src/domain/template/localized.js';
@@ -190,6 +191,12 @@ describe('the template language: a render is bounded', () => {
     expect(text(source, { d: deep, items: Array(100).fill(0) })).toHaveLength(10_000);
   });
 
+  it('counts the steps of the placeholder engine too, whose templates a rollback may bring back', () => {
+    const path = `d${'.a'.repeat(31)}`;
+    const template = compileTemplate(`{{${path}}} `.repeat(20_000), 'text');
+    expect(renderError(() => template.render({})).message).toContain('steps through the data');
+  });
+
   it('counts a value as it is written, escaped', () => {
     // Each " is written &quot;: six characters for one.
     const quotes = '"'.repeat(RENDER_LIMITS.output / 4);
@@ -207,13 +214,30 @@ describe('the template language: a render is bounded', () => {
   });
 
   it('counts one budget for all the parts of a message, its layout included', () => {
-    const half = 'z'.repeat(RENDER_LIMITS.output / 2);
+    const half = 'z'.repeat(RENDER_LIMITS.output / 2 + 1);
+    const parts = new CompiledMessage({ subject: 'S', text: '{{v}}', html: '<p>{{v}}</p>' }, null);
+    expect(renderError(() => parts.render({ v: half })).message).toContain('output larger');
+    // A third in the body and two more in its layout.
+    const third = 'z'.repeat(RENDER_LIMITS.output / 3 + 1);
     const message = new CompiledMessage(
       { subject: 'S', text: '{{v}}', html: '<p>{{v}}</p>' },
-      { text: '{{content}}', html: '<main>{{{content}}}</main>' },
+      { text: '{{content}}{{v}}{{v}}', html: '<main>{{{content}}}</main>' },
     );
-    expect(renderError(() => message.render({ v: half })).message).toContain('output larger');
-    expect(message.render({ v: 'ok' })).toEqual({ subject: 'S', text: 'ok', html: '<main><p>ok</p></main>' });
+    expect(renderError(() => message.render({ v: third })).message).toContain('output larger');
+    expect(message.render({ v: 'ok' })).toEqual({
+      subject: 'S',
+      text: 'okokok',
+      html: '<main><p>ok</p></main>',
+    });
+  });
+
+  it('counts a body once though its layout writes it again', () => {
+    const body = 'b'.repeat(Math.floor(RENDER_LIMITS.output * 0.6));
+    const message = new CompiledMessage(
+      { subject: 'S', text: '{{v}}', html: null },
+      { text: '[{{content}}]', html: null },
+    );
+    expect(message.render({ v: body }).text).toHaveLength(body.length + 2);
   });
 });
 

@@ -75,9 +75,10 @@ export class RenderBudget {
     this.charge(length);
   }
 
-  /** One segment of a path read from the data. */
-  lookup(): void {
-    if (++this.lookups > this.limits.lookups) {
+  /** Segments of a path read from the data: one, or a whole path's. */
+  lookup(segments = 1): void {
+    this.lookups += segments;
+    if (this.lookups > this.limits.lookups) {
       throw new TemplateRenderError(
         `more than ${this.limits.lookups} steps through the data (long paths, or many placeholders in an #each over many items?)`,
       );
@@ -112,6 +113,14 @@ export class RenderBudget {
     if (this.output > this.limits.output) {
       throw new TemplateRenderError(`output larger than ${this.limits.output} characters`);
     }
+  }
+
+  /**
+   * The body, counted as it was rendered, is written again into its layout (`{{{content}}}`): its
+   * characters are counted once, in the message as sent.
+   */
+  rewrite(length: number): void {
+    this.output -= length;
   }
 
   /** A block body threw: forget it, so the budget stays balanced for the caller's error. */
