@@ -212,6 +212,18 @@ describe('templates with logic, layouts, locales and versions', () => {
     ).toBe(
       `Invalid template: HTML body, line 2, column 5: ${liquid('assign', 'send what it makes as a value')}`,
     );
+    // The first in the source is named, inside a block or not, with lines ended by a lone \r too.
+    expect(
+      await refusal(() =>
+        templates.create(projectId, {
+          name: 'first',
+          subject: 'Hi',
+          text: '{{#if a}}x\r{% unless y %}{{/if}}\n{% for z in zs %}',
+        }),
+      ),
+    ).toBe(
+      `Invalid template: text body, line 2, column 1: ${liquid('unless', 'write {{#if value}}…{{else}}…{{/if}}')}`,
+    );
     // In a comment it is no tag; written with {{"{%"}} it shows as text.
     await templates.create(projectId, {
       name: 'shown',

@@ -29,32 +29,39 @@ function advice(tag: string): string {
  * Checked where a part is saved, as `@content` is (layout-content.ts).
  */
 export function refuseLiquidTags(source: string): void {
-  const stack: hbs.AST.Program[] = [parseTemplate(source)];
-  while (stack.length > 0) {
-    for (const node of (stack.pop() as hbs.AST.Program).body) {
-      if (node.type === 'BlockStatement') {
-        const block = node as hbs.AST.BlockStatement;
-        if (block.inverse) stack.push(block.inverse);
-        if (block.program) stack.push(block.program);
-        continue;
-      }
-      if (node.type !== 'ContentStatement') continue;
-      // The text as written (Handlebars' types call `original` a StripFlags; it is the source text).
-      const text = (node as unknown as { original: string }).original;
-      const found = LIQUID_TAG.exec(text);
-      if (found === null) continue;
-      const lines = text.slice(0, found.index).split('\n');
-      const last = lines.at(-1) ?? '';
-      const start = node.loc.start;
-      const place =
-        lines.length === 1
-          ? { line: start.line, column: start.column + last.length + 1 }
-          : { line: start.line + lines.length - 1, column: last.length + 1 };
-      const tag = found[1] as string;
-      throw new TemplateSyntaxError(
-        `a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice(tag)} (to show it as text, write its {% as {{"{%"}})`,
-        place,
-      );
+  const first = firstTag(parseTemplate(source).body);
+  if (first === null) return;
+  throw new TemplateSyntaxError(
+    `a Liquid tag ({% ${first.tag} %}) would be sent as it is written: ${advice(first.tag)} (to show it as text, write its {% as {{"{%"}})`,
+    first.place,
+  );
+}
+
+/** The first Liquid tag in the text of `body` and the blocks in it, in the order of the source. */
+function firstTag(
+  body: readonly hbs.AST.Statement[],
+): { tag: string; place: { line: number; column: number } } | null {
+  for (const node of body) {
+    if (node.type === 'BlockStatement') {
+      const block = node as hbs.AST.BlockStatement;
+      const found = firstTag(block.program?.body ?? []) ?? firstTag(block.inverse?.body ?? []);
+      if (found !== null) return found;
+      continue;
     }
+    if (node.type !== 'ContentStatement') continue;
+    // The text as written (Handlebars' types call `original` a StripFlags; it is the source text).
+    const text = (node as unknown as { original: string }).original;
+    const found = LIQUID_TAG.exec(text);
+    if (found === null) continue;
+    // Lines end as Handlebars counts them for `loc`: at \r\n, \r or \n.
+    const lines = text.slice(0, found.index).split(/\r\n?|\n/);
+    const last = lines.at(-1) ?? '';
+    const start = node.loc.start;
+    const place =
+      lines.length === 1
+        ? { line: start.line, column: start.column + last.length + 1 }
+        : { line: start.line + lines.length - 1, column: last.length + 1 };
+    return { tag: found[1] as string, place };
   }
+  return null;
 }
