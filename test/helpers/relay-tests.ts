@@ -55,14 +55,13 @@ export function relayTests({ env, startWorker = true, waitMs = 20_000 }: RelayTe
   const cleanups: (() => Promise<void>)[] = [];
 
   afterEach(async () => {
-    try {
-      await worker?.stop();
-      await ctx?.close();
-    } finally {
-      worker = null;
-      ctx = null;
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    }
+    // Every step runs whatever failed before it; the first failure is the test's.
+    const steps = [() => worker?.stop(), () => ctx?.close(), ...cleanups.splice(0)];
+    worker = null;
+    ctx = null;
+    const failures: unknown[] = [];
+    for (const step of steps) await Promise.resolve(step()).catch((error: unknown) => failures.push(error));
+    if (failures.length > 0) throw failures[0];
   });
 
   const context = (): TestContext => {

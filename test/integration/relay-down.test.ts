@@ -207,7 +207,11 @@ describe('a relay that comes back', () => {
         const body = await status(project.apiKey, ids[0]!);
         return body.last_error === undefined ? undefined : body;
       });
-      expect(waiting.last_error).toBe('Relay down: connect ECONNREFUSED');
+      // No attempt of its own: the error is the one the other worker recorded, or, on a machine slow
+      // enough for this worker's first probe to have failed meanwhile, the probe's.
+      expect(waiting.last_error).toMatch(
+        /^Relay down: (connect ECONNREFUSED|The relay at .* \(ECONNREFUSED\))$/,
+      );
 
       const back = await sink(port);
       await back.waitFor(ids.length, 30_000);
