@@ -5,7 +5,9 @@ import { createWorker, type Worker } from '../../src/roles.js';
 import { NotificationService } from '../../src/services/notifications.js';
 import { Signal } from '../../src/services/signal.js';
 import { cancelClaimed, cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
-import { NOTIFICATION_QUEUE, releaseClaims } from '../../src/storage/queue.js';
+import { claimPostgres } from '../../src/storage/postgres/claim.js';
+import { NOTIFICATION_QUEUE, claimWith, releaseClaims } from '../../src/storage/queue.js';
+import { claimSqlite } from '../../src/storage/sqlite/claim.js';
 import { bearer, expectError, sendOk, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -332,6 +334,7 @@ describe('cancel of a claimed message', () => {
     const claim = { now: Date.now() + 2 * DAY, leaseUntil: Date.now() + DAY, limit: 1 };
     const db = ctx.services.storage.db;
     await ctx.services.storage.claim(NOTIFICATION_QUEUE, { ...claim, owner: 'stopping-worker' });
+    const claimStatement = ctx.services.storage.kind === 'postgres' ? claimPostgres : claimSqlite;
     let wakes = 0;
     const service = new NotificationService(
       db,
@@ -347,9 +350,13 @@ describe('cancel of a claimed message', () => {
               .execute();
             if (wakes === 1) {
               // The first holder stops and gives the message back uncounted; another worker,
-              // with a lane of its own busy, claims it at once: the same attempt count.
-              await releaseClaims(db, NOTIFICATION_QUEUE, [held!.id], 'stopping-worker', Date.now());
-              await ctx.services.storage.claim(NOTIFICATION_QUEUE, { ...claim, owner: 'other-worker' });
+              // with a lane of its own busy, claims it at once: the same attempt count. One
+              // transaction, so the canceler never sees it queued between the two (it would cancel
+              // it there itself, without asking again).
+              await db.transaction().execute(async (tx) => {
+                await releaseClaims(tx, NOTIFICATION_QUEUE, [held!.id], 'stopping-worker', Date.now());
+                await claimWith(tx, claimStatement, NOTIFICATION_QUEUE, { ...claim, owner: 'other-worker' });
+              });
             } else {
               // The new holder answers the request made about its own claim.
               await db.transaction().execute((tx) => cancelClaimed(tx, held!, 'other-worker', Date.now()));
