@@ -126,6 +126,30 @@ const OPENERS = new Set([
 const CLOSERS = new Set(['CLOSE', 'CLOSE_UNESCAPED', 'CLOSE_RAW_BLOCK', 'INVERSE']);
 
 /**
+ * The names of the tokens Handlebars' lexer reads in `source`, one at a time (the lexer's `yytext`
+ * and `yylloc` are the token's meanwhile), to the end of the part or to a character it cannot read:
+ * the parser stops there too, with its own words.
+ */
+function* tokenNames(
+  source: string,
+  lexer: TemplateLexer,
+  names: Record<number, string>,
+): Generator<string | undefined, void, undefined> {
+  lexer.setInput(source, {});
+  for (;;) {
+    let token: number | string;
+    try {
+      token = lexer.lex();
+    } catch {
+      return;
+    }
+    const name = typeof token === 'number' ? names[token] : token;
+    if (token === lexer.EOF || name === 'EOF') return;
+    yield name;
+  }
+}
+
+/**
  * Refuses a part past TEMPLATE_BOUNDS, at the token that passes one, and a sub-expression at once
  * (Herald has none). It reads the part with Handlebars' own lexer, so it sees the tags as the
  * parser will (strings, `[segments]`, comments, escapes), and stops at the first bound passed:
@@ -142,17 +166,7 @@ export function checkTags(source: string, lexer: TemplateLexer, names: Record<nu
   let depth = 0;
   const problem = (reason: string) =>
     new TemplateSyntaxError(reason, { line: lexer.yylloc.first_line, column: lexer.yylloc.first_column + 1 });
-  lexer.setInput(source, {});
-  for (;;) {
-    let token: number | string;
-    try {
-      token = lexer.lex();
-    } catch {
-      return; // the parser stops at the same place, with its own words
-    }
-    if (token === lexer.EOF) return;
-    const name = typeof token === 'number' ? names[token] : token;
-    if (name === 'EOF') return;
+  for (const name of tokenNames(source, lexer, names)) {
     if (++tokens > maxTokens) throw problem(`more than ${maxTokens} tokens in one part`);
     if (name === 'OPEN_SEXPR') throw problem('helper calls in parentheses are not supported');
     // Parsed as a section named `raw`, it would show its text only where the data has a `raw`.
@@ -212,16 +226,7 @@ export function innermostOpenBlock(
   const open: OpenBlock[] = [];
   // The opening tag being read: its sign and path so far (`@`, then names between separators).
   let opening: (OpenBlock & { next: PathPart }) | null = null;
-  lexer.setInput(source, {});
-  for (;;) {
-    let token: number | string;
-    try {
-      token = lexer.lex();
-    } catch {
-      return null;
-    }
-    const name = typeof token === 'number' ? names[token] : token;
-    if (token === lexer.EOF || name === 'EOF') return open.at(-1) ?? null;
+  for (const name of tokenNames(source, lexer, names)) {
     if (opening !== null) {
       const next = pathStep(name, opening.next);
       if (next !== null) {
@@ -238,6 +243,7 @@ export function innermostOpenBlock(
       opening = { tag, line: lexer.yylloc.first_line, column: lexer.yylloc.first_column + 1, next: 'start' };
     } else if (name === 'OPEN_ENDBLOCK') open.pop();
   }
+  return open.at(-1) ?? null;
 }
 
 /**

@@ -8,12 +8,25 @@ import { TemplateSyntaxError } from './syntax-error.js';
 
 const CONDITIONS = ['if', 'unless', 'elsif', 'else', 'endif', 'endunless', 'case', 'when', 'endcase'];
 const LOOPS = ['for', 'endfor', 'tablerow', 'endtablerow', 'break', 'continue', 'cycle'];
-const OTHERS = ['assign', 'capture', 'endcapture', 'increment', 'decrement', 'raw', 'endraw'];
-const MORE = ['comment', 'endcomment', 'include', 'render', 'echo', 'liquid'];
+const OTHERS = [
+  'assign',
+  'capture',
+  'endcapture',
+  'increment',
+  'decrement',
+  'raw',
+  'endraw',
+  'comment',
+  'endcomment',
+  'include',
+  'render',
+  'echo',
+  'liquid',
+];
 
 /** A Liquid tag; the text up to `%}` is bounded, so a part full of `{%` is read in linear time. */
 const LIQUID_TAG = new RegExp(
-  `\\{%-?\\s*(${[...CONDITIONS, ...LOOPS, ...OTHERS, ...MORE].join('|')})\\b[^%]{0,200}%\\}`,
+  `\\{%-?\\s*(${[...CONDITIONS, ...LOOPS, ...OTHERS].join('|')})\\b[^%]{0,200}%\\}`,
 );
 
 /** What to write in Handlebars for a Liquid tag. */
