@@ -34,6 +34,17 @@ afterAll(async () => {
 const open = (requestId: string, query = '') =>
   app.inject({ url: `/messages/${requestId}${query}`, cookies: { herald_session: session } });
 
+/** A send of `welcome` to `to`, due in a day: a message a cancel can still stop. */
+const sendScheduled = async (to: string) =>
+  (
+    await sendOk(ctx.app, apiKey, {
+      template: 'welcome',
+      to,
+      data: { user_name: 'Jane', password: 'x' },
+      send_at: new Date(Date.now() + 86_400_000).toISOString(),
+    })
+  ).request_id;
+
 describe(`message page (${backend})`, () => {
   it('masks a password placeholder in the request data and the rendered text, and reveals it on request', async () => {
     const { request_id } = await sendOk(ctx.app, apiKey, {
@@ -77,12 +88,7 @@ describe(`message page (${backend})`, () => {
   });
 
   it('shows a canceled scheduled send as canceled, not as a failed delivery', async () => {
-    const sendAt = new Date(Date.now() + 3_600_000).toISOString();
-    const { request_id } = await sendOk(ctx.app, apiKey, {
-      template: 'welcome',
-      to: 'jane@example.org',
-      send_at: sendAt,
-    });
+    const request_id = await sendScheduled('jane@example.org');
     const canceled = await ctx.app.inject({
       method: 'DELETE',
       url: `/api/v1/notifications/${request_id}`,
@@ -345,12 +351,7 @@ describe(`canceling a message from its page (${backend})`, () => {
   const client = () => dashboardClient(app, session);
 
   it('cancels a scheduled message as the API does, once', async () => {
-    const { request_id } = await sendOk(ctx.app, apiKey, {
-      template: 'welcome',
-      to: 'jane@example.org',
-      data: { user_name: 'Jane', password: 'x' },
-      send_at: new Date(Date.now() + 86_400_000).toISOString(),
-    });
+    const request_id = await sendScheduled('jane@example.org');
     const before = await client().get(`/messages/${request_id}`);
     expect(before.body).toContain('data-testid="cancel-message"');
 
@@ -390,12 +391,7 @@ describe(`canceling a message from its page (${backend})`, () => {
   });
 
   it('needs the form of a signed-in admin', async () => {
-    const { request_id } = await sendOk(ctx.app, apiKey, {
-      template: 'welcome',
-      to: 'jane@example.org',
-      data: { user_name: 'Jane', password: 'x' },
-      send_at: new Date(Date.now() + 86_400_000).toISOString(),
-    });
+    const request_id = await sendScheduled('jane@example.org');
     const forged = await client().post(`/messages/${request_id}/cancel`, {}, null);
     expect(forged.statusCode).toBe(403);
     const anonymous = await app.inject({ method: 'POST', url: `/messages/${request_id}/cancel` });

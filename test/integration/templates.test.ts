@@ -176,54 +176,60 @@ describe('templates with logic, layouts, locales and versions', () => {
   it('refuses a Liquid tag where a template or layout is saved, at its place; other braces are text', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates, layouts } = ctx.services;
-    const liquid = (tag: string, advice: string) =>
-      `a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice} (to show it as text, write its {% as {{"{%"}})`;
-    expect(
-      await refusal(() =>
-        templates.create(projectId, {
-          name: 'liquid',
-          subject: 'Hi',
-          text: 'Hello\n  {% if vip %}VIP{% endif %}',
-        }),
-      ),
-    ).toBe(
-      `Invalid template: text body, line 2, column 3: ${liquid('if', 'write {{#if value}}…{{else}}…{{/if}}')}`,
-    );
-    expect(
-      await refusal(() =>
-        layouts.create(projectId, {
-          name: 'frame',
-          html: '<main>{{{content}}}</main>{%- for x in y -%}',
-          text: null,
-        }),
-      ),
-    ).toBe(
-      `Invalid template: HTML body (layout), line 1, column 27: ${liquid('for', 'write {{#each list}}…{{/each}}')}`,
-    );
-    expect(
-      await refusal(() =>
-        templates.create(projectId, {
-          name: 'assigned',
-          subject: 'Hi',
-          text: 'ok',
-          html: '<p>{{#if a}}\r\n  x {%- assign total = 3 -%}{{/if}}</p>',
-        }),
-      ),
-    ).toBe(
-      `Invalid template: HTML body, line 2, column 5: ${liquid('assign', 'send what it makes as a value')}`,
-    );
-    // The first in the source is named, inside a block or not, with lines ended by a lone \r too.
-    expect(
-      await refusal(() =>
-        templates.create(projectId, {
-          name: 'first',
-          subject: 'Hi',
-          text: '{{#if a}}x\r{% unless y %}{{/if}}\n{% for z in zs %}',
-        }),
-      ),
-    ).toBe(
-      `Invalid template: text body, line 2, column 1: ${liquid('unless', 'write {{#if value}}…{{else}}…{{/if}}')}`,
-    );
+    const condition = 'write {{#if value}}…{{else}}…{{/if}}';
+    const refusals: [() => Promise<unknown>, string, string, string][] = [
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'liquid',
+            subject: 'Hi',
+            text: 'Hello\n  {% if vip %}VIP{% endif %}',
+          }),
+        'text body, line 2, column 3',
+        'if',
+        condition,
+      ],
+      [
+        () =>
+          layouts.create(projectId, {
+            name: 'frame',
+            html: '<main>{{{content}}}</main>{%- for x in y -%}',
+            text: null,
+          }),
+        'HTML body (layout), line 1, column 27',
+        'for',
+        'write {{#each list}}…{{/each}}',
+      ],
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'assigned',
+            subject: 'Hi',
+            text: 'ok',
+            html: '<p>{{#if a}}\r\n  x {%- assign total = 3 -%}{{/if}}</p>',
+          }),
+        'HTML body, line 2, column 5',
+        'assign',
+        'send what it makes as a value',
+      ],
+      // The first in the source is named, inside a block or not, with lines ended by a lone \r too.
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'first',
+            subject: 'Hi',
+            text: '{{#if a}}x\r{% unless y %}{{/if}}\n{% for z in zs %}',
+          }),
+        'text body, line 2, column 1',
+        'unless',
+        condition,
+      ],
+    ];
+    for (const [save, where, tag, advice] of refusals)
+      expect(await refusal(save)).toBe(
+        `Invalid template: ${where}: a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice} ` +
+          '(to show it as text, write its {% as {{"{%"}})',
+      );
     // In a comment it is no tag; written with {{"{%"}} it shows as text.
     await templates.create(projectId, {
       name: 'shown',
