@@ -5,7 +5,7 @@ import {
   type CompiledTemplate,
   type RenderMode,
 } from './render.js';
-import { RenderBudget } from './template/budget.js';
+import { RENDER_LIMITS, RenderBudget, TemplateRenderError } from './template/budget.js';
 import { compileHandlebars, handlebarsPlaceholders } from './template/handlebars.js';
 
 /**
@@ -123,6 +123,10 @@ export class CompiledMessage {
     budget: RenderBudget = new RenderBudget(),
   ): RenderedMessage {
     const subject = this.subject.render(values, budget);
+    if (subject.length > RENDER_LIMITS.subject)
+      throw new TemplateRenderError(
+        `the subject is ${subject.length} characters, more than ${RENDER_LIMITS.subject} (a long value in it belongs in the body)`,
+      );
     let text = this.text.render(values, budget);
     let html = this.html?.render(values, budget) ?? null;
     // An HTML body that renders as nothing but white space (all of it in a block that is false)

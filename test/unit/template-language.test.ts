@@ -231,6 +231,15 @@ describe('the template language: a render is bounded', () => {
     });
   });
 
+  it('fails a subject that renders past its bound, whatever the rest of the message', () => {
+    const message = new CompiledMessage({ subject: 'Re: {{v}}', text: 'ok', html: null }, null);
+    const long = 'v'.repeat(RENDER_LIMITS.subject - 4);
+    expect(message.render({ v: long }).subject).toHaveLength(RENDER_LIMITS.subject);
+    expect(renderError(() => message.render({ v: `${long}w` })).message).toBe(
+      `Template render failed: the subject is ${RENDER_LIMITS.subject + 1} characters, more than ${RENDER_LIMITS.subject} (a long value in it belongs in the body)`,
+    );
+  });
+
   it('counts a body once though its layout writes it again', () => {
     const body = 'b'.repeat(Math.floor(RENDER_LIMITS.output * 0.6));
     const message = new CompiledMessage(

@@ -30,6 +30,13 @@ export const RENDER_LIMITS = {
    * Mailbox providers refuse messages over 10–25 MB and clip HTML bodies long before that.
    */
   output: 2 * 1024 * 1024,
+  /**
+   * Characters of the rendered subject, twice what a template's subject may be written with. Mail
+   * clients show the first hundred or so, and relays keep a message's header to some tens of
+   * kilobytes (Postfix drops what passes its `header_size_limit`): a subject longer than this is a
+   * value that belongs in the body.
+   */
+  subject: 2000,
 } as const;
 
 /** The prefix of the `error_message` of a message whose template could not be rendered. */
