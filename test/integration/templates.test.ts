@@ -224,6 +224,18 @@ describe('templates with logic, layouts, locales and versions', () => {
         'unless',
         condition,
       ],
+      // A Liquid tag with a Handlebars value in it is named where it opens, not at its end tag.
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'mixed',
+            subject: 'Hi',
+            text: 'Dear {{name}},\n{% if {{vip}} %}VIP{% endif %}',
+          }),
+        'text body, line 2, column 1',
+        'if',
+        condition,
+      ],
     ];
     for (const [save, where, tag, advice] of refusals)
       expect(await refusal(save)).toBe(

@@ -24,10 +24,16 @@ const OTHERS = [
   'liquid',
 ];
 
+const TAG_NAMES = [...CONDITIONS, ...LOOPS, ...OTHERS].join('|');
+
 /** A Liquid tag; the text up to `%}` is bounded, so a part full of `{%` is read in linear time. */
-const LIQUID_TAG = new RegExp(
-  `\\{%-?\\s*(${[...CONDITIONS, ...LOOPS, ...OTHERS].join('|')})\\b[^%]{0,200}%\\}`,
-);
+const LIQUID_TAG = new RegExp(`\\{%-?\\s*(${TAG_NAMES})\\b[^%]{0,200}%\\}`);
+
+/**
+ * A Liquid tag cut off by a Handlebars tag where the text ends: `{% if {{vip}} %}` is the text
+ * `{% if `, the value `vip`, then the text ` %}`.
+ */
+const LIQUID_TAG_CUT = new RegExp(`\\{%-?\\s*(${TAG_NAMES})\\b[^%]{0,200}$`);
 
 /** What to write in Handlebars for a Liquid tag. */
 function advice(tag: string): string {
@@ -54,7 +60,7 @@ export function refuseLiquidTags(source: string): void {
 function firstTag(
   body: readonly hbs.AST.Statement[],
 ): { tag: string; place: { line: number; column: number } } | null {
-  for (const node of body) {
+  for (const [index, node] of body.entries()) {
     if (node.type === 'BlockStatement') {
       const block = node as hbs.AST.BlockStatement;
       const found = firstTag(block.program?.body ?? []) ?? firstTag(block.inverse?.body ?? []);
@@ -64,7 +70,9 @@ function firstTag(
     if (node.type !== 'ContentStatement') continue;
     // The text as written (Handlebars' types call `original` a StripFlags; it is the source text).
     const text = (node as unknown as { original: string }).original;
-    const found = LIQUID_TAG.exec(text);
+    // A tag cut off at the end of the text comes after any whole one in it (no `%` follows it).
+    const cut = index + 1 < body.length ? LIQUID_TAG_CUT : null;
+    const found = LIQUID_TAG.exec(text) ?? cut?.exec(text) ?? null;
     if (found === null) continue;
     // Lines end as Handlebars counts them for `loc`: at \r\n, \r or \n.
     const lines = text.slice(0, found.index).split(/\r\n?|\n/);
