@@ -12,6 +12,7 @@ import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
 import { BodyChecker, BodyCheckerBusy } from './body-checker.js';
+import { KeysInFlight } from './keys-in-flight.js';
 import { sendContinue } from './expect-continue.js';
 import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
@@ -97,20 +98,25 @@ function authenticate(projects: ProjectService) {
   };
 }
 
-function idempotencyKey(request: FastifyRequest): string | undefined {
+/** The request's Idempotency-Key: undefined when it has none, null when its header is not one. */
+function idempotencyHeader(request: FastifyRequest): string | undefined | null {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined) return undefined;
   const key = Array.isArray(raw) ? raw[0] : raw;
-  if (
-    key === undefined ||
-    key.length === 0 ||
-    key.length > MAX_IDEMPOTENCY_KEY_LENGTH ||
-    !/^[\x21-\x7e]+$/.test(key)
-  ) {
+  const valid =
+    key !== undefined &&
+    key.length > 0 &&
+    key.length <= MAX_IDEMPOTENCY_KEY_LENGTH &&
+    /^[\x21-\x7e]+$/.test(key);
+  return valid ? key : null;
+}
+
+function idempotencyKey(request: FastifyRequest): string | undefined {
+  const key = idempotencyHeader(request);
+  if (key === null)
     throw errors.invalidField(
       `Invalid 'Idempotency-Key' header (1–${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters)`,
     );
-  }
   return key;
 }
 
@@ -196,10 +202,19 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   app.addHook('onClose', () => bodies.close());
   const large = new LargeBodies();
   deps.onLargeBodies?.(() => large.inFlight);
-  /** Before a send's body is read: a large one only while there is room for it (large-bodies.ts). */
+  const keys = new KeysInFlight();
+  /**
+   * Before a send's body is read: its Idempotency-Key held (a header that is not one is refused
+   * by the handler, in the specification's order), and a large body only while there is room for
+   * it (large-bodies.ts).
+   */
   const preParsing = async (request: FastifyRequest, reply: FastifyReply) => {
+    const projectId = (request.project as ProjectRow).id;
+    const key = idempotencyHeader(request);
     // Answered here, the body is never read; a hook's return value would be taken for a new body.
-    if (!large.admit(request, reply, String((request.project as ProjectRow).id))) busy(reply);
+    if (typeof key === 'string' && !keys.hold(projectId, key, reply))
+      sendError(reply, 409, errors.idempotencyInFlight().message);
+    else if (!large.admit(request, reply, String(projectId))) busy(reply);
     else sendContinue(request);
   };
   app.removeContentTypeParser('application/json');

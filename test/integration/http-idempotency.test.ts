@@ -1,6 +1,8 @@
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countNotifications, expectError, send } from '../helpers/http.js';
+import { SEND_PATH, bearer, countNotifications, expectError, send } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
+import { waitUntil } from '../helpers/wait.js';
 
 /** product.md §3: the Idempotency-Key header (after the IETF draft), kept per project. */
 
@@ -176,5 +178,64 @@ describe('concurrent requests with the same key', () => {
     const after = await send(ctx.app, apiKey, BODY, withKey('burst'));
     expect(after.headers['idempotent-replayed']).toBe('true');
     expect(after.body).toBe(fresh[0]!.body);
+  });
+
+  it("answers 409 to a retry while the first request's body is still arriving, and the first goes on", async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const json = JSON.stringify(BODY);
+    const upload = new PassThrough();
+    const first = ctx.app.inject({
+      method: 'POST',
+      url: SEND_PATH,
+      headers: { 'content-type': 'application/json', ...bearer(apiKey), ...withKey('slow') },
+      payload: upload,
+    });
+    upload.write(json.slice(0, 10));
+    // The server reads the body only after its hooks have run: the key is held by then.
+    await waitUntil(() => (upload.readableLength === 0 ? true : undefined), {
+      what: 'the first part of the body to be read',
+    });
+    const retry = await send(ctx.app, apiKey, BODY, withKey('slow'));
+    expectError(retry, 409, 'A request with this Idempotency-Key is still being processed');
+    // Another key of the same project, and the same key in another project, are not held.
+    expect((await send(ctx.app, apiKey, BODY, withKey('other'))).statusCode).toBe(202);
+    const elsewhere = await seedProject(ctx.services);
+    expect((await send(ctx.app, elsewhere.apiKey, BODY, withKey('slow'))).statusCode).toBe(202);
+
+    upload.end(json.slice(10));
+    const accepted = await first;
+    expect(accepted.statusCode).toBe(202);
+    expect(accepted.headers['idempotent-replayed']).toBeUndefined();
+    const replay = await send(ctx.app, apiKey, BODY, withKey('slow'));
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toBe(accepted.body);
+    expect(await countNotifications(ctx.services, projectId)).toBe(2);
+  });
+
+  it('lets the key go when the first request is cut off while its body arrives', async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const upload = new PassThrough();
+    const cut = ctx.app.inject({
+      method: 'POST',
+      url: SEND_PATH,
+      headers: { 'content-type': 'application/json', ...bearer(apiKey), ...withKey('cut') },
+      payload: upload,
+    });
+    upload.write('{"template":');
+    await waitUntil(() => (upload.readableLength === 0 ? true : undefined), {
+      what: 'the first part of the body to be read',
+    });
+    upload.destroy(new Error('connection lost'));
+    await cut.catch(() => undefined);
+    const retry = await waitUntil(
+      async () => {
+        const response = await send(ctx.app, apiKey, BODY, withKey('cut'));
+        return response.statusCode === 409 ? undefined : response;
+      },
+      { what: 'the key to be let go' },
+    );
+    expect(retry.statusCode).toBe(202);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect(await countNotifications(ctx.services, projectId)).toBe(1);
   });
 });
