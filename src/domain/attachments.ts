@@ -69,10 +69,16 @@ export function extensionOf(filename: string): string {
   return dot <= 0 ? '' : filename.slice(dot + 1).toLowerCase();
 }
 
-// A media type (RFC 6838 names) with optional token parameters: nothing a header could misread.
 const TOKEN = "[A-Za-z0-9!#$&^_.+'-]+";
+/**
+ * A media type's parameter (`charset=utf-8`, `charset="utf-8"`): a token, and a token or a quoted
+ * string for its value, the quoted one of printable ASCII without `"`, `\\` or `;`: nothing a header
+ * could misread, and nothing that splits it at a `;`.
+ */
+export const MEDIA_TYPE_PARAMETER = `${TOKEN}=(?:${TOKEN}|"[ !#-:<-\\[\\]-~]*")`;
+// A media type (RFC 6838 names) with optional parameters.
 const MEDIA_TYPE = new RegExp(
-  `^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\\s*;\\s*${TOKEN}=${TOKEN})*$`,
+  `^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\\s*;\\s*${MEDIA_TYPE_PARAMETER})*$`,
 );
 
 /** A Content-Type parameter that names the file (`name`, or `filename` as some clients read it). */

@@ -11,6 +11,7 @@ import {
 } from 'nodemailer/lib/mime-funcs';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 import { parseMailbox, type Mailbox } from '../domain/address.js';
+import { MEDIA_TYPE_PARAMETER } from '../domain/attachments.js';
 import { HEADER_BREAK_RUNS } from '../domain/header-break.js';
 import { normalizeNewlines } from '../domain/render.js';
 
@@ -137,10 +138,11 @@ function filePart(file: OutgoingFile): Buffer {
   return out;
 }
 
-// A media type with token parameters, as domain/attachments.ts admits them; anything else is sent
-// as application/octet-stream rather than let into a header.
-const CONTENT_TYPE =
-  /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(?:; [A-Za-z0-9!#$&^_.+'-]+=[A-Za-z0-9!#$&^_.+'-]+)*$/;
+// A media type with parameters, as domain/attachments.ts admits and writes them; anything else is
+// sent as application/octet-stream rather than let into a header.
+const CONTENT_TYPE = new RegExp(
+  `^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(?:; ${MEDIA_TYPE_PARAMETER})*$`,
+);
 
 function contentTypeValue(type: string): string {
   return CONTENT_TYPE.test(type) ? type : 'application/octet-stream';

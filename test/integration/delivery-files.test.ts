@@ -69,7 +69,7 @@ describe('a send with files over SMTP', () => {
       {
         filename: 'Résumé – 2026.txt',
         content: Buffer.from('Grüße, 世界\r\n'),
-        content_type: 'text/plain; charset=utf-8',
+        content_type: 'text/plain; charset="utf-8"',
       },
       { filename: '請求書 (copy).csv', content: randomBytes(57 * 3 + 1) },
       { filename: 'empty.dat', content: Buffer.alloc(0) },

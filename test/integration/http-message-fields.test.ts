@@ -143,12 +143,15 @@ describe('attachments', () => {
           content_type: 'Text/Plain; charset=utf-8',
         },
         { filename: '.hidden data', content: '' },
+        // A parameter's value may be quoted, as RFC 2045 allows and many mail libraries write it.
+        { filename: 'rows.csv', content: b64('a,b'), content_type: 'text/csv; charset="utf-8"' },
       ],
     });
     expect((await statusOf(ctx.app, apiKey, sent.request_id)).attachments).toEqual([
       { filename: 'Invoice 2026-11.pdf', content_type: 'application/pdf', size: 13 },
       { filename: 'Résumé.txt', content_type: 'text/plain; charset=utf-8', size: 6 },
       { filename: 'hidden data', content_type: 'application/octet-stream', size: 0 },
+      { filename: 'rows.csv', content_type: 'text/csv; charset="utf-8"', size: 3 },
     ]);
   });
 
@@ -213,6 +216,16 @@ describe('attachments', () => {
       'a content type that is not one',
       [{ filename: 'a.pdf', content: '', content_type: 'a.pdf' }],
       "Invalid 'attachments' (attachments[0].content_type is not a media type such as application/pdf)",
+    ],
+    [
+      'a quoted parameter with a quote in it',
+      [{ filename: 'a.txt', content: '', content_type: 'text/plain; x="a\\"; Bcc: y"' }],
+      /content_type is not a media type/,
+    ],
+    [
+      'a quoted parameter that names the file',
+      [{ filename: 'a.txt', content: '', content_type: 'text/plain; name="evil.exe"' }],
+      "Invalid 'attachments' (attachments[0].content_type names the file; give its name as filename only)",
     ],
     [
       'a content type with a header break',
