@@ -212,6 +212,31 @@ describe('concurrent requests with the same key', () => {
     expect(await countNotifications(ctx.services, projectId)).toBe(2);
   });
 
+  it('lets the key go with each response on a connection kept alive', async () => {
+    const { apiKey } = await seedProject(ctx.services);
+    // Listening until the suite's app is closed, which closes the idle connection too.
+    const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    const answers: [number, string | null, string | null][] = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${address}${SEND_PATH}`, {
+        method: 'POST',
+        body: JSON.stringify(BODY),
+        headers: { 'content-type': 'application/json', ...bearer(apiKey), ...withKey('kept') },
+      });
+      await response.text();
+      answers.push([
+        response.status,
+        response.headers.get('idempotent-replayed'),
+        response.headers.get('connection'),
+      ]);
+    }
+    expect(answers).toEqual([
+      [202, null, 'keep-alive'],
+      [202, 'true', 'keep-alive'],
+      [202, 'true', 'keep-alive'],
+    ]);
+  });
+
   it('lets the key go when the first request is cut off while its body arrives', async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
     const upload = new PassThrough();
