@@ -14,6 +14,7 @@ import { adminSettingsRoutes } from './admin-settings.js';
 import { adminTemplateRoutes } from './admin-templates.js';
 import { adminValidator } from './admin-validation.js';
 import { sendError } from './errors.js';
+import { sendContinue } from './expect-continue.js';
 import { bodyText, NOT_UTF8_HINT, parseJson } from './check-body.js';
 
 export type { AdminDeps } from './admin-deps.js';
@@ -71,6 +72,11 @@ function jsonBodies(admin: FastifyInstance): void {
   });
 }
 
+/** Asks a client that waits for `100 Continue` for its body (expect-continue.ts). */
+async function continueAdmitted(request: FastifyRequest): Promise<void> {
+  sendContinue(request);
+}
+
 /**
  * The management API: everything the dashboard manages, over the same services, under
  * /api/v1/admin. Every call is authenticated by an admin token (before its body is read), limited
@@ -126,6 +132,10 @@ export async function adminApi(app: FastifyInstance, deps: AdminDeps): Promise<v
         // pages would otherwise seem to work). The 405 routes answer before any check.
         if (route.schema?.querystring === undefined && route.config?.wrongMethod !== true)
           route.schema = { ...route.schema, querystring: NoQuery };
+        // A client waiting to send its body is asked for it only once the rate limit let the call
+        // through (the limit's hook was added to the route just before this one runs).
+        route.config = { ...route.config, continueWhenAdmitted: true };
+        route.preParsing = [route.preParsing ?? []].flat().concat(continueAdmitted);
         const url = route.url.slice(ADMIN_PREFIX.length);
         const set = methods.get(url) ?? new Set<string>();
         for (const method of [route.method].flat()) set.add(method);

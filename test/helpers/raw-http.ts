@@ -52,12 +52,13 @@ export interface ListeningApp {
 
 /**
  * Registers the suite's set-up and tear-down of an app listening with `clientLimits`, metrics
- * served without a token. The returned object is filled in before the suite's first test.
+ * served without a token, configured by `env` beside the test defaults. The returned object is
+ * filled in before the suite's first test.
  */
-export function listeningApp(clientLimits: ClientLimits): ListeningApp {
+export function listeningApp(clientLimits: ClientLimits, env: Record<string, string> = {}): ListeningApp {
   const listening = { sockets: [] as Socket[] } as { -readonly [K in keyof ListeningApp]: ListeningApp[K] };
   beforeAll(async () => {
-    listening.ctx = await createTestContext();
+    listening.ctx = await createTestContext(env);
     listening.app = await buildApp({
       ...listening.ctx.services,
       clientLimits,

@@ -11,11 +11,13 @@ import { waitUntil } from '../helpers/wait.js';
  * dashboard alike.
  */
 
-const listening = listeningApp({
-  headersTimeoutMs: 60_000,
-  requestTimeoutMs: 120_000,
-  maxConnectionsPerClient: 100,
-});
+/** Calls per minute an admin token may make here. */
+const ADMIN_RATE_LIMIT = 5;
+
+const listening = listeningApp(
+  { headersTimeoutMs: 60_000, requestTimeoutMs: 120_000, maxConnectionsPerClient: 100 },
+  { HERALD_ADMIN_RATE_LIMIT: String(ADMIN_RATE_LIMIT) },
+);
 
 const MiB = 1024 * 1024;
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
@@ -83,5 +85,20 @@ describe('Expect: 100-continue', () => {
     const wrongKey = await expecting('POST', '/api/v1/notifications', 'hrl_wrong', 1000);
     expect(await finalStatus(wrongKey)).toBe('401');
     expect(wrongKey.received).toMatch(/^HTTP\/1\.1 401 /);
+  });
+
+  it('answers a management call over its rate limit before asking for its body', async () => {
+    const { secret } = await listening.ctx.services.adminTokens.create('expect-limited');
+    for (let i = 0; i < ADMIN_RATE_LIMIT; i++) {
+      const spent = await fetch(`http://127.0.0.1:${listening.port}${ADMIN}/projects`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
+      expect(spent.status).toBe(200);
+      await spent.text();
+    }
+    const body = JSON.stringify({ name: 'over-the-limit' });
+    const limited = await expecting('POST', `${ADMIN}/projects`, secret, Buffer.byteLength(body));
+    expect(await finalStatus(limited)).toBe('429');
+    expect(limited.received).toMatch(/^HTTP\/1\.1 429 /);
   });
 });
