@@ -155,6 +155,26 @@ describe('the header itself', () => {
   });
 });
 
+/**
+ * A send with `key` whose body has begun to arrive (`start`) and waits for the rest: written to
+ * `upload`, the response then comes. The server reads a body only after its hooks have run, so
+ * once `start` has been read the key is held.
+ */
+async function uploading(apiKey: string, key: string, start: string) {
+  const upload = new PassThrough();
+  const response = ctx.app.inject({
+    method: 'POST',
+    url: SEND_PATH,
+    headers: { 'content-type': 'application/json', ...bearer(apiKey), ...withKey(key) },
+    payload: upload,
+  });
+  upload.write(start);
+  await waitUntil(() => (upload.readableLength === 0 ? true : undefined), {
+    what: 'the first part of the body to be read',
+  });
+  return { upload, response };
+}
+
 describe('concurrent requests with the same key', () => {
   it('create exactly one notification; the others get the replay or 409', async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
@@ -183,18 +203,7 @@ describe('concurrent requests with the same key', () => {
   it("answers 409 to a retry while the first request's body is still arriving, and the first goes on", async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
     const json = JSON.stringify(BODY);
-    const upload = new PassThrough();
-    const first = ctx.app.inject({
-      method: 'POST',
-      url: SEND_PATH,
-      headers: { 'content-type': 'application/json', ...bearer(apiKey), ...withKey('slow') },
-      payload: upload,
-    });
-    upload.write(json.slice(0, 10));
-    // The server reads the body only after its hooks have run: the key is held by then.
-    await waitUntil(() => (upload.readableLength === 0 ? true : undefined), {
-      what: 'the first part of the body to be read',
-    });
+    const { upload, response: first } = await uploading(apiKey, 'slow', json.slice(0, 10));
     const retry = await send(ctx.app, apiKey, BODY, withKey('slow'));
     expectError(retry, 409, 'A request with this Idempotency-Key is still being processed');
     // Another key of the same project, and the same key in another project, are not held.
@@ -239,17 +248,7 @@ describe('concurrent requests with the same key', () => {
 
   it('lets the key go when the first request is cut off while its body arrives', async () => {
     const { apiKey, projectId } = await seedProject(ctx.services);
-    const upload = new PassThrough();
-    const cut = ctx.app.inject({
-      method: 'POST',
-      url: SEND_PATH,
-      headers: { 'content-type': 'application/json', ...bearer(apiKey), ...withKey('cut') },
-      payload: upload,
-    });
-    upload.write('{"template":');
-    await waitUntil(() => (upload.readableLength === 0 ? true : undefined), {
-      what: 'the first part of the body to be read',
-    });
+    const { upload, response: cut } = await uploading(apiKey, 'cut', '{"template":');
     upload.destroy(new Error('connection lost'));
     await cut.catch(() => undefined);
     const retry = await waitUntil(
