@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { whenResponseClosed } from './response-closed.js';
 
 /**
  * Idempotency-Keys of the sends this process is reading or accepting, each held from before its
@@ -16,8 +17,7 @@ export class KeysInFlight {
     const id = `${projectId}\n${key}`;
     if (this.held.has(id)) return false;
     this.held.add(id);
-    // 'close' follows both a finished response and an aborted connection, once.
-    reply.raw.once('close', () => this.held.delete(id));
+    whenResponseClosed(reply.raw, () => this.held.delete(id));
     return true;
   }
 }

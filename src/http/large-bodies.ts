@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { whenResponseClosed } from './response-closed.js';
 
 /**
  * How many bytes of large request bodies (sends with files, up to 15 MiB each, and batches) may be
@@ -51,8 +52,7 @@ export class LargeBodies {
     if (this.total + bytes > this.limits.maxBytes || mine + bytes > this.limits.maxBytesPerKey) return false;
     this.total += bytes;
     this.perKey.set(key, mine + bytes);
-    // 'close' follows both a finished response and an aborted connection, once.
-    reply.raw.once('close', () => {
+    whenResponseClosed(reply.raw, () => {
       this.total -= bytes;
       const left = (this.perKey.get(key) ?? bytes) - bytes;
       if (left <= 0) this.perKey.delete(key);
