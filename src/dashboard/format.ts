@@ -1,4 +1,5 @@
 import { Messages } from '../domain/errors.js';
+import { RENDER_FAILED } from '../domain/template/budget.js';
 import { publicStatus, type NotificationState } from '../domain/notification-state.js';
 
 /**
@@ -106,6 +107,11 @@ function badge(n: { state: NotificationState; error_message: string | null }): {
   return { cls: status, label: status };
 }
 
+/** Whether the message failed because its template could not be rendered with its data. */
+function renderFailed(n: { state: NotificationState; error_message: string | null }): boolean {
+  return n.state === 'failed' && (n.error_message ?? '').startsWith(`${RENDER_FAILED}:`);
+}
+
 /** Whether the message was captured (rendered and kept, not sent): not a failure in capture mode. */
 function captured(n: { state: NotificationState; transport: string | null }): boolean {
   return n.transport === 'capture' && publicStatus(n.state) === 'sent';
@@ -113,6 +119,7 @@ function captured(n: { state: NotificationState; transport: string | null }): bo
 
 export const helpers = {
   badge,
+  renderFailed,
   captured,
   time,
   iso,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/roles.js';
 import { insertAttempt } from '../../src/storage/delivery-attempts.js';
 import { MASK } from '../../src/domain/sensitive.js';
+import { RENDER_LIMITS } from '../../src/domain/template/budget.js';
 import { backend } from '../helpers/database.js';
 import { sendOk, settledStatus } from '../helpers/http.js';
 import { csrfOf, dashboardApp, dashboardClient } from '../helpers/dashboard.js';
@@ -148,6 +149,27 @@ describe(`message page (${backend})`, () => {
       });
       expect(list.body).toContain('No from address configured');
       expect(list.body).not.toContain('<span class="badge neutral">captured</span>');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('says a message whose template could not be rendered failed in its render, not before it', async () => {
+    const worker = createWorker(ctx.services);
+    worker.start();
+    try {
+      const { request_id } = await sendOk(ctx.app, apiKey, {
+        template: 'welcome',
+        to: 'jane@example.org',
+        data: { user_name: 'x'.repeat(RENDER_LIMITS.subject), password: 'x' },
+      });
+      expect((await settledStatus(ctx.app, apiKey, request_id)).status).toBe('failed');
+      const page = (await open(request_id)).body;
+      expect(page).toContain('Template render failed: the subject is 2003 characters');
+      expect(page).toContain(
+        'Not rendered: its template could not be rendered with this data (the error above says why).',
+      );
+      expect(page).not.toContain('failed before that');
     } finally {
       await worker.stop();
     }
