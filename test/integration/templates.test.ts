@@ -255,6 +255,12 @@ describe('templates with logic, layouts, locales and versions', () => {
       text: 'Up to {% of 100 %}, or {%',
     });
     expect((await templates.get(projectId, 'percent')).text).toBe('Up to {% of 100 %}, or {%');
+    // Nor is one cut off by a value and never closed, as it is not without the value.
+    for (const [name, text] of [
+      ['unclosed', 'Discount {% if pct, more {% if {{pct}} off'],
+      ['unclosed-later', '{% for {{x}} is 100% {{y}}'],
+    ])
+      await templates.create(projectId, { name: name!, subject: 'Hi', text: text! });
   });
 
   it('refuses a template that does not parse, naming the part, line and column', async () => {

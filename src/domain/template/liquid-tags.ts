@@ -56,6 +56,32 @@ export function refuseLiquidTags(source: string): void {
   );
 }
 
+/** A text's source as written (Handlebars' types call `original` a StripFlags; it is the source text). */
+function sourceText(node: hbs.AST.Statement): string {
+  return (node as unknown as { original: string }).original;
+}
+
+/**
+ * Whether a tag cut off where a text ends is closed after the values that follow it: the next `%`
+ * in the text after them begins `%}`, within the bound a whole tag has. `{% if {{pct}}` alone is
+ * text, as `{% if pct` is.
+ */
+function closedLater(rest: readonly hbs.AST.Statement[]): boolean {
+  let read = 0;
+  for (const node of rest) {
+    if (node.type !== 'ContentStatement') continue;
+    const text = sourceText(node);
+    const percent = text.indexOf('%');
+    if (percent === -1) {
+      read += text.length;
+      if (read > 200) return false;
+      continue;
+    }
+    return text[percent + 1] === '}' && read + percent <= 200;
+  }
+  return false;
+}
+
 /** The first Liquid tag in the text of `body` and the blocks in it, in the order of the source. */
 function firstTag(
   body: readonly hbs.AST.Statement[],
@@ -68,11 +94,10 @@ function firstTag(
       continue;
     }
     if (node.type !== 'ContentStatement') continue;
-    // The text as written (Handlebars' types call `original` a StripFlags; it is the source text).
-    const text = (node as unknown as { original: string }).original;
+    const text = sourceText(node);
     // A tag cut off at the end of the text comes after any whole one in it (no `%` follows it).
-    const cut = index + 1 < body.length ? LIQUID_TAG_CUT : null;
-    const found = LIQUID_TAG.exec(text) ?? cut?.exec(text) ?? null;
+    const found =
+      LIQUID_TAG.exec(text) ?? (closedLater(body.slice(index + 1)) ? LIQUID_TAG_CUT.exec(text) : null);
     if (found === null) continue;
     // Lines end as Handlebars counts them for `loc`: at \r\n, \r or \n.
     const lines = text.slice(0, found.index).split(/\r\n?|\n/);
