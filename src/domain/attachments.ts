@@ -73,9 +73,10 @@ const TOKEN = "[A-Za-z0-9!#$&^_.+'-]+";
 /**
  * A media type's parameter (`charset=utf-8`, `charset="utf-8"`): a token, and a token or a quoted
  * string for its value, the quoted one of printable ASCII without `"`, `\\` or `;`: nothing a header
- * could misread, and nothing that splits it at a `;`.
+ * could misread, and nothing that splits it at a `;`. Nor `=?`, which opens an encoded word (RFC
+ * 2047) that mail readers decode, forbidden inside quotes but decoded there all the same.
  */
-export const MEDIA_TYPE_PARAMETER = `${TOKEN}=(?:${TOKEN}|"[ !#-:<-\\[\\]-~]*")`;
+export const MEDIA_TYPE_PARAMETER = `${TOKEN}=(?:${TOKEN}|"(?:(?!=\\?)[ !#-:<-\\[\\]-~])*")`;
 // A media type (RFC 6838 names) with optional parameters.
 const MEDIA_TYPE = new RegExp(
   `^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\\s*;\\s*${MEDIA_TYPE_PARAMETER})*$`,

@@ -223,6 +223,11 @@ describe('attachments', () => {
       /content_type is not a media type/,
     ],
     [
+      'a quoted parameter holding an encoded word',
+      [{ filename: 'a.csv', content: '', content_type: 'text/csv; charset="=?utf-8?B?bmFtZT0ieC5leGUi?="' }],
+      /content_type is not a media type/,
+    ],
+    [
       'a quoted parameter that names the file',
       [{ filename: 'a.txt', content: '', content_type: 'text/plain; name="evil.exe"' }],
       "Invalid 'attachments' (attachments[0].content_type names the file; give its name as filename only)",
