@@ -26,13 +26,19 @@ export function previewTemplate(
   data: Readonly<Record<string, unknown>>,
   layout: LayoutSource | null = null,
 ): TemplatePreview {
+  let compiled: CompiledMessage;
   try {
     // Held to what a save takes before anything is parsed: the editor previews as the author types.
     for (const part of [source.subject, source.text, source.html ?? '']) checkTemplateBounds(part);
-    const compiled = new CompiledMessage(
+    compiled = new CompiledMessage(
       { subject: source.subject, text: source.text, html: source.html ?? null },
       layout,
     );
+  } catch (error) {
+    if (!(error instanceof TemplateSyntaxError || error instanceof TemplateRenderError)) throw error;
+    return notRendered(syntaxProblem(source) ?? error.message, []);
+  }
+  try {
     return {
       ...compiled.render(data),
       placeholders: compiled.placeholders,
@@ -40,16 +46,14 @@ export function previewTemplate(
       error: null,
     };
   } catch (error) {
-    if (!(error instanceof TemplateSyntaxError || error instanceof TemplateRenderError)) throw error;
-    return {
-      subject: '',
-      text: '',
-      html: null,
-      placeholders: [],
-      blank: [],
-      error: syntaxProblem(source) ?? error.message,
-    };
+    if (!(error instanceof TemplateRenderError)) throw error;
+    // It parsed: its placeholders are still the template's, whatever this data made of them.
+    return notRendered(error.message, compiled.placeholders);
   }
+}
+
+function notRendered(error: string, placeholders: string[]): TemplatePreview {
+  return { subject: '', text: '', html: null, placeholders, blank: [], error };
 }
 
 /** The first part that does not parse, named as a save would name it; null when all parse. */

@@ -342,6 +342,19 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect((await templates.get(projectId, 'many')).version).toBe(1);
   });
 
+  it('previews a template that renders past a bound with its error and its placeholders', () => {
+    const preview = previewTemplate(
+      { subject: 'Re: {{topic}}', text: 'Hi {{name}}' },
+      { topic: 'x'.repeat(2000) },
+    );
+    expect(preview).toMatchObject({
+      error:
+        'Template render failed: the subject is 2004 characters, more than 2000 (a long value in it belongs in the body)',
+      placeholders: ['topic', 'name'],
+      subject: '',
+    });
+  });
+
   it('refuses a raw block when saved: Handlebars reads it as a section over the data', async () => {
     const { projectId } = await seedProject(ctx.services);
     expect(
