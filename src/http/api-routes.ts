@@ -7,12 +7,12 @@ import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { loggedTokenPrefix } from './api-log-hooks.js';
 import { HeraldError, Messages, errors } from '../domain/errors.js';
 import type { QuotaState } from '../domain/quota.js';
-import { MAX_IDEMPOTENCY_KEY_LENGTH, type AcceptOutcome, type AcceptService } from '../services/accept.js';
+import type { AcceptOutcome, AcceptService } from '../services/accept.js';
 import type { NotificationService } from '../services/notifications.js';
 import type { ProjectService } from '../services/projects.js';
 import type { ProjectRow } from '../storage/schema.js';
 import { BodyChecker, BodyCheckerBusy } from './body-checker.js';
-import { KeysInFlight } from './keys-in-flight.js';
+import { KeysInFlight, idempotencyHeader, idempotencyKey } from './idempotency-key.js';
 import { sendContinue } from './expect-continue.js';
 import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
@@ -96,28 +96,6 @@ function authenticate(projects: ProjectService) {
     request.project = project;
     request.apiLog.projectId = project.id;
   };
-}
-
-/** The request's Idempotency-Key: undefined when it has none, null when its header is not one. */
-function idempotencyHeader(request: FastifyRequest): string | undefined | null {
-  const raw = request.headers['idempotency-key'];
-  if (raw === undefined) return undefined;
-  const key = Array.isArray(raw) ? raw[0] : raw;
-  const valid =
-    key !== undefined &&
-    key.length > 0 &&
-    key.length <= MAX_IDEMPOTENCY_KEY_LENGTH &&
-    /^[\x21-\x7e]+$/.test(key);
-  return valid ? key : null;
-}
-
-function idempotencyKey(request: FastifyRequest): string | undefined {
-  const key = idempotencyHeader(request);
-  if (key === null)
-    throw errors.invalidField(
-      `Invalid 'Idempotency-Key' header (1–${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters)`,
-    );
-  return key;
 }
 
 /** Answers an accept's outcome: the 202 with its body, or the refusal (spec §4.1, product.md §2). */

@@ -2,7 +2,7 @@ import { createServer, request as httpRequest, type ServerResponse } from 'node:
 import type { AddressInfo } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { KeysInFlight } from '../../src/http/keys-in-flight.js';
+import { KeysInFlight } from '../../src/http/idempotency-key.js';
 import { LargeBodies } from '../../src/http/large-bodies.js';
 import { whenResponseClosed } from '../../src/http/response-closed.js';
 
