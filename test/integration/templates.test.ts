@@ -242,25 +242,17 @@ describe('templates with logic, layouts, locales and versions', () => {
         `Invalid template: ${where}: a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice} ` +
           '(to show it as text, write its {% as {{"{%"}})',
       );
-    // In a comment it is no tag; written with {{"{%"}} it shows as text.
-    await templates.create(projectId, {
-      name: 'shown',
-      subject: 'Hi',
-      text: '{{!-- was {% if vip %} --}}Write {{"{%"}} if vip %} in Liquid',
-    });
-    // A `{%` that opens no Liquid tag is text, as it always was.
-    await templates.create(projectId, {
-      name: 'percent',
-      subject: 'Save 50%',
-      text: 'Up to {% of 100 %}, or {%',
-    });
+    // Text, all of these: in a comment it is no tag; written with {{"{%"}} it shows as text; a `{%`
+    // that opens no Liquid tag is text, as it always was; nor is one cut off by a value and never
+    // closed, as it is not without the value.
+    const taken = [
+      ['shown', 'Hi', '{{!-- was {% if vip %} --}}Write {{"{%"}} if vip %} in Liquid'],
+      ['percent', 'Save 50%', 'Up to {% of 100 %}, or {%'],
+      ['unclosed', 'Hi', 'Discount {% if pct, more {% if {{pct}} off'],
+      ['unclosed-later', 'Hi', '{% for {{x}} is 100% {{y}}'],
+    ] as const;
+    for (const [name, subject, text] of taken) await templates.create(projectId, { name, subject, text });
     expect((await templates.get(projectId, 'percent')).text).toBe('Up to {% of 100 %}, or {%');
-    // Nor is one cut off by a value and never closed, as it is not without the value.
-    for (const [name, text] of [
-      ['unclosed', 'Discount {% if pct, more {% if {{pct}} off'],
-      ['unclosed-later', '{% for {{x}} is 100% {{y}}'],
-    ])
-      await templates.create(projectId, { name: name!, subject: 'Hi', text: text! });
   });
 
   it('refuses a template that does not parse, naming the part, line and column', async () => {
