@@ -18,6 +18,7 @@ import { messageFields } from './migrations/015-message-fields.js';
 import { adminTokens } from './migrations/016-admin-tokens.js';
 import { inboundReports } from './migrations/017-inbound-reports.js';
 import { cancelRequests } from './migrations/018-cancel-requests.js';
+import { projectTurns } from './migrations/019-project-turns.js';
 
 /**
  * The schema, written once as numbered migrations and rendered for each backend: the statements
@@ -63,6 +64,7 @@ const MIGRATIONS: Record<string, Ddl> = {
   '016_admin_tokens': adminTokens,
   '017_inbound_reports': inboundReports,
   '018_cancel_requests': cancelRequests,
+  '019_project_turns': projectTurns,
 };
 
 /** The migrations as SQL statements for one backend, by name. */

@@ -1,6 +1,7 @@
 import {
   sql,
   type Kysely,
+  type RawBuilder,
   type SelectQueryBuilder,
   type UpdateQueryBuilder,
   type UpdateResult,
@@ -21,6 +22,12 @@ export interface Queue<Table extends QueueTable = QueueTable> {
   readonly ready: 'queued' | 'pending';
   /** What a claim writes to the queue's rows besides the lease (`claimedValues`). */
   readonly claimResets: Partial<Pick<LeaseColumns, 'cancel_request'>>;
+  /**
+   * Whether a claim takes the projects' due rows in turns (`idsInTurns`) rather than the oldest due
+   * rows of all, so that one project's backlog never holds another project's mail back
+   * (product.md §8). The webhook queue is claimed per endpoint, which is fair already.
+   */
+  readonly inTurns: boolean;
 }
 
 export type QueueTable = 'notifications' | 'webhook_deliveries';
@@ -37,11 +44,13 @@ export const NOTIFICATION_QUEUE: Queue<'notifications'> = {
   // A cancel asks about the claim it saw, made before it asked: a request left from an earlier
   // claim (its canceler gone before an answer) is void (cancel-requests.ts).
   claimResets: { cancel_request: null },
+  inTurns: true,
 };
 export const WEBHOOK_QUEUE: Queue<'webhook_deliveries'> = {
   table: 'webhook_deliveries',
   ready: 'pending',
   claimResets: {},
+  inTurns: false,
 };
 export const QUEUES: readonly Queue[] = [NOTIFICATION_QUEUE, WEBHOOK_QUEUE];
 
@@ -109,6 +118,53 @@ export function dueIds(db: Kysely<LeaseDatabase>, queue: Queue, claim: ClaimRequ
     .limit(claim.limit);
 }
 
+/**
+ * The ids a claim in turns takes. The projects with queued rows are found first (`queued_projects`,
+ * one look-up in their due index per project, however many projects exist or rows each has);
+ * `heads`, a backend's own statement (sqlite/claim.ts, postgres/claim.ts), reads each one's oldest
+ * due rows (`id`, `project_id`, `run_at`), at most `claim.limit` of each. Of those, the claim takes
+ * every project's oldest, then every project's second, and so on, oldest due first within a turn:
+ * a project that queued a thousand messages before another queued one shares the next claim with
+ * it, and a project alone has the whole claim.
+ */
+export function idsInTurns(
+  queue: Queue,
+  claim: ClaimRequest,
+  heads: RawBuilder<HeadRow>,
+): RawBuilder<{ id: number }> {
+  const rows = sql.table(queue.table);
+  return sql<{ id: number }>`WITH RECURSIVE queued_projects(id) AS (
+    SELECT (SELECT project_id FROM ${rows} WHERE state = ${queue.ready} ORDER BY project_id LIMIT 1)
+    UNION ALL
+    SELECT (
+      SELECT project_id FROM ${rows} WHERE state = ${queue.ready} AND project_id > queued_projects.id
+      ORDER BY project_id LIMIT 1
+    ) FROM queued_projects WHERE queued_projects.id IS NOT NULL
+  )
+  SELECT id FROM (
+    SELECT id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, id) AS turn
+    FROM (${heads}) heads
+  ) turns ORDER BY turn, run_at, id LIMIT ${claim.limit}`;
+}
+
+/** A row of a project's due head (`idsInTurns`). */
+export interface HeadRow {
+  id: number;
+  project_id: number;
+  run_at: number;
+}
+
+/**
+ * Which of `queued_projects` (as `p` in a backend's `heads`) a claim in turns reads the due rows
+ * of: all but those the request leaves out.
+ */
+export function projectsClaimed(claim: ClaimRequest): RawBuilder<boolean> {
+  const left = claim.excludeProjects ?? [];
+  return left.length === 0
+    ? sql<boolean>`p.id IS NOT NULL`
+    : sql<boolean>`p.id IS NOT NULL AND p.id NOT IN (${sql.join(left)})`;
+}
+
 /** What a claim writes to each row it takes: the lease, one more attempt, and the queue's resets. */
 export function claimedValues(queue: Queue, claim: ClaimRequest) {
   return {
@@ -126,24 +182,40 @@ export function byDueTime<Row extends { run_at: number; id: number }>(rows: Row[
   return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
 }
 
+/**
+ * Rows claimed in turns, in the order of their turns (`idsInTurns`): every project's oldest, then
+ * every project's second, and so on, so that the worker starts them in that order too.
+ */
+export function byTurns<Row extends { run_at: number; id: number; project_id: number }>(rows: Row[]): Row[] {
+  const taken = new Map<number, number>();
+  const turns = byDueTime(rows).map((row) => {
+    const turn = taken.get(row.project_id) ?? 0;
+    taken.set(row.project_id, turn + 1);
+    return { row, turn };
+  });
+  turns.sort((a, b) => a.turn - b.turn || a.row.run_at - b.row.run_at || a.row.id - b.row.id);
+  return turns.map(({ row }) => row);
+}
+
 /** A claim's parts, for the statement a backend claims with. */
 export interface ClaimParts {
   readonly leases: Kysely<LeaseDatabase>;
   /** Every queue is taken as any of them: they share the columns a claim touches. */
   readonly table: QueueTable;
-  /** The ids to take (`dueIds`). */
-  readonly due: IdQuery;
+  readonly queue: Queue;
+  readonly claim: ClaimRequest;
   /** What to write to each row taken (`claimedValues`). */
   readonly values: ReturnType<typeof claimedValues>;
 }
 
 /**
- * A backend's claiming statement (sqlite/claim.ts, postgres/claim.ts): it marks the `due` rows
- * with `values` and returns them whole.
+ * A backend's claiming statement (sqlite/claim.ts, postgres/claim.ts): it picks the due rows
+ * (`dueIds`, or `idsInTurns` for a queue claimed in turns), marks them with `values` and returns
+ * them whole.
  */
 export type ClaimStatement = (parts: ClaimParts) => { execute(): Promise<unknown[]> };
 
-/** Claims with a backend's statement: the rows taken, oldest due first. */
+/** Claims with a backend's statement: the rows taken, oldest due first (in turns, turn by turn). */
 export async function claimWith<Table extends QueueTable>(
   db: Kysely<Database>,
   statement: ClaimStatement,
@@ -155,10 +227,12 @@ export async function claimWith<Table extends QueueTable>(
   const rows = await statement({
     leases,
     table,
-    due: dueIds(leases, queue, claim),
+    queue,
+    claim,
     values: claimedValues(queue, claim),
   }).execute();
-  return byDueTime(rows as QueueRows[Table][]);
+  const claimed = rows as QueueRows[Table][];
+  return queue.inTurns ? byTurns(claimed) : byDueTime(claimed);
 }
 
 /**

@@ -107,6 +107,41 @@ describe(`claim (${backend})`, () => {
     expect(await claim(fx.storage, 'worker-c', 10)).toEqual([]);
   });
 
+  it("takes the projects' due rows in turns: a backlog shares the next claim with another project's mail", async () => {
+    const [quiet, third] = [await addProject(fx.db), await addProject(fx.db)];
+    const backlog = await addDue(120);
+    const quietOne = await addNotification(fx.db, quiet, { run_at: NOW - 500 });
+    const thirds = [
+      await addNotification(fx.db, third, { run_at: NOW - 400 }),
+      await addNotification(fx.db, third, { run_at: NOW - 300 }),
+    ];
+
+    // Each project's oldest, then each one's second, …: returned in that order, to be started so.
+    const first = await claim(fx.storage, 'worker-a', 6);
+    expect(first.map((row) => row.id)).toEqual([
+      backlog[0],
+      quietOne,
+      thirds[0],
+      backlog[1],
+      thirds[1],
+      backlog[2],
+    ]);
+    // A project alone has the whole claim.
+    const second = await claim(fx.storage, 'worker-a', 50);
+    expect(second.map((row) => row.id)).toEqual(backlog.slice(3, 53));
+
+    // Projects a worker leaves out (their relay's lane is full) are not read at all.
+    const lateQuiet = await addNotification(fx.db, quiet, { run_at: NOW });
+    const filtered = await fx.storage.claim(NOTIFICATION_QUEUE, {
+      now: NOW,
+      owner: 'worker-b',
+      leaseUntil: NOW + LEASE_MS,
+      limit: 50,
+      excludeProjects: [projectId],
+    });
+    expect(filtered.map((row) => row.id)).toEqual([lateQuiet]);
+  });
+
   it('counts one more attempt on each claim of a retried row', async () => {
     const id = await addNotification(fx.db, projectId, { attempts: 2, run_at: NOW - 1 });
     const [row] = await claim(fx.storage, 'worker-a', 1);

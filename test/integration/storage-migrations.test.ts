@@ -5,6 +5,7 @@ import { migrateToLatest } from '../../src/storage/migrate.js';
 import { cancelRequestsFor, requestCancel } from '../../src/storage/cancel-requests.js';
 import { migrationsFor, POSTGRES_TYPES, SQLITE_TYPES } from '../../src/storage/migrations.js';
 import { openStorage } from '../../src/storage/open.js';
+import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
 import type { Database } from '../../src/storage/schema.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
@@ -40,6 +41,7 @@ const MIGRATIONS = [
   '016_admin_tokens',
   '017_inbound_reports',
   '018_cancel_requests',
+  '019_project_turns',
 ];
 const TABLES = [
   'admin_tokens',
@@ -777,6 +779,37 @@ describe(`migrations (${backend}): cancel requests`, () => {
       expect(await requestCancel(storage.db, claim)).toBe(true);
       expect(await cancelRequestsFor(storage.db, 'old-worker')).toEqual([{ id: leased, attempts: 1 }]);
       expect(await cancelRequestsFor(storage.db, 'another-worker')).toEqual([]);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+});
+
+describe(`migrations (${backend}): project turns`, () => {
+  it('moves a database of the cancel requests release (018) forward to claims in turns (019), keeping its mail', async () => {
+    const database = await freshDatabase();
+    const storage = openStorage(loadConfig(testEnv(database)).database);
+    try {
+      await migrateThrough(storage.db, '018_cancel_requests');
+      const [busy, quiet] = [await addProject(storage.db), await addProject(storage.db)];
+      const backlog: number[] = [];
+      for (let i = 0; i < 5; i++)
+        backlog.push(await addNotification(storage.db, busy, { run_at: 1_000 + i }));
+      const waiting = await addNotification(storage.db, quiet, { run_at: 2_000 });
+      await addNotification(storage.db, quiet, { state: 'sent', run_at: 500, sent_at: 600 });
+      const rows = await storage.db.selectFrom('notifications').selectAll().execute();
+      await storage.migrate();
+      expect(await appliedMigrations(storage.db as unknown as Kysely<unknown>)).toEqual(MIGRATIONS);
+      expect(await storage.db.selectFrom('notifications').selectAll().execute()).toEqual(rows);
+      // The mail queued before the upgrade is claimed in turns: the quiet project's one comes second.
+      const claimed = await storage.claim(NOTIFICATION_QUEUE, {
+        now: 3_000,
+        owner: 'w',
+        leaseUntil: 9_000,
+        limit: 3,
+      });
+      expect(claimed.map((row) => row.id)).toEqual([backlog[0], waiting, backlog[1]]);
     } finally {
       await storage.close();
       await database.drop();

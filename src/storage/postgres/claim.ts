@@ -1,4 +1,13 @@
-import type { ClaimStatement, IdQuery } from '../queue.js';
+import { sql, type Expression } from 'kysely';
+import {
+  dueIds,
+  idsInTurns,
+  projectsClaimed,
+  type ClaimParts,
+  type ClaimStatement,
+  type HeadRow,
+  type IdQuery,
+} from '../queue.js';
 
 /**
  * Many workers claim concurrently: FOR UPDATE SKIP LOCKED lets each take a disjoint batch without
@@ -11,17 +20,40 @@ import type { ClaimStatement, IdQuery } from '../queue.js';
  * worker claimed and committed meanwhile is re-checked against its ready state when locked, so it
  * is skipped, never claimed twice.
  */
-export const claimPostgres: ClaimStatement = ({ leases, table, due, values }) =>
-  leases
+export const claimPostgres: ClaimStatement = (parts) => {
+  const { leases, table, queue, claim, values } = parts;
+  // A raw statement is put in its CTE as it is written: it brings its own parentheses.
+  const due: Expression<{ id: number }> = queue.inTurns
+    ? sql<{ id: number }>`(${idsInTurns(queue, claim, heads(parts))})`
+    : dueIds(leases, queue, claim).forUpdate().skipLocked();
+  return leases
     .with(
       (cte) => cte('due').materialized(),
-      () => due.forUpdate().skipLocked(),
+      () => due,
     )
     .updateTable(table)
     .from('due')
     .set(values)
     .whereRef(`${table}.id`, '=', 'due.id')
     .returningAll(table);
+};
+
+/**
+ * Each project's oldest due rows, for a claim in turns, locked as they are read (a window
+ * function cannot lock the rows it ranks): a claim may lock more rows than it takes, which other
+ * workers skip until its statement ends. The due time is compared as `(project_id, run_at)`, a
+ * condition only the project's due index (migration 019) serves: given `run_at <= $now` alone, the
+ * planner, which cannot know how many rows the project has, may read the queue-wide due index and
+ * filter out every other project's rows on the way.
+ */
+function heads({ table, queue, claim }: ClaimParts) {
+  const rows = sql.table(table);
+  return sql<HeadRow>`SELECT q.id, q.project_id, q.run_at FROM queued_projects p CROSS JOIN LATERAL (
+      SELECT m.id, m.project_id, m.run_at FROM ${rows} m
+      WHERE m.project_id = p.id AND m.state = ${queue.ready} AND (m.project_id, m.run_at) <= (p.id, ${claim.now})
+      ORDER BY m.run_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED) q
+    WHERE ${projectsClaimed(claim)}`;
+}
 
 /**
  * Extends the leases this worker holds. The same worker may at this moment be recording outcomes
