@@ -135,15 +135,19 @@ export function parseDateTime(text: string): number | null {
   return utc.getTime() - offset;
 }
 
-/** A date and time written almost as RFC 3339: a space for the T, no seconds, no offset. */
-const NEARLY = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?((?:[Zz]|[+-]\d{2}:\d{2})?)$/;
+/**
+ * A date and time written almost as RFC 3339: a space for the T, no seconds, an offset without its
+ * colon (`+0100`, as ISO 8601's basic format and `strftime('%z')` write it), or none.
+ */
+const NEARLY = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?((?:[Zz]|[+-]\d{2}:?\d{2})?)$/;
 
 /** What to tell a caller whose `send_at` is not RFC 3339: the same time written so, when there is one. */
 function sendAtHint(value: unknown): string {
   if (typeof value === 'string' && DATE_TIME.test(value))
     return 'No such date or time: a day the month does not have, or an hour, minute or offset out of range';
   const m = typeof value === 'string' ? NEARLY.exec(value) : null;
-  const written = m && `${m[1]}T${m[2]}${m[3] ?? ':00'}${m[4] || 'Z'}`;
+  const offset = m?.[4]?.replace(/^([+-]\d{2})(\d{2})$/, '$1:$2');
+  const written = m && `${m[1]}T${m[2]}${m[3] ?? ':00'}${offset || 'Z'}`;
   if (m === null || written === null || parseDateTime(written) === null)
     return 'An RFC 3339 date and time with an offset, e.g. 2026-12-01T09:00:00+01:00';
   // A local time means a different instant in every zone: the offset is the caller's to choose.

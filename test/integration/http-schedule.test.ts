@@ -110,6 +110,9 @@ describe('send_at', () => {
       ],
       ['2026-12-01 09:00:00+01:00', 'An RFC 3339 date and time, e.g. 2026-12-01T09:00:00+01:00'],
       ['2026-12-01T09:00Z', 'An RFC 3339 date and time, e.g. 2026-12-01T09:00:00Z'],
+      // An offset without its colon, as `strftime('%z')` writes it.
+      ['2026-12-01T09:00:00+0100', 'An RFC 3339 date and time, e.g. 2026-12-01T09:00:00+01:00'],
+      ['2026-12-01 09:00-0530', 'An RFC 3339 date and time, e.g. 2026-12-01T09:00:00-05:30'],
       ['next tuesday', 'An RFC 3339 date and time with an offset, e.g. 2026-12-01T09:00:00+01:00'],
     ]) {
       const refused = await send(ctx.app, apiKey, body({ send_at: given }));
