@@ -41,17 +41,20 @@ export const claimPostgres: ClaimStatement = (parts) => {
 /**
  * Each project's oldest due rows, for a claim in turns, locked as they are read (a window
  * function cannot lock the rows it ranks): a claim may lock more rows than it takes, which other
- * workers skip until its statement ends. The due time is compared as `(project_id, run_at)`, a
- * condition only the project's due index (migration 019) serves: given `run_at <= $now` alone, the
- * planner, which cannot know how many rows the project has, may read the queue-wide due index and
- * filter out every other project's rows on the way.
+ * workers skip until its statement ends. The project is bounded as `project_id >= p.id` and
+ * `(project_id, run_at) <= (p.id, $now)`, and the rows ordered by both columns: a range and an
+ * order only the projects' due index (migration 019) serves. Given `project_id = p.id` and
+ * `run_at <= $now`, the planner, which cannot know a project's share of the queue, read one
+ * project's rows through the queue-wide due index in `run_at` order, filtering out a large
+ * backlog of another project's on the way: 2.3 s for one claim behind a backlog of 200,000
+ * (6 ms so).
  */
 function heads({ table, queue, claim }: ClaimParts) {
   const rows = sql.table(table);
   return sql<HeadRow>`SELECT q.id, q.project_id, q.run_at FROM queued_projects p CROSS JOIN LATERAL (
       SELECT m.id, m.project_id, m.run_at FROM ${rows} m
-      WHERE m.project_id = p.id AND m.state = ${queue.ready} AND (m.project_id, m.run_at) <= (p.id, ${claim.now})
-      ORDER BY m.run_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED) q
+      WHERE m.state = ${queue.ready} AND m.project_id >= p.id AND (m.project_id, m.run_at) <= (p.id, ${claim.now})
+      ORDER BY m.project_id, m.run_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED) q
     WHERE ${projectsClaimed(claim)}`;
 }
 
