@@ -19,12 +19,37 @@ export function isWellFormedAdminToken(token: string): boolean {
   return ADMIN_TOKEN.isWellFormed(token);
 }
 
+/** What a request that was refused with a 401 carried, besides a Bearer token. */
+export interface GivenCredentials {
+  /** The Authorization header as sent. */
+  readonly authorization: string | undefined;
+  /** Where else a credential was put: `an X-API-Key header`, `the query string`; null for nowhere. */
+  readonly elsewhere: string | null;
+}
+
 /**
- * The hint of a 401 for a token that is well formed for the other API: an admin token sent to the
- * notification API, or a project's API key sent to the management API. Anything else gets none.
+ * The hint of a 401, where it can say what to change: a key sent without the Bearer scheme, or
+ * outside the Authorization header, or a token well formed for the other API (an admin token sent
+ * to the notification API, a project's API key sent to the management API). Anything else gets
+ * none: a wrong or revoked key is not told apart from a missing one.
  */
-export function wrongApiHint(token: string | null, api: 'notifications' | 'admin'): string | undefined {
-  if (token === null) return undefined;
+export function wrongApiHint(
+  given: GivenCredentials,
+  token: string | null,
+  api: 'notifications' | 'admin',
+): string | undefined {
+  const form =
+    api === 'notifications'
+      ? "a project's API key as Authorization: Bearer hrl_…"
+      : 'an admin token as Authorization: Bearer hrla_…';
+  if (token === null) {
+    const header = (given.authorization ?? '').trim();
+    // `Bearer` with something other than one token after it is a wrong token, not a wrong place.
+    if (header !== '' && !/^bearer\b/i.test(header))
+      return `Send ${form}: the Authorization header takes the Bearer scheme`;
+    if (given.elsewhere !== null) return `Send ${form}, not in ${given.elsewhere}`;
+    return undefined;
+  }
   if (api === 'notifications' && isWellFormedAdminToken(token))
     return "This is an admin token (hrla_…), for /api/v1/admin; sends take a project's API key (hrl_…)";
   if (api === 'admin' && isWellFormedApiKey(token))

@@ -1,6 +1,7 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminTokenPrefix, wrongApiHint } from '../domain/admin-token.js';
+import { givenCredentials } from './given-credentials.js';
 import { bearerToken } from '../domain/api-key.js';
 import { loggedTokenPrefix } from './api-log-hooks.js';
 import { ErrorCode, errors, HeraldError, Messages } from '../domain/errors.js';
@@ -49,7 +50,12 @@ function authenticate(deps: AdminDeps) {
     }
     if (admin === null) {
       reply.header('WWW-Authenticate', 'Bearer realm="herald-admin"');
-      return sendError(reply, 401, Messages.invalidAdminToken, wrongApiHint(token, 'admin'));
+      return sendError(
+        reply,
+        401,
+        Messages.invalidAdminToken,
+        wrongApiHint(givenCredentials(request), token, 'admin'),
+      );
     }
     request.adminToken = admin;
   };

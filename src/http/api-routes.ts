@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { wrongApiHint } from '../domain/admin-token.js';
+import { givenCredentials } from './given-credentials.js';
 import { apiKeyPrefix, bearerToken } from '../domain/api-key.js';
 import { loggedTokenPrefix } from './api-log-hooks.js';
 import { HeraldError, Messages, errors } from '../domain/errors.js';
@@ -91,7 +92,12 @@ function authenticate(projects: ProjectService) {
     if (project === null) {
       // RFC 9110 §15.5.2: a 401 names the scheme the client must use.
       reply.header('WWW-Authenticate', 'Bearer realm="herald"');
-      return sendError(reply, 401, Messages.invalidApiKey, wrongApiHint(token, 'notifications'));
+      return sendError(
+        reply,
+        401,
+        Messages.invalidApiKey,
+        wrongApiHint(givenCredentials(request), token, 'notifications'),
+      );
     }
     request.project = project;
     request.apiLog.projectId = project.id;

@@ -52,12 +52,22 @@ describe(`admin tokens (${backend})`, () => {
       expectError(response, 401, 'Invalid or missing admin token');
       expect(response.headers['www-authenticate']).toBe('Bearer realm="herald-admin"');
     }
-    // The one mix-up a hint can name: a project's key where an admin token belongs.
+    // The mix-ups a hint can name: a project's key where an admin token belongs, a token sent
+    // with another scheme or in the query string. A wrong token is not told from a missing one.
     const [withoutToken, withApiKey, ...others] = (await Promise.all(refusals)).map(
       (response) => response.json<{ hint?: string }>().hint,
     );
     expect(withApiKey).toMatch(/^This is a project's API key \(hrl_…\); .*herald token create/);
-    expect([withoutToken, ...others].filter((hint) => hint !== undefined)).toEqual([]);
+    expect([withoutToken, ...others]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'Send an admin token as Authorization: Bearer hrla_…: the Authorization header takes the Bearer scheme',
+      'Send an admin token as Authorization: Bearer hrla_…, not in the query string',
+      undefined,
+    ]);
   });
 
   it('are refused on the send API with its own 401, and API keys work there as before', async () => {

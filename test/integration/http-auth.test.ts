@@ -18,6 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
+const apiKeyOf = (key: string) => key;
+
 /** Replaces the character at `index` with another base62 character. */
 function mutate(key: string, index: number): string {
   const i = index < 0 ? key.length + index : index;
@@ -74,6 +76,34 @@ describe('send is refused with 401 and stores nothing', () => {
       expectError(response, 401, INVALID_KEY);
     }
     expect(await countNotifications(ctx.services, projectId)).toBe(before);
+  });
+});
+
+describe('a key sent where Herald does not read it', () => {
+  const scheme =
+    "Send a project's API key as Authorization: Bearer hrl_…: the Authorization header takes the Bearer scheme";
+  it.each([
+    ['without a scheme', { authorization: apiKeyOf }, scheme],
+    ['with the Basic scheme', { authorization: (key: string) => `Basic ${key}` }, scheme],
+    [
+      'in an X-API-Key header',
+      { 'x-api-key': apiKeyOf },
+      "Send a project's API key as Authorization: Bearer hrl_…, not in an X-API-Key header",
+    ],
+  ])('gets a hint when sent %s', async (_label, given, hint) => {
+    const headers = Object.fromEntries(Object.entries(given).map(([name, value]) => [name, value(apiKey)]));
+    const response = await send(ctx.app, null, VALID_BODY, headers);
+    expectError(response, 401, INVALID_KEY);
+    expect(response.json().hint).toBe(hint);
+  });
+
+  it('gets a hint when sent in the query string, and none when nothing was sent', async () => {
+    const viaQuery = await ctx.app.inject({ method: 'GET', url: `${SEND_PATH}/x?api_key=${apiKey}` });
+    expect(viaQuery.json()).toEqual({
+      error: INVALID_KEY,
+      hint: "Send a project's API key as Authorization: Bearer hrl_…, not in the query string",
+    });
+    expect((await send(ctx.app, null, VALID_BODY)).json()).toEqual({ error: INVALID_KEY });
   });
 });
 
