@@ -101,6 +101,27 @@ describe('message page after a test email', () => {
   });
 });
 
+describe('message page of a scheduled message', () => {
+  it('takes its cancel control away once a refresh shows it canceled elsewhere', async () => {
+    await h.server.services.templates.create(projectId, { name: 'later', subject: 'Later', text: 'Later' });
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const queued = await apiSend(h.url, apiKey, { template: 'later', to: 'jane@example.org', send_at: at });
+    expect(queued.status).toBe(202);
+    const requestId = queued.body.request_id as string;
+    await page.goto(`/messages/${encodeURIComponent(requestId)}`);
+    expect(await page.getByTestId('cancel-message').count()).toBe(1);
+
+    const canceled = await fetch(`${h.url}/api/v1/notifications/${encodeURIComponent(requestId)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expect(canceled.status).toBe(200);
+    // The next poll (every 2 s) shows it canceled, and the control that would answer 409 goes.
+    await page.getByTestId('canceled').waitFor({ timeout: 10_000 });
+    await page.getByTestId('cancel-message').waitFor({ state: 'detached', timeout: 5_000 });
+  });
+});
+
 describe('a message whose template or data did not match', () => {
   it('names the closest template and offers to create the missing one with its name filled in', async () => {
     await h.server.services.templates.create(projectId, {

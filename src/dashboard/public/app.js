@@ -1,7 +1,8 @@
 // Herald dashboard: small progressive enhancements. Every page works without this file; it adds
 // copy-to-clipboard, select-on-focus for the one-time API key, carries the template editor's
-// sample data into the test-email form, and keeps a refresh of a page that answered a form (the
-// new key) from sending that form again. htmx (loaded beside it) does the live preview and checks.
+// sample data into the test-email form, keeps a refresh of a page that answered a form (the new
+// key) from sending that form again, and takes a message's cancel control away once it is no longer
+// pending. htmx (loaded beside it) does the live preview, the checks and the message page's polls.
 (function () {
   'use strict';
 
@@ -42,6 +43,16 @@
   document.addEventListener('focusin', function (event) {
     var target = event.target;
     if (target instanceof HTMLInputElement && target.hasAttribute('data-select-on-focus')) target.select();
+  });
+
+  // A pending message's page polls its summary (htmx, every 2 s); its cancel control stays outside
+  // the polled part, so that a poll does not close it while it is open. Once a poll shows the
+  // message no longer pending (sent, failed or canceled meanwhile), the control goes with it.
+  document.addEventListener('htmx:afterSettle', function () {
+    var message = document.getElementById('message');
+    if (!message || message.hasAttribute('hx-get')) return;
+    var control = document.querySelector('[data-testid="cancel-message"]');
+    if (control) control.remove();
   });
 
   // Capture phase: runs before htmx handles the submit, so both kinds of form get the value.
