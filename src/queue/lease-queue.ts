@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { ClaimRequest } from '../storage/claim.js';
 import { GroupCommit } from '../storage/group-commit.js';
 import { isLockTimeout } from '../storage/lock-timeout.js';
 import {
   releaseClaims,
   releaseUnseenClaims,
   unheldLeases,
-  type ClaimRequest,
   type Queue,
   type QueueRows,
   type QueueTable,

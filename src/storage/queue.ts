@@ -1,7 +1,6 @@
 import {
   sql,
   type Kysely,
-  type RawBuilder,
   type SelectQueryBuilder,
   type UpdateQueryBuilder,
   type UpdateResult,
@@ -13,8 +12,8 @@ import type { Database, NotificationRow, WebhookDeliveryRow } from './schema.js'
  * The tables that are lease queues. A row is the job: `ready` and due (`run_at`) it may be claimed;
  * claimed, it is `sending` under a lease (`lease_owner`, `lease_until`) until its owner finishes
  * it, releases it, or dies and another process returns it. Everything here is written once for
- * every queue; what differs per backend (the claim's locking, the renewal's) is in sqlite/ and
- * postgres/ behind `Storage`.
+ * every queue; how rows are claimed is in claim.ts, and what differs per backend (the claim's
+ * locking, the renewal's) is in sqlite/ and postgres/ behind `Storage`.
  */
 export interface Queue<Table extends QueueTable = QueueTable> {
   readonly table: Table;
@@ -23,7 +22,7 @@ export interface Queue<Table extends QueueTable = QueueTable> {
   /** What a claim writes to the queue's rows besides the lease (`claimedValues`). */
   readonly claimResets: Partial<Pick<LeaseColumns, 'cancel_request'>>;
   /**
-   * Whether a claim takes the projects' due rows in turns (`idsInTurns`) rather than the oldest due
+   * Whether a claim takes the projects' due rows in turns (claim-turns.ts) rather than the oldest due
    * rows of all, so that one project's backlog never holds another project's mail back
    * (product.md §8). The webhook queue is claimed per endpoint, which is fair already.
    */
@@ -83,156 +82,10 @@ export function leaseDb(db: Kysely<Database>): Kysely<LeaseDatabase> {
   return db as unknown as Kysely<LeaseDatabase>;
 }
 
-export interface ClaimRequest {
-  readonly now: number;
-  readonly owner: string;
-  readonly leaseUntil: number;
-  readonly limit: number;
-  /** Projects whose lanes are full in this worker: their rows are left for later. */
-  readonly excludeProjects?: readonly number[];
-  /** Only rows of this webhook endpoint (the webhook queue claims per endpoint). */
-  readonly endpointId?: number;
-}
-
 export interface RenewRequest {
   readonly ids: readonly number[];
   readonly owner: string;
   readonly leaseUntil: number;
-}
-
-/**
- * The ids a claim takes: due ready rows, oldest due first, within the request's filters. Each
- * backend wraps it in its own claiming statement (`ClaimStatement`).
- */
-export function dueIds(db: Kysely<LeaseDatabase>, queue: Queue, claim: ClaimRequest): IdQuery {
-  return db
-    .selectFrom(queue.table)
-    .select('id')
-    .where('state', '=', queue.ready)
-    .where('run_at', '<=', claim.now)
-    .$if(claim.endpointId !== undefined, (qb) => qb.where('endpoint_id', '=', claim.endpointId!))
-    .$if((claim.excludeProjects?.length ?? 0) > 0, (qb) =>
-      qb.where('project_id', 'not in', claim.excludeProjects!),
-    )
-    .orderBy('run_at')
-    .limit(claim.limit);
-}
-
-/**
- * The ids a claim in turns takes. The projects with queued rows are found first (`queued_projects`,
- * one look-up in their due index per project, however many projects exist or rows each has);
- * `heads`, a backend's own statement (sqlite/claim.ts, postgres/claim.ts), reads each one's oldest
- * due rows (`id`, `project_id`, `run_at`), at most `claim.limit` of each. Of those, the claim takes
- * every project's oldest, then every project's second, and so on, oldest due first within a turn:
- * a project that queued a thousand messages before another queued one shares the next claim with
- * it, and a project alone has the whole claim.
- */
-export function idsInTurns(
-  queue: Queue,
-  claim: ClaimRequest,
-  heads: RawBuilder<HeadRow>,
-): RawBuilder<{ id: number }> {
-  const rows = sql.table(queue.table);
-  return sql<{ id: number }>`WITH RECURSIVE queued_projects(id) AS (
-    SELECT (SELECT project_id FROM ${rows} WHERE state = ${queue.ready} ORDER BY project_id LIMIT 1)
-    UNION ALL
-    SELECT (
-      SELECT project_id FROM ${rows} WHERE state = ${queue.ready} AND project_id > queued_projects.id
-      ORDER BY project_id LIMIT 1
-    ) FROM queued_projects WHERE queued_projects.id IS NOT NULL
-  )
-  SELECT id FROM (
-    SELECT id, run_at, row_number() OVER (PARTITION BY project_id ORDER BY run_at, id) AS turn
-    FROM (${heads}) heads
-  ) turns ORDER BY turn, run_at, id LIMIT ${claim.limit}`;
-}
-
-/** A row of a project's due head (`idsInTurns`). */
-export interface HeadRow {
-  id: number;
-  project_id: number;
-  run_at: number;
-}
-
-/**
- * Which of `queued_projects` (as `p` in a backend's `heads`) a claim in turns reads the due rows
- * of: all but those the request leaves out.
- */
-export function projectsClaimed(claim: ClaimRequest): RawBuilder<boolean> {
-  const left = claim.excludeProjects ?? [];
-  return left.length === 0
-    ? sql<boolean>`p.id IS NOT NULL`
-    : sql<boolean>`p.id IS NOT NULL AND p.id NOT IN (${sql.join(left)})`;
-}
-
-/** What a claim writes to each row it takes: the lease, one more attempt, and the queue's resets. */
-export function claimedValues(queue: Queue, claim: ClaimRequest) {
-  return {
-    state: LEASED,
-    lease_owner: claim.owner,
-    lease_until: claim.leaseUntil,
-    attempts: sql<number>`${sql.ref(`${queue.table}.attempts`)} + 1`,
-    updated_at: claim.now,
-    ...queue.claimResets,
-  };
-}
-
-/** Claimed rows in the order they fell due. */
-export function byDueTime<Row extends { run_at: number; id: number }>(rows: Row[]): Row[] {
-  return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
-}
-
-/**
- * Rows claimed in turns, in the order of their turns (`idsInTurns`): every project's oldest, then
- * every project's second, and so on, so that the worker starts them in that order too.
- */
-export function byTurns<Row extends { run_at: number; id: number; project_id: number }>(rows: Row[]): Row[] {
-  const taken = new Map<number, number>();
-  const turns = byDueTime(rows).map((row) => {
-    const turn = taken.get(row.project_id) ?? 0;
-    taken.set(row.project_id, turn + 1);
-    return { row, turn };
-  });
-  turns.sort((a, b) => a.turn - b.turn || a.row.run_at - b.row.run_at || a.row.id - b.row.id);
-  return turns.map(({ row }) => row);
-}
-
-/** A claim's parts, for the statement a backend claims with. */
-export interface ClaimParts {
-  readonly leases: Kysely<LeaseDatabase>;
-  /** Every queue is taken as any of them: they share the columns a claim touches. */
-  readonly table: QueueTable;
-  readonly queue: Queue;
-  readonly claim: ClaimRequest;
-  /** What to write to each row taken (`claimedValues`). */
-  readonly values: ReturnType<typeof claimedValues>;
-}
-
-/**
- * A backend's claiming statement (sqlite/claim.ts, postgres/claim.ts): it picks the due rows
- * (`dueIds`, or `idsInTurns` for a queue claimed in turns), marks them with `values` and returns
- * them whole.
- */
-export type ClaimStatement = (parts: ClaimParts) => { execute(): Promise<unknown[]> };
-
-/** Claims with a backend's statement: the rows taken, oldest due first (in turns, turn by turn). */
-export async function claimWith<Table extends QueueTable>(
-  db: Kysely<Database>,
-  statement: ClaimStatement,
-  queue: Queue<Table>,
-  claim: ClaimRequest,
-): Promise<QueueRows[Table][]> {
-  const leases = leaseDb(db);
-  const table: QueueTable = queue.table;
-  const rows = await statement({
-    leases,
-    table,
-    queue,
-    claim,
-    values: claimedValues(queue, claim),
-  }).execute();
-  const claimed = rows as QueueRows[Table][];
-  return queue.inTurns ? byTurns(claimed) : byDueTime(claimed);
 }
 
 /**

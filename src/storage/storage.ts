@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { ClaimRequest, Queue, QueueRows, QueueTable, RenewRequest } from './queue.js';
+import type { ClaimRequest } from './claim.js';
+import type { Queue, QueueRows, QueueTable, RenewRequest } from './queue.js';
 import type { FileChunk } from './notification-files.js';
 import type { Database, NewNotificationRow } from './schema.js';
 import type { UsageDeltaRow } from './usage.js';

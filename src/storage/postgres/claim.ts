@@ -1,13 +1,6 @@
-import { sql, type Expression } from 'kysely';
-import {
-  dueIds,
-  idsInTurns,
-  projectsClaimed,
-  type ClaimParts,
-  type ClaimStatement,
-  type HeadRow,
-  type IdQuery,
-} from '../queue.js';
+import { sql } from 'kysely';
+import { projectsClaimed, type ClaimBackend, type ClaimParts, type HeadRow } from '../claim.js';
+import type { IdQuery } from '../queue.js';
 
 /**
  * Many workers claim concurrently: FOR UPDATE SKIP LOCKED lets each take a disjoint batch without
@@ -20,22 +13,20 @@ import {
  * worker claimed and committed meanwhile is re-checked against its ready state when locked, so it
  * is skipped, never claimed twice.
  */
-export const claimPostgres: ClaimStatement = (parts) => {
-  const { leases, table, queue, claim, values } = parts;
-  // A raw statement is put in its CTE as it is written: it brings its own parentheses.
-  const due: Expression<{ id: number }> = queue.inTurns
-    ? sql<{ id: number }>`(${idsInTurns(queue, claim, heads(parts))})`
-    : dueIds(leases, queue, claim).forUpdate().skipLocked();
-  return leases
-    .with(
-      (cte) => cte('due').materialized(),
-      () => due,
-    )
-    .updateTable(table)
-    .from('due')
-    .set(values)
-    .whereRef(`${table}.id`, '=', 'due.id')
-    .returningAll(table);
+export const claimPostgres: ClaimBackend = {
+  lockDue: (due) => due.forUpdate().skipLocked(),
+  heads,
+  take: ({ leases, table, values }, due) =>
+    leases
+      .with(
+        (cte) => cte('due').materialized(),
+        () => due,
+      )
+      .updateTable(table)
+      .from('due')
+      .set(values)
+      .whereRef(`${table}.id`, '=', 'due.id')
+      .returningAll(table),
 };
 
 /**

@@ -1,25 +1,21 @@
 import { sql } from 'kysely';
-import {
-  dueIds,
-  idsInTurns,
-  projectsClaimed,
-  type ClaimParts,
-  type ClaimStatement,
-  type HeadRow,
-} from '../queue.js';
+import { projectsClaimed, type ClaimBackend, type ClaimParts, type HeadRow } from '../claim.js';
 
 /**
  * SQLite has one writer at a time, so `UPDATE … WHERE id IN (SELECT … LIMIT n)` is atomic on its
- * own: no two workers can claim the same row. Renewal needs no row locks either (`renewWith`).
+ * own: no two workers can claim the same row, and nothing needs locking. Renewal needs no row
+ * locks either (`renewWith`).
  */
-export const claimSqlite: ClaimStatement = (parts) => {
-  const { leases, table, queue, claim, values } = parts;
-  const claiming = leases.updateTable(table).set(values);
-  return (
-    queue.inTurns
-      ? claiming.where(sql<boolean>`id IN (${idsInTurns(queue, claim, heads(parts))})`)
-      : claiming.where('id', 'in', dueIds(leases, queue, claim))
-  ).returningAll();
+export const claimSqlite: ClaimBackend = {
+  lockDue: (due) => due,
+  heads,
+  // Either kind of `due` is put in parentheses as it is compiled (a raw one brings its own).
+  take: ({ leases, table, values }, due) =>
+    leases
+      .updateTable(table)
+      .set(values)
+      .where(sql<boolean>`id IN ${due}`)
+      .returningAll(),
 };
 
 /**
