@@ -5,7 +5,13 @@ import type { Database, TemplateLayoutRow } from '../storage/schema.js';
 import { deleteLayout, layoutRows, layoutUsers } from '../storage/template-layouts.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
-import { checkName, checkSizes, compileChecked, invalidTemplate, refuseLiquid } from './template-checks.js';
+import {
+  checkName,
+  checkSizes,
+  compileChecked,
+  invalidTemplate,
+  refuseForeignTags,
+} from './template-checks.js';
 
 /** How many of the templates that use a layout its refused deletion names. */
 const NAMED_USERS = 5;
@@ -51,7 +57,7 @@ function checkLayout(
   checkSizes({ html, text });
   if (html !== null && !unchanged.html) {
     compileChecked(html, 'html', 'handlebars', ' (layout)');
-    refuseLiquid(html, 'html', ' (layout)');
+    refuseForeignTags(html, 'html', ' (layout)');
     if (!hasContentPlaceholder(html, 'html'))
       throw invalidTemplate(
         "a layout's HTML must have {{{content}}} where the template's HTML body goes, outside {{#each}}, {{#with}} and sections",
@@ -59,7 +65,7 @@ function checkLayout(
   }
   if (text !== null && !unchanged.text) {
     compileChecked(text, 'text', 'handlebars', ' (layout)');
-    refuseLiquid(text, 'text', ' (layout)');
+    refuseForeignTags(text, 'text', ' (layout)');
     if (!hasContentPlaceholder(text, 'text'))
       throw invalidTemplate(
         "a layout's text must have {{content}} where the template's text body goes, outside {{#each}}, {{#with}} and sections",

@@ -4,6 +4,7 @@ import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { checkTemplateBounds } from '../domain/template/handlebars.js';
 import { refuseLiquidTags } from '../domain/template/liquid-tags.js';
+import { refuseOtherServicesTags } from '../domain/template/other-services.js';
 import { refuseContentVariable } from '../domain/template/layout-content.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
 
@@ -95,15 +96,22 @@ export function compileChecked(source: string, mode: RenderMode, engine: Templat
   });
 }
 
-/** Refuses a part holding a Liquid tag (refuseLiquidTags), naming the part as compileChecked does. */
-export function refuseLiquid(source: string, mode: RenderMode, label = ''): void {
-  checkPart(mode, label, () => refuseLiquidTags(source));
+/**
+ * Refuses a part holding another service's tags, which would be sent as written or render as
+ * nothing: Liquid's (refuseLiquidTags), Mailchimp's merge tags and Postmark's `pm:` values
+ * (refuseOtherServicesTags). Names the part as compileChecked does.
+ */
+export function refuseForeignTags(source: string, mode: RenderMode, label = ''): void {
+  checkPart(mode, label, () => {
+    refuseLiquidTags(source);
+    refuseOtherServicesTags(source);
+  });
 }
 
 /**
  * Every part of a variant must compile, and a template's part must neither read `@content`, which
- * only renders as nothing (refuseContentVariable), nor hold a Liquid tag, which is sent as it is
- * written (refuseLiquidTags). `locale` names the variant in the error. A part the same as in
+ * only renders as nothing (refuseContentVariable), nor hold another service's tags, which are sent
+ * as written or render as nothing (refuseForeignTags). `locale` names the variant in the error. A part the same as in
  * `saved` (the variant as stored) is not held to those rules, so a template saved before them can
  * still have its other parts changed, a variant removed, or be put again as it is.
  */
@@ -124,7 +132,7 @@ export function checkVariant(
   for (const [mode, source, stored] of parts)
     if (!sameText(source, stored)) {
       checkPart(mode, label, () => refuseContentVariable(source));
-      refuseLiquid(source, mode, label);
+      refuseForeignTags(source, mode, label);
     }
 }
 

@@ -255,6 +255,66 @@ describe('templates with logic, layouts, locales and versions', () => {
     expect((await templates.get(projectId, 'percent')).text).toBe('Up to {% of 100 %}, or {%');
   });
 
+  it("refuses Mailchimp's merge tags and Postmark's pm: values where saved; written as text they are sent", async () => {
+    const { apiKey, projectId } = await seedProject(ctx.services);
+    const { templates, layouts } = ctx.services;
+    const merge = (tag: string, advice: string) =>
+      `a Mailchimp merge tag (*|${tag}|*) would be sent as it is written: ${advice} ` +
+      '(to show it as text, write its *| as {{"*|"}})';
+    const postmark = (name: string) =>
+      `${name} is Postmark's and renders as nothing: Herald sets no value of its own; ` +
+      'send it as a value of yours (an unsubscribe link as {{{unsubscribe_url}}}, say)';
+    const refusals: [() => Promise<unknown>, string][] = [
+      [
+        () => templates.create(projectId, { name: 'mc', subject: 'Hi *|FNAME|*', text: 'x' }),
+        `subject, line 1, column 4: ${merge('FNAME', 'write {{FNAME}} and send its value')}`,
+      ],
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'mc-if',
+            subject: 'Hi',
+            text: 'Hello\n{{#if a}}*|IF:VIP|*gold*|END:IF|*{{/if}}',
+          }),
+        `text body, line 2, column 10: ${merge('IF:VIP', 'write {{#if VIP}}…{{else}}…{{/if}}')}`,
+      ],
+      [
+        () =>
+          layouts.create(projectId, { name: 'mc', html: '{{{content}}}<p>*|MC:SUBJECT|*</p>', text: null }),
+        `HTML body (layout), line 1, column 17: ${merge('MC:SUBJECT', 'send what it makes as a value')}`,
+      ],
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'pm',
+            subject: 'Hi',
+            text: 'x',
+            html: '<p>Bye</p>\n<a href="{{{ pm:unsubscribe }}}">Unsubscribe</a> *|UNSUB|*',
+          }),
+        `HTML body, line 2, column 14: ${postmark('pm:unsubscribe')}`,
+      ],
+      [
+        () => templates.create(projectId, { name: 'pm-if', subject: 'Hi', text: '{{#if pm:x}}y{{/if}}' }),
+        `text body, line 1, column 7: ${postmark('pm:x')}`,
+      ],
+    ];
+    for (const [save, reason] of refusals) expect(await refusal(save)).toBe(`Invalid template: ${reason}`);
+    expect((await templates.list(projectId)).map((t) => t.name)).toEqual(['user_created']);
+
+    // Written as text, or in a comment, or with no name after it, `*|` goes out as it is.
+    await templates.create(projectId, {
+      name: 'shown',
+      subject: 'Hi',
+      text: 'Write {{"*|"}}FNAME|* in Mailchimp{{!-- was *|FNAME|* --}}; 2*|3|*4; pm: {{pm}}',
+    });
+    const { message } = await delivered(apiKey, {
+      template: 'shown',
+      to: 'a@example.org',
+      data: { pm: 'ok' },
+    });
+    expect(message!.parsed.text?.trimEnd()).toBe('Write *|FNAME|* in Mailchimp; 2*|3|*4; pm: ok');
+  });
+
   it('refuses a template that does not parse, naming the part, line and column', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;

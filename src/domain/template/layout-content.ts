@@ -1,4 +1,5 @@
 import { parseTemplate } from './handlebars.js';
+import { firstPath, placeOf } from './source-walk.js';
 import { TemplateSyntaxError } from './syntax-error.js';
 
 /**
@@ -6,8 +7,6 @@ import { TemplateSyntaxError } from './syntax-error.js';
  * `@content` of other services' layouts, which Herald refuses in a template because it would
  * render as nothing.
  */
-
-type Node = hbs.AST.Node;
 
 /** Blocks that keep the data they are in: inside them `content` is still the template's body. */
 const SAME_CONTEXT = new Set(['if', 'unless']);
@@ -52,37 +51,14 @@ export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): bo
  * Checked where a template is saved, never where one renders, so templates saved before still send.
  */
 export function refuseContentVariable(source: string): void {
-  const stack: Node[] = [parseTemplate(source)];
-  while (stack.length > 0) {
-    const node = stack.pop() as Node;
-    switch (node.type) {
-      // Children are pushed last first, so the first in the source is looked at first.
-      case 'Program':
-        stack.push(...(node as hbs.AST.Program).body.slice().reverse());
-        break;
-      case 'MustacheStatement':
-      case 'BlockStatement':
-      case 'SubExpression': {
-        const call = node as hbs.AST.MustacheStatement | hbs.AST.BlockStatement | hbs.AST.SubExpression;
-        const block = node.type === 'BlockStatement' ? (node as hbs.AST.BlockStatement) : null;
-        if (block?.inverse) stack.push(block.inverse);
-        if (block?.program) stack.push(block.program);
-        stack.push(...(call.hash?.pairs ?? []).map((pair) => pair.value).reverse());
-        stack.push(...call.params.slice().reverse(), call.path);
-        break;
-      }
-      case 'PathExpression': {
-        const path = node as hbs.AST.PathExpression;
-        if (path.data && path.parts[0]?.toLowerCase() === 'content')
-          throw new TemplateSyntaxError(
-            `@${path.parts[0]} renders as nothing: Herald puts a template's body into its layout ` +
-              'at {{{content}}} (HTML) or {{content}} (text), without the @',
-            path.loc ? { line: path.loc.start.line, column: path.loc.start.column + 1 } : null,
-          );
-        break;
-      }
-      default:
-        break;
-    }
-  }
+  const found = firstPath(
+    parseTemplate(source),
+    (path) => path.data && path.parts[0]?.toLowerCase() === 'content',
+  );
+  if (found === null) return;
+  throw new TemplateSyntaxError(
+    `@${found.parts[0]} renders as nothing: Herald puts a template's body into its layout ` +
+      'at {{{content}}} (HTML) or {{content}} (text), without the @',
+    placeOf(found),
+  );
 }

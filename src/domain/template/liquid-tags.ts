@@ -1,4 +1,5 @@
 import { parseTemplate } from './handlebars.js';
+import { firstInText, sourceText } from './source-walk.js';
 import { TemplateSyntaxError } from './syntax-error.js';
 
 /**
@@ -48,17 +49,17 @@ function advice(tag: string): string {
  * Checked where a part is saved, as `@content` is (layout-content.ts).
  */
 export function refuseLiquidTags(source: string): void {
-  const first = firstTag(parseTemplate(source).body);
+  // A tag cut off at the end of a text comes after any whole one in it (no `%` follows it).
+  const first = firstInText(
+    parseTemplate(source).body,
+    (text, rest) => LIQUID_TAG.exec(text) ?? (closedLater(rest) ? LIQUID_TAG_CUT.exec(text) : null),
+  );
   if (first === null) return;
+  const tag = first.found[1] as string;
   throw new TemplateSyntaxError(
-    `a Liquid tag ({% ${first.tag} %}) would be sent as it is written: ${advice(first.tag)} (to show it as text, write its {% as {{"{%"}})`,
+    `a Liquid tag ({% ${tag} %}) would be sent as it is written: ${advice(tag)} (to show it as text, write its {% as {{"{%"}})`,
     first.place,
   );
-}
-
-/** A text's source as written (Handlebars' types call `original` a StripFlags; it is the source text). */
-function sourceText(node: hbs.AST.Statement): string {
-  return (node as unknown as { original: string }).original;
 }
 
 /**
@@ -80,34 +81,4 @@ function closedLater(rest: readonly hbs.AST.Statement[]): boolean {
     return text[percent + 1] === '}' && read + percent <= 200;
   }
   return false;
-}
-
-/** The first Liquid tag in the text of `body` and the blocks in it, in the order of the source. */
-function firstTag(
-  body: readonly hbs.AST.Statement[],
-): { tag: string; place: { line: number; column: number } } | null {
-  for (const [index, node] of body.entries()) {
-    if (node.type === 'BlockStatement') {
-      const block = node as hbs.AST.BlockStatement;
-      const found = firstTag(block.program?.body ?? []) ?? firstTag(block.inverse?.body ?? []);
-      if (found !== null) return found;
-      continue;
-    }
-    if (node.type !== 'ContentStatement') continue;
-    const text = sourceText(node);
-    // A tag cut off at the end of the text comes after any whole one in it (no `%` follows it).
-    const found =
-      LIQUID_TAG.exec(text) ?? (closedLater(body.slice(index + 1)) ? LIQUID_TAG_CUT.exec(text) : null);
-    if (found === null) continue;
-    // Lines end as Handlebars counts them for `loc`: at \r\n, \r or \n.
-    const lines = text.slice(0, found.index).split(/\r\n?|\n/);
-    const last = lines.at(-1) ?? '';
-    const start = node.loc.start;
-    const place =
-      lines.length === 1
-        ? { line: start.line, column: start.column + last.length + 1 }
-        : { line: start.line + lines.length - 1, column: last.length + 1 };
-    return { tag: found[1] as string, place };
-  }
-  return null;
 }
