@@ -3,7 +3,7 @@ import { ErrorCode, HeraldError, Messages } from '../domain/errors.js';
 import { metadataFilters, metadataFilterText, type MetadataFilter } from '../domain/metadata.js';
 import { notificationView } from '../domain/notification.js';
 import type { NotificationSearch } from '../services/notifications.js';
-import { NOTIFICATION_STATES, type NotificationState } from '../domain/notification-state.js';
+import { NOTIFICATION_STATES } from '../domain/notification-state.js';
 import { notice, page, type DashboardDeps } from './context.js';
 import { fieldsOf, utcTime, whole } from './forms.js';
 import { diagnoseTemplate } from '../services/template-preview.js';
@@ -20,8 +20,21 @@ const CANCELED_NOTICES: Record<string, string> = {
   canceled: 'Canceled: it will not be sent. Its sender sees it as failed, with the error Canceled.',
 };
 
-function isState(value: string | undefined): value is NotificationState {
-  return (NOTIFICATION_STATES as readonly (string | undefined)[]).includes(value);
+/**
+ * The statuses the delivery log filters by: the states, and `canceled`, the failed messages whose
+ * badge says canceled (format.ts).
+ */
+const LOG_STATUSES = [...NOTIFICATION_STATES, 'canceled'] as const;
+type LogStatus = (typeof LOG_STATUSES)[number];
+
+function isLogStatus(value: string | undefined): value is LogStatus {
+  return (LOG_STATUSES as readonly (string | undefined)[]).includes(value);
+}
+
+/** The search's conditions for a status of the filter. */
+function statusSearch(status: LogStatus | undefined): Pick<NotificationSearch, 'state' | 'errorMessage'> {
+  if (status === 'canceled') return { state: 'failed', errorMessage: Messages.canceled };
+  return { state: status };
 }
 
 /**
@@ -111,8 +124,8 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const problems = [
       ...repeatedFilters(request.query, Object.keys(FILTER_LABELS)),
       project.problem,
-      given(q.status) && !isState(q.status)
-        ? `Status ${quoted(q.status)} is not one of ${NOTIFICATION_STATES.join(', ')}: showing every status.`
+      given(q.status) && !isLogStatus(q.status)
+        ? `Status ${quoted(q.status)} is not one of ${LOG_STATUSES.join(', ')}: showing every status.`
         : null,
       given(q.from) && utcTime(q.from) === undefined
         ? `From ${quoted(q.from)} is not a UTC time like 2026-11-30T09:00: left out.`
@@ -122,9 +135,10 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
         : null,
       metadata.error,
     ].filter((problem) => problem !== null);
+    const status = isLogStatus(q.status) ? q.status : undefined;
     const filter: NotificationSearch = {
       projectId: project.projectId,
-      state: isState(q.status) ? q.status : undefined,
+      ...statusSearch(status),
       template: q.template?.trim() || undefined,
       recipient: q.recipient?.trim() || undefined,
       metadata: Object.fromEntries(metadata.filters.map(({ key, value }) => [key, value])),
@@ -135,7 +149,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     };
     const filters = {
       project: filter.projectId === undefined ? '' : String(filter.projectId),
-      status: filter.state ?? '',
+      status: status ?? '',
       template: filter.template ?? '',
       recipient: filter.recipient ?? '',
       from: filter.from === undefined ? '' : (q.from ?? ''),
@@ -149,7 +163,7 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
       title: 'Delivery logs',
       rows: found.rows,
       names,
-      states: NOTIFICATION_STATES,
+      states: LOG_STATUSES,
       filters,
       // The form shows the first condition as typed; the others travel in the page links.
       metadataText: metadata.filters[0]

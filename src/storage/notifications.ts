@@ -84,6 +84,8 @@ export interface NotificationFilter {
   readonly state?: NotificationState;
   /** Any of these states (the public `queued` is `queued` or `sending`). */
   readonly states?: readonly NotificationState[];
+  /** Only messages with exactly this error (`Canceled`: the failed that were canceled). */
+  readonly errorMessage?: string;
   readonly template?: string;
   readonly recipient?: string;
   /** Messages whose metadata has every one of these values. */
@@ -105,6 +107,7 @@ export async function listNotifications(
   if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
   if (filter.state !== undefined) query = query.where('state', '=', filter.state);
   if (filter.states !== undefined) query = query.where('state', 'in', filter.states);
+  if (filter.errorMessage !== undefined) query = query.where('error_message', '=', filter.errorMessage);
   if (filter.template !== undefined) query = query.where('template', '=', filter.template);
   if (filter.recipient !== undefined)
     query = query.where(sql<boolean>`recipient like ${`%${escapeLike(filter.recipient)}%`} escape '\\'`);

@@ -311,6 +311,54 @@ describe(`the delivery log's metadata filter (${backend})`, () => {
   });
 });
 
+describe(`the delivery log's status filter (${backend})`, () => {
+  it('finds the canceled messages apart from the others that failed, and keeps the choice', async () => {
+    const { apiKey: key, projectId: project } = await seedProject(ctx.services, {
+      template: { name: 'welcome', subject: 'Hi', text: 'Hello' },
+    });
+    const scheduled = async (to: string) =>
+      (
+        await sendOk(ctx.app, key, {
+          template: 'welcome',
+          to,
+          send_at: new Date(Date.now() + 86_400_000).toISOString(),
+        })
+      ).request_id;
+    const canceled = await scheduled('canceled@example.org');
+    await scheduled('failed@example.org');
+    await scheduled('waiting@example.org');
+    const cancel = await ctx.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/notifications/${canceled}`,
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(cancel.statusCode).toBe(200);
+    await ctx.services.storage.db
+      .updateTable('notifications')
+      .set({ state: 'failed', error_message: 'SMTP 550 5.1.1 <failed@example.org>: no such user' })
+      .where('recipient', '=', 'failed@example.org')
+      .execute();
+    const log = async (status: string) => {
+      const page = await app.inject({
+        url: `/messages?project=${project}&status=${status}`,
+        cookies: { herald_session: session },
+      });
+      expect(page.statusCode).toBe(200);
+      return page.body;
+    };
+    const recipients = (body: string) =>
+      [...body.matchAll(/<td class="wrap">([^<]*@[^<]*)<\/td>/g)].map((m) => m[1]);
+
+    const onlyCanceled = await log('canceled');
+    expect(recipients(onlyCanceled)).toEqual(['canceled@example.org']);
+    expect(onlyCanceled).toContain('<option value="canceled" selected>canceled</option>');
+    expect(onlyCanceled).not.toContain('data-testid="filter-error"');
+    // Failed is the API's state: a canceled message is one of them.
+    expect(recipients(await log('failed'))).toEqual(['failed@example.org', 'canceled@example.org']);
+    expect(recipients(await log('queued'))).toEqual(['waiting@example.org']);
+  });
+});
+
 describe(`the log pages' filters that cannot be applied (${backend})`, () => {
   const get = (url: string) => app.inject({ url, cookies: { herald_session: session } });
   const problems = (body: string) =>
@@ -323,7 +371,7 @@ describe(`the log pages' filters that cannot be applied (${backend})`, () => {
     expect(page.statusCode).toBe(200);
     expect(problems(page.body)).toEqual([
       'No project is named &#39;abc&#39;: showing every project.',
-      'Status &#39;bounced&#39; is not one of queued, sending, sent, failed: showing every status.',
+      'Status &#39;bounced&#39; is not one of queued, sending, sent, failed, canceled: showing every status.',
       'From &#39;yesterday&#39; is not a UTC time like 2026-11-30T09:00: left out.',
       'Until &#39;2026-13-45T10:00&#39; is not a UTC time like 2026-11-30T09:00: left out.',
     ]);
