@@ -1,14 +1,13 @@
 import { Command } from 'commander';
 import { errors } from '../domain/errors.js';
-import { servicesAction, withServices } from './context.js';
+import { createsDatabase, servicesAction, withServices } from './context.js';
 import { iso } from './output.js';
 import { readSecret } from './read-secret.js';
 
 export function adminCommands(): Command {
   const admin = new Command('admin').description('dashboard administrators');
 
-  admin
-    .command('create')
+  createsDatabase(admin.command('create'))
     .description('create a dashboard admin; the password is read from stdin, never from the command line')
     .requiredOption('--email <email>', 'login email')
     .option('--password-stdin', 'read the password from stdin (required)')

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { parseQuotaLimit, parseQuotaPeriod } from '../config.js';
 import type { ProjectInput } from '../services/projects.js';
-import { given, servicesAction } from './context.js';
+import { createsDatabase, given, servicesAction } from './context.js';
 import { projectJson } from '../services/json-views.js';
 import { senderFor } from '../domain/sender.js';
 
@@ -36,7 +36,9 @@ function withProjectOptions(command: Command): Command {
 export function projectCommands(): Command {
   const project = new Command('project').description('manage projects and their API keys');
 
-  withProjectOptions(project.command('create').description('create a project; prints its API key once'))
+  withProjectOptions(
+    createsDatabase(project.command('create')).description('create a project; prints its API key once'),
+  )
     .requiredOption('--name <name>', 'project name')
     .action(
       servicesAction(async ({ projects, defaultFrom }, out, options: ProjectOptions & { name: string }) => {

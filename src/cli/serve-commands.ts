@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, StartupError, type Config } from '../config.js';
 import { backupSqlite } from '../storage/sqlite/backup.js';
 import type { Role } from '../config.js';
-import { cliConfig, outputOf, warnIfNewDatabase } from './context.js';
+import { checkDatabaseExists, cliConfig, createsDatabase, outputOf } from './context.js';
 import { createLogger } from '../logger.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import type { startServer } from '../server.js';
@@ -133,11 +133,11 @@ export function serveCommand(): Command {
 }
 
 export function migrateCommand(): Command {
-  return new Command('migrate')
+  return createsDatabase(new Command('migrate'))
     .description('create or upgrade the database schema (safe to run from several processes at once)')
     .action(async (_options: unknown, command: Command) => {
       const config = cliConfig(command);
-      warnIfNewDatabase(config, outputOf(command));
+      checkDatabaseExists(config, command, outputOf(command));
       const storage = openStorage(config.database);
       let applied: readonly string[];
       try {

@@ -1,13 +1,12 @@
 import { Command } from 'commander';
 import { adminTokenJson } from '../services/json-views.js';
-import { servicesAction } from './context.js';
+import { createsDatabase, servicesAction } from './context.js';
 
 /** `herald token …`: admin tokens of the management API (product.md §13). */
 export function tokenCommands(): Command {
   const token = new Command('token').description('admin tokens of the management API (/api/v1/admin)');
 
-  token
-    .command('create')
+  createsDatabase(token.command('create'))
     .description('create an admin token; it is printed once and never again')
     .requiredOption('--name <name>', 'what the token is for (ci, terraform, …): shown in the audit log')
     .action(

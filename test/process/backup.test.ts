@@ -15,22 +15,43 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const env = { HERALD_SECRET_KEY: TEST_SECRET };
 
 describe('herald backup and --data-dir', () => {
-  it('warns once when a command creates a new database, and --data-dir points every command at it', async () => {
+  it('refuses to read where there is no database, creates one only to make the first of something, and says so', async () => {
     const dataDir = path.join(root, 'warn');
-    const first = await runHerald(['project', 'list', '--data-dir', dataDir], env);
-    expect(first.code).toBe(0);
-    expect(first.stderr).toContain(`no database at ${path.join(dataDir, 'herald.db')}; creating a new one`);
-    expect(first.stderr).toContain('--data-dir');
-    const second = await runHerald(['--data-dir', dataDir, 'project', 'list'], env);
-    expect(second.code).toBe(0);
-    expect(second.stderr).not.toContain('creating a new one');
-    // Under --json the warning is JSON too, as errors are.
-    const json = await runHerald(['project', 'list', '--json', '--data-dir', path.join(root, 'json')], env);
-    expect(json.code).toBe(0);
+    const file = path.join(dataDir, 'herald.db');
+    const where = 'run herald where the server keeps its data, or pass --data-dir DIR';
+    // A command that reads or changes what a database holds makes none: it names where it looked.
+    for (const args of [
+      ['project', 'list'],
+      ['template', 'list', '--project', 'shop'],
+      ['notification', 'show', 'req_x'],
+    ]) {
+      const refused = await runHerald([...args, '--data-dir', dataDir], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`no database at ${file}: ${where}`);
+      expect(existsSync(dataDir)).toBe(false);
+    }
+    const json = await runHerald(['project', 'list', '--json', '--data-dir', dataDir], env);
+    expect(json.code).toBe(1);
     expect(JSON.parse(json.stderr)).toEqual({
+      error: expect.stringMatching(/^no database at .*herald\.db: run /),
+    });
+    expect(json.stdout).toBe('');
+
+    // The first project makes it, with a warning; --data-dir points every command at it.
+    const first = await runHerald(['project', 'create', '--name', 'shop', '--data-dir', dataDir], env);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toContain(`no database at ${file}; creating a new one`);
+    expect(first.stderr).toContain('--data-dir');
+    const second = await runHerald(['--data-dir', dataDir, 'project', 'list', '--json'], env);
+    expect(second.code).toBe(0);
+    expect(second.stderr).not.toContain('no database');
+    expect(JSON.parse(second.stdout)).toMatchObject({ projects: [{ name: 'shop' }] });
+    // Under --json the warning is JSON too, as errors are.
+    const made = await runHerald(['migrate', '--json', '--data-dir', path.join(root, 'json')], env);
+    expect(made.code).toBe(0);
+    expect(JSON.parse(made.stderr)).toEqual({
       warning: expect.stringMatching(/^no database at .*herald\.db; creating a new one\. /),
     });
-    expect(JSON.parse(json.stdout)).toEqual({ projects: [] });
   });
 
   it('copies a live SQLite database that restores with its data', async () => {
