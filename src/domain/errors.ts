@@ -34,6 +34,8 @@ export const ErrorCode = {
   /** The thing changed meanwhile, or its state does not allow the change now. */
   Conflict: 'CONFLICT',
   RateLimited: 'RATE_LIMITED',
+  /** A body sent compressed (`Content-Encoding: gzip`): Herald reads bodies as they are sent. */
+  UnsupportedEncoding: 'UNSUPPORTED_ENCODING',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -101,6 +103,10 @@ export const errors = {
     new HeraldError(ErrorCode.NotCancelable, Messages.notCancelable, hint === undefined ? {} : { hint }),
   /** The store could not commit; `cause` is the store's error, for the operator's log. */
   queueFailed: (cause?: unknown) => new HeraldError(ErrorCode.QueueFailed, Messages.queueFailed, { cause }),
+  unsupportedEncoding: (given: string) =>
+    new HeraldError(ErrorCode.UnsupportedEncoding, 'Content-Encoding is not supported', {
+      hint: `The body came with Content-Encoding: ${given}; send the JSON as it is, uncompressed, without that header`,
+    }),
   idempotencyMismatch: () =>
     new HeraldError(
       ErrorCode.IdempotencyMismatch,

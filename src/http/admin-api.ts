@@ -17,6 +17,7 @@ import { adminValidator } from './admin-validation.js';
 import { sendError } from './errors.js';
 import { sendContinue } from './expect-continue.js';
 import { bodyText, NOT_UTF8_HINT, parseJson } from './check-body.js';
+import { refuseEncodedBody } from './read-body.js';
 
 export type { AdminDeps } from './admin-deps.js';
 
@@ -68,7 +69,12 @@ function authenticate(deps: AdminDeps) {
  */
 function jsonBodies(admin: FastifyInstance): void {
   admin.removeAllContentTypeParsers();
-  admin.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  admin.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    try {
+      refuseEncodedBody(request);
+    } catch (error) {
+      return done(error as Error, undefined);
+    }
     if (body.length === 0) return done(null, undefined);
     const text = bodyText(body as Buffer);
     if (text === null) return done(errors.invalidJson(NOT_UTF8_HINT), undefined);

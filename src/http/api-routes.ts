@@ -18,7 +18,7 @@ import { sendContinue } from './expect-continue.js';
 import type { BodyRequest, BodyResult } from './check-body.js';
 import { bodyTooLarge, sendError } from './errors.js';
 import { LargeBodies } from './large-bodies.js';
-import { readBody } from './read-body.js';
+import { readBody, refuseEncodedBody } from './read-body.js';
 import {
   BatchBody,
   BatchErrorBody,
@@ -203,6 +203,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   };
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
+    refuseEncodedBody(request);
     const body = await readBody(payload, request.routeOptions.bodyLimit ?? BODY_LIMIT);
     if (body.length === 0 && request.method !== 'POST') return undefined;
     if (request.method === 'POST' && SEND_ROUTES.has(request.routeOptions.url ?? ''))

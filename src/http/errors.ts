@@ -33,6 +33,7 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.RateLimited]: 429,
   [ErrorCode.IdempotencyMismatch]: 422,
   [ErrorCode.QueueFailed]: 500,
+  [ErrorCode.UnsupportedEncoding]: 415,
 };
 
 export function statusOf(error: HeraldError): number {
@@ -86,6 +87,8 @@ export function errorHandler(
   if (error instanceof HeraldError) {
     // The caller only learns that it may retry; the operator needs to know why.
     if (error.code === ErrorCode.QueueFailed) request.log.error({ err: error.cause }, 'enqueue failed');
+    // The codings the server takes (RFC 9110 §15.5.16): none.
+    if (error.code === ErrorCode.UnsupportedEncoding) void reply.header('accept-encoding', 'identity');
     return sendError(reply, statusOf(error), error.message, error.hint);
   }
   const known = frameworkError(error, request);

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { errorCodes } from 'fastify';
+import { errors } from '../domain/errors.js';
 
 /**
  * Reads a request body into one buffer. With a Content-Length (what every client sends for a
@@ -48,4 +49,16 @@ export function readBody(payload: IncomingMessage, limit: number): Promise<Buffe
     payload.on('error', onError);
     payload.resume();
   });
+}
+
+/**
+ * Refuses a body sent with a content coding (`Content-Encoding: gzip`): bodies are read as they
+ * are sent, and a compressed one would be answered as malformed JSON, which it is not.
+ */
+export function refuseEncodedBody(request: Pick<IncomingMessage, 'headers'>): void {
+  const given = request.headers['content-encoding'];
+  if (given === undefined) return;
+  const codings = given.split(',').map((coding) => coding.trim().toLowerCase());
+  if (codings.some((coding) => coding !== '' && coding !== 'identity'))
+    throw errors.unsupportedEncoding(given.length > 40 ? `${given.slice(0, 40)}…` : given);
 }

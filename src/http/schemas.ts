@@ -57,7 +57,7 @@ export function errorMeaning(description: string) {
 export const SEND_ERRORS = {
   409: errorMeaning('A request with this Idempotency-Key is still being processed.'),
   413: errorMeaning('The body is larger than the limit.'),
-  415: errorMeaning('The body is not JSON.'),
+  415: errorMeaning('The body is not JSON, or came compressed (Content-Encoding).'),
   422: errorMeaning('The Idempotency-Key was already used with a different body.'),
 } as const;
 

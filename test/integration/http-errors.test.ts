@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   SEND_PATH,
@@ -190,6 +191,61 @@ describe('415 when the body is not JSON', () => {
       expect((await send(ctx.app, apiKey, VALID, { 'content-type': type })).statusCode).toBe(202);
     },
   );
+});
+
+describe('415 when the body is compressed', () => {
+  const hint = (coding: string) =>
+    `The body came with Content-Encoding: ${coding}; send the JSON as it is, uncompressed, without that header`;
+
+  it('names the coding rather than calling the body malformed JSON, and stores nothing', async () => {
+    const before = await countNotifications(ctx.services, projectId);
+    for (const [url, body] of [
+      [SEND_PATH, VALID],
+      [`${SEND_PATH}/batch`, `[${VALID}]`],
+    ] as const)
+      for (const coding of ['gzip', 'identity, br']) {
+        const response = await ctx.app.inject({
+          method: 'POST',
+          url,
+          headers: { ...bearer(apiKey), 'content-type': 'application/json', 'content-encoding': coding },
+          payload: gzipSync(body),
+        });
+        expect(response.statusCode).toBe(415);
+        expect(response.json()).toEqual({ error: 'Content-Encoding is not supported', hint: hint(coding) });
+        expect(response.headers['accept-encoding']).toBe('identity');
+      }
+    expect(await countNotifications(ctx.services, projectId)).toBe(before);
+    // The key is checked first, as for every other refusal of a body.
+    const unknown = await ctx.app.inject({
+      method: 'POST',
+      url: SEND_PATH,
+      headers: { ...bearer('hrl_nope'), 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(VALID),
+    });
+    expect(unknown.statusCode).toBe(401);
+  });
+
+  it('takes a body said to be sent as it is (identity)', async () => {
+    const response = await send(ctx.app, apiKey, VALID, { 'content-encoding': 'Identity' });
+    expect(response.statusCode).toBe(202);
+  });
+
+  it('is answered by the management API the same way', async () => {
+    const { secret } = await ctx.services.adminTokens.create('encoding');
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/admin/projects',
+      headers: {
+        authorization: `Bearer ${secret}`,
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      payload: gzipSync(JSON.stringify({ name: 'zipped' })),
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json()).toEqual({ error: 'Content-Encoding is not supported', hint: hint('gzip') });
+    expect((await ctx.services.projects.list()).map((p) => p.name)).not.toContain('zipped');
+  });
 });
 
 describe("a request's logger", () => {
