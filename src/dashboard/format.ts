@@ -94,8 +94,9 @@ function query(params: Readonly<Record<string, string | number | null | undefine
 }
 
 /**
- * A message's badge: its public status, but `canceled` (grey) for one its sender canceled, which
- * the API reports as failed with `Canceled` and nobody should read as a delivery failure.
+ * A message's badge: its public status, but `canceled` (grey) for one canceled (by its sender or an
+ * operator), which the API reports as failed with `Canceled` and nobody should read as a delivery
+ * failure.
  */
 function badge(n: { state: NotificationState; error_message: string | null }): {
   cls: string;

@@ -239,6 +239,11 @@ export async function logRoutes(app: FastifyInstance, deps: DashboardDeps): Prom
     const { requestId } = request.params;
     try {
       await notifications.cancel(requestId, 'any');
+      // The API's cancels are in the API log; an operator's are said here, with who made them.
+      request.log.info(
+        { requestId, admin: request.dashSession?.admin.email },
+        'message canceled from the dashboard',
+      );
     } catch (error) {
       if (!(error instanceof HeraldError) || error.code !== ErrorCode.NotCancelable) throw error;
       const why = error.hint ?? 'it is being sent, or it was sent or failed already';

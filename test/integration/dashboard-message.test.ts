@@ -100,6 +100,8 @@ describe(`message page (${backend})`, () => {
     expect(shown.body).toContain('<span class="badge neutral" data-testid="message-status">canceled</span>');
     // The page tells one story: canceled, never rendered, nothing to warn about its data.
     expect(shown.body).toContain('data-testid="canceled"');
+    // Its sender or an operator: the page does not know which, and does not say it was the sender.
+    expect(shown.body).toContain('Before it was sent, by its sender or an operator: it will not be sent.');
     expect(shown.body).toContain('Not rendered: it was canceled before a worker rendered it.');
     expect(shown.body).not.toContain('failed before that');
     expect(shown.body).not.toContain('data-testid="blank-placeholders"');
