@@ -143,6 +143,27 @@ describe('the template language: what it refuses when saved, with the place', ()
     expect(chain.place).toEqual({ line: 1, column: 1 });
   });
 
+  it('names the first unsupported thing in the order of the source, and every unknown helper at once', () => {
+    const helpers = syntaxError(
+      '{{#if a}}{{insert b}}{{else}}{{formatDate d "y"}}{{/if}}\n{{#equals p "x"}}{{t q}}{{/equals}}',
+    );
+    expect(helpers.message).toBe(
+      "line 1, column 10: unknown helper 'insert' (Herald has #if, #unless, #each and #with); " +
+        "also 'formatDate' at line 1, column 30, 'equals' at line 2, column 1, 't' at line 2, column 18",
+    );
+    // A partial before the first helper is named first; one after it, once the helpers are mended.
+    expect(syntaxError('{{> header}}\n{{insert b}}').message).toBe(
+      'line 1, column 1: partials ({{> name}}) are not supported; use a layout',
+    );
+    expect(syntaxError('{{insert b}}\n{{> footer}}{{t q}}').message).toBe(
+      "line 1, column 1: unknown helper 'insert' (Herald has #if, #unless, #each and #with)",
+    );
+    const many = syntaxError(Array.from({ length: 13 }, (_, i) => `{{h${i} x}}`).join('\n'));
+    expect(many.message).toMatch(
+      /; also 'h1' at line 2, column 1, .*'h10' at line 11, column 1, and 2 more$/,
+    );
+  });
+
   it('gives the column of the first wrong character', () => {
     expect(syntaxError('ok\nSum {{ 1 + 2 }}').place).toEqual({ line: 2, column: 10 });
   });

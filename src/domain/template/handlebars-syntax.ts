@@ -252,14 +252,30 @@ export function innermostOpenBlock(
  */
 const RESERVED = ['log', 'lookup', 'helperMissing', 'blockHelperMissing'];
 
-/** Refuses partials, decorators and helpers Herald does not register (raw blocks: `checkTags`). */
+/**
+ * Refuses partials, decorators and helpers Herald does not register (raw blocks: `checkTags`), the
+ * first in the order of the source. Unknown helpers are named all at once, where the first is: a
+ * template brought from another service has several, and each would otherwise cost a save.
+ */
 export function refuseUnsupported(program: hbs.AST.Program): void {
+  const unknown: { path: Expression; node: Node }[] = [];
+  try {
+    findUnsupported(program, unknown);
+  } catch (error) {
+    // A problem after an unknown helper is named once the helpers are mended.
+    if (unknown.length === 0) throw error;
+  }
+  if (unknown.length > 0) throw unknownHelpers(unknown);
+}
+
+function findUnsupported(program: hbs.AST.Program, unknown: { path: Expression; node: Node }[]): void {
   const stack: Node[] = [program];
   while (stack.length > 0) {
     const node = stack.pop() as Node;
     switch (node.type) {
+      // Children are pushed last first, so the first in the source is looked at first.
       case 'Program':
-        stack.push(...(node as hbs.AST.Program).body);
+        stack.push(...(node as hbs.AST.Program).body.slice().reverse());
         break;
       case 'PartialStatement':
       case 'PartialBlockStatement':
@@ -270,8 +286,8 @@ export function refuseUnsupported(program: hbs.AST.Program): void {
       case 'MustacheStatement': {
         const mustache = node as hbs.AST.MustacheStatement;
         if (mustache.params.length > 0 || (mustache.hash?.pairs.length ?? 0) > 0)
-          throw unknownHelper(mustache.path, node);
-        checkExpression(mustache.path);
+          unknown.push({ path: mustache.path, node });
+        else checkExpression(mustache.path);
         break;
       }
       case 'BlockStatement': {
@@ -279,8 +295,12 @@ export function refuseUnsupported(program: hbs.AST.Program): void {
         const name =
           block.path.type === 'PathExpression' ? (block.path as hbs.AST.PathExpression).original : '';
         const isHelper = (BLOCK_HELPERS as readonly string[]).includes(name);
-        if (block.path.type !== 'PathExpression' || (!isHelper && block.params.length > 0))
-          throw unknownHelper(block.path, node);
+        if (block.path.type !== 'PathExpression' || (!isHelper && block.params.length > 0)) {
+          unknown.push({ path: block.path, node });
+          if (block.inverse) stack.push(block.inverse);
+          if (block.program) stack.push(block.program);
+          break;
+        }
         if (isHelper && block.params.length !== 1)
           throw new TemplateSyntaxError(`#${name} takes exactly one value`, place(node));
         if ((block.hash?.pairs.length ?? 0) > 0 && name !== 'if' && name !== 'unless')
@@ -292,8 +312,8 @@ export function refuseUnsupported(program: hbs.AST.Program): void {
           );
         if (!isHelper) checkExpression(block.path);
         block.params.forEach(checkExpression);
-        if (block.program) stack.push(block.program);
         if (block.inverse) stack.push(block.inverse);
+        if (block.program) stack.push(block.program);
         break;
       }
       default:
@@ -307,10 +327,21 @@ function checkExpression(expression: Expression): void {
     throw new TemplateSyntaxError('helper calls in parentheses are not supported', place(expression));
 }
 
-function unknownHelper(path: Expression, node: Node): TemplateSyntaxError {
-  const name = path.type === 'PathExpression' ? (path as hbs.AST.PathExpression).original : path.type;
+function helperName(path: Expression): string {
+  return path.type === 'PathExpression' ? (path as hbs.AST.PathExpression).original : path.type;
+}
+
+/** The first unknown helper, at its place, and where the others are. */
+function unknownHelpers(found: readonly { path: Expression; node: Node }[]): TemplateSyntaxError {
+  const [first, ...others] = found;
+  const also = others.slice(0, 10).map(({ path, node }) => {
+    const where = place(node);
+    return `'${helperName(path)}'${where === null ? '' : ` at line ${where.line}, column ${where.column}`}`;
+  });
+  const more = others.length > also.length ? `, and ${others.length - also.length} more` : '';
   return new TemplateSyntaxError(
-    `unknown helper '${name}' (Herald has #if, #unless, #each and #with)`,
-    place(node),
+    `unknown helper '${helperName(first!.path)}' (Herald has #if, #unless, #each and #with)` +
+      (also.length === 0 ? '' : `; also ${also.join(', ')}${more}`),
+    place(first!.node),
   );
 }
