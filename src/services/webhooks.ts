@@ -7,6 +7,7 @@ import type { Database, WebhookAttemptRow, WebhookEndpointRow } from '../storage
 import { recordEvents } from '../storage/webhook-events.js';
 import {
   deleteEndpoint,
+  earliestPending,
   findDelivery,
   findEndpoint,
   insertEndpoint,
@@ -180,20 +181,27 @@ export class WebhookService {
     return replay.id;
   }
 
-  /** Queues a `webhook.test` event for this endpoint alone, whatever its filter. */
+  /**
+   * Queues a `webhook.test` event for this endpoint alone, whatever its filter, ahead of the
+   * deliveries it has waiting: the next call to it is the test's.
+   */
   async sendTest(projectRef: string | number, id: string | number): Promise<void> {
     const endpoint = await this.endpointRow(projectRef, id);
     refuseDisabled(endpoint);
     const project = await this.projects.resolve(endpoint.project_id);
-    await this.db.transaction().execute((tx) =>
+    const at = this.now();
+    await this.db.transaction().execute(async (tx) =>
       recordEvents(tx, [
         {
           projectId: project.id,
           notificationId: null,
           type: TEST_EVENT,
           data: () => ({ endpoint_id: endpoint.id, message: 'This is a test event from Herald.' }),
-          at: this.now(),
+          at,
           endpointId: endpoint.id,
+          // Someone is watching for it, and a failing endpoint, called once per poll, would
+          // reach it only after every delivery due before it.
+          runAt: Math.min(at, ((await earliestPending(tx, endpoint.id)) ?? at) - 1),
         },
       ]),
     );

@@ -16,6 +16,8 @@ export interface OutboxEvent {
   readonly at: number;
   /** Only this endpoint, whatever its filter (a test event); otherwise every enabled endpoint that wants it. */
   readonly endpointId?: number;
+  /** When its deliveries are due, if not at `at` (a test event's goes ahead of its endpoint's others). */
+  readonly runAt?: number;
 }
 
 /** Rows per INSERT: well under both backends' parameter limits. */
@@ -94,7 +96,7 @@ export async function recordEvents(tx: Kysely<Database>, events: readonly Outbox
         project_id: event.projectId,
         state: 'pending' as const,
         attempts: 0,
-        run_at: event.at,
+        run_at: event.runAt ?? event.at,
         created_at: event.at,
         updated_at: event.at,
       })),

@@ -231,3 +231,14 @@ export async function pruneWebhookHistory(
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** When the earliest pending delivery to an endpoint is due, or null when none is pending. */
+export async function earliestPending(db: Kysely<Database>, endpointId: number): Promise<number | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('run_at').as('due'))
+    .where('endpoint_id', '=', endpointId)
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return row?.due == null ? null : Number(row.due);
+}

@@ -9,6 +9,7 @@ import { parseOutboundAllow, type OutboundPolicy } from '../../src/domain/outbou
 import type { WebhookDelivery } from '../../src/services/webhooks.js';
 import type { BounceRecipient } from '../../src/domain/bounce/feedback-report.js';
 import { findNotification } from '../../src/storage/notifications.js';
+import { recordEvents } from '../../src/storage/webhook-events.js';
 import { bearer, settledStatus, statusOf } from '../helpers/http.js';
 import { createTestContext, seedProject, type TestContext } from '../helpers/services.js';
 import { SmtpSink } from '../helpers/smtp-sink.js';
@@ -691,6 +692,38 @@ describe('webhook events from mail delivery', () => {
     });
     expect(await h.deliveries(projectId, other.id)).toHaveLength(0);
     expect(bystander.hits).toHaveLength(0);
+  });
+
+  it("puts a test event ahead of a failing endpoint's backlog: its next call is the test", async () => {
+    const { projectId } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    // Everything fails but the test: a failing endpoint is called once per poll, oldest due first.
+    r.reply = (_n, hit) => (hit.event?.type === 'webhook.test' ? 204 : 500);
+    const endpoint = await h.hook(projectId, r);
+    const hour = Date.now() - 3_600_000;
+    await stack.ctx.services.storage.db.transaction().execute((tx) =>
+      recordEvents(
+        tx,
+        Array.from({ length: 12 }, (_, i) => ({
+          projectId,
+          notificationId: null,
+          type: 'notification.sent' as const,
+          data: () => ({ n: i }),
+          at: hour + i,
+        })),
+      ),
+    );
+    await r.waitForHits(2, 'the backlog to be failing');
+    await stack.ctx.services.webhooks.sendTest(projectId, endpoint.id);
+    const before = r.hits.length;
+    const test = await waitUntil(() => r.hits.find((hit) => hit.event?.type === 'webhook.test'), {
+      what: 'the test event',
+    });
+    // At most the call in flight when it was queued (one at a time to a failing endpoint) came between.
+    expect(test.n - before).toBeLessThanOrEqual(2);
+    const [queued] = (await h.deliveries(projectId, endpoint.id)).filter((d) => d.type === 'webhook.test');
+    // It is shown due when the backlog's first was, not at some time before.
+    expect(Number(queued!.run_at)).toBeGreaterThanOrEqual(hour - 1);
   });
 
   it('gives a disabled endpoint nothing new and resumes its pending deliveries when it is enabled', async () => {
