@@ -1,4 +1,5 @@
 import { TemplateSyntaxError } from './syntax-error.js';
+import { walkInOrder } from './source-walk.js';
 
 /**
  * What Herald accepts of Handlebars' syntax (see handlebars.ts): the four block helpers and
@@ -269,14 +270,10 @@ export function refuseUnsupported(program: hbs.AST.Program): void {
 }
 
 function findUnsupported(program: hbs.AST.Program, unknown: { path: Expression; node: Node }[]): void {
-  const stack: Node[] = [program];
-  while (stack.length > 0) {
-    const node = stack.pop() as Node;
+  walkInOrder(program, (node) => {
     switch (node.type) {
-      // Children are pushed last first, so the first in the source is looked at first.
       case 'Program':
-        stack.push(...(node as hbs.AST.Program).body.slice().reverse());
-        break;
+        return true;
       case 'PartialStatement':
       case 'PartialBlockStatement':
         throw new TemplateSyntaxError('partials ({{> name}}) are not supported; use a layout', place(node));
@@ -288,18 +285,17 @@ function findUnsupported(program: hbs.AST.Program, unknown: { path: Expression; 
         if (mustache.params.length > 0 || (mustache.hash?.pairs.length ?? 0) > 0)
           unknown.push({ path: mustache.path, node });
         else checkExpression(mustache.path);
-        break;
+        return false;
       }
       case 'BlockStatement': {
         const block = node as hbs.AST.BlockStatement;
         const name =
           block.path.type === 'PathExpression' ? (block.path as hbs.AST.PathExpression).original : '';
         const isHelper = (BLOCK_HELPERS as readonly string[]).includes(name);
+        // The blocks inside an unknown helper are looked through for more.
         if (block.path.type !== 'PathExpression' || (!isHelper && block.params.length > 0)) {
           unknown.push({ path: block.path, node });
-          if (block.inverse) stack.push(block.inverse);
-          if (block.program) stack.push(block.program);
-          break;
+          return true;
         }
         if (isHelper && block.params.length !== 1)
           throw new TemplateSyntaxError(`#${name} takes exactly one value`, place(node));
@@ -312,14 +308,13 @@ function findUnsupported(program: hbs.AST.Program, unknown: { path: Expression; 
           );
         if (!isHelper) checkExpression(block.path);
         block.params.forEach(checkExpression);
-        if (block.inverse) stack.push(block.inverse);
-        if (block.program) stack.push(block.program);
-        break;
+        return true;
       }
+      // What a statement reads was checked with it (`checkExpression`).
       default:
-        break;
+        return false;
     }
-  }
+  });
 }
 
 function checkExpression(expression: Expression): void {

@@ -7,6 +7,43 @@ import type { SourcePlace } from './syntax-error.js';
 
 type Node = hbs.AST.Node;
 
+/** A node's children, in the order of the source. */
+function childrenOf(node: Node): readonly Node[] {
+  switch (node.type) {
+    case 'Program':
+      return (node as hbs.AST.Program).body;
+    case 'MustacheStatement':
+    case 'BlockStatement':
+    case 'SubExpression': {
+      const call = node as hbs.AST.MustacheStatement | hbs.AST.BlockStatement | hbs.AST.SubExpression;
+      const block = node.type === 'BlockStatement' ? (node as hbs.AST.BlockStatement) : null;
+      return [
+        call.path,
+        ...call.params,
+        ...(call.hash?.pairs ?? []).map((pair) => pair.value),
+        ...(block?.program ? [block.program] : []),
+        ...(block?.inverse ? [block.inverse] : []),
+      ];
+    }
+    default:
+      return [];
+  }
+}
+
+/**
+ * Visits a part's nodes in the order of the source: a statement, then what it reads (its path,
+ * parameters and hash values), then the blocks inside it. `visit` returning false skips what is
+ * inside a node.
+ */
+export function walkInOrder(root: Node, visit: (node: Node) => boolean): void {
+  const stack: Node[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop() as Node;
+    // Children are pushed last first, so the first in the source is visited first.
+    if (visit(node)) stack.push(...childrenOf(node).slice().reverse());
+  }
+}
+
 /**
  * The first path (`name`, `a.b`, `@data`) that `test` picks, wherever it is read: a value, a
  * block's helper, a parameter or a hash value, in a block or out of one.
@@ -15,33 +52,13 @@ export function firstPath(
   program: hbs.AST.Program,
   test: (path: hbs.AST.PathExpression) => boolean,
 ): hbs.AST.PathExpression | null {
-  const stack: Node[] = [program];
-  while (stack.length > 0) {
-    const node = stack.pop() as Node;
-    switch (node.type) {
-      // Children are pushed last first, so the first in the source is looked at first.
-      case 'Program':
-        stack.push(...(node as hbs.AST.Program).body.slice().reverse());
-        break;
-      case 'MustacheStatement':
-      case 'BlockStatement':
-      case 'SubExpression': {
-        const call = node as hbs.AST.MustacheStatement | hbs.AST.BlockStatement | hbs.AST.SubExpression;
-        const block = node.type === 'BlockStatement' ? (node as hbs.AST.BlockStatement) : null;
-        if (block?.inverse) stack.push(block.inverse);
-        if (block?.program) stack.push(block.program);
-        stack.push(...(call.hash?.pairs ?? []).map((pair) => pair.value).reverse());
-        stack.push(...call.params.slice().reverse(), call.path);
-        break;
-      }
-      case 'PathExpression':
-        if (test(node as hbs.AST.PathExpression)) return node as hbs.AST.PathExpression;
-        break;
-      default:
-        break;
-    }
-  }
-  return null;
+  let found: hbs.AST.PathExpression | null = null;
+  walkInOrder(program, (node) => {
+    if (found === null && node.type === 'PathExpression' && test(node as hbs.AST.PathExpression))
+      found = node as hbs.AST.PathExpression;
+    return found === null;
+  });
+  return found;
 }
 
 /** Where a node begins, its column counted from 1 (Handlebars counts it from 0). */
