@@ -7,6 +7,7 @@ import { migrationsFor, POSTGRES_TYPES, SQLITE_TYPES } from '../../src/storage/m
 import { openStorage } from '../../src/storage/open.js';
 import { NOTIFICATION_QUEUE } from '../../src/storage/queue.js';
 import type { Database } from '../../src/storage/schema.js';
+import type { Storage } from '../../src/storage/storage.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 import { testEnv } from '../helpers/services.js';
 import { runHerald } from '../helpers/processes.js';
@@ -105,6 +106,18 @@ async function migrateThrough(db: Kysely<Database>, name: string): Promise<strin
   return names;
 }
 
+/** Runs `body` on a storage of its own, on a database made for it and dropped after. */
+async function onFreshDatabase(body: (storage: Storage) => Promise<void>): Promise<void> {
+  const database = await freshDatabase();
+  const storage = openStorage(loadConfig(testEnv(database)).database);
+  try {
+    await body(storage);
+  } finally {
+    await storage.close();
+    await database.drop();
+  }
+}
+
 let fx: StorageFixture;
 beforeAll(async () => {
   fx = await openTestStorage();
@@ -166,9 +179,7 @@ describe(`migrations (${backend})`, () => {
   });
 
   it('moves a database of the first release forward, keeping its notifications', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '001_initial');
       const projectId = await addProject(storage.db);
       const id = await addNotification(storage.db, projectId, {
@@ -201,16 +212,11 @@ describe(`migrations (${backend})`, () => {
         [hour, 'queued', 2],
         [hour + 3_600_000, 'failed', 1],
       ]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the previous release (006) forward to webhooks and suppressions', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '006_scheduled_send');
       const projectId = await addProject(storage.db);
       const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi' });
@@ -248,16 +254,11 @@ describe(`migrations (${backend})`, () => {
       };
       await storage.db.insertInto('suppressions').values(row).execute();
       await expect(storage.db.insertInto('suppressions').values(row).execute()).rejects.toThrow();
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the webhooks release (007) forward, keeping its events and list', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '007_webhooks_suppressions');
       const projectId = await addProject(storage.db);
       const sent = await addNotification(storage.db, projectId, { state: 'sent', subject: 'Hi' });
@@ -295,16 +296,11 @@ describe(`migrations (${backend})`, () => {
       expect(events).toEqual([expect.objectContaining({ id: event.id, webhook_id: 'msg_kept' })]);
       const list = await storage.db.selectFrom('suppressions').select(['email', 'reason']).execute();
       expect(list).toEqual([{ email: 'gone@example.org', reason: 'hard_bounce' }]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the complaints release (008) forward, keeping its projects and mail', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '008_complaints_once');
       const projectId = await addProject(storage.db);
       const project = await storage.db.selectFrom('projects').selectAll().executeTakeFirstOrThrow();
@@ -321,16 +317,11 @@ describe(`migrations (${backend})`, () => {
         );
         expect(triggers.rows).toEqual([{ tgname: 'projects_changed' }]);
       }
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the previous release (009) forward, keeping its bounced mail', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '009_project_change_notices');
       const projectId = await addProject(storage.db);
       const bounced = await addNotification(storage.db, projectId, {
@@ -366,16 +357,11 @@ describe(`migrations (${backend})`, () => {
         state: 'failed',
         bounced_at: 1_700_000_100_000,
       });
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the bounce categories release (010) forward to relay health (011), keeping its mail, attempts and settings', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '010_bounce_categories');
       const projectId = await addProject(storage.db);
       const queued = await addNotification(storage.db, projectId, {
@@ -442,16 +428,11 @@ describe(`migrations (${backend})`, () => {
       expect(await notification(storage.db, refused)).toMatchObject({ bounce_category: 'user_unknown' });
       // No relay is known yet: every one is taken to be up until attempts say otherwise.
       expect(await storage.db.selectFrom('relay_health').selectAll().execute()).toEqual([]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the bounce categories release (010) forward to the login throttle (013), keeping everything', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '011_relay_health');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, {
@@ -474,16 +455,11 @@ describe(`migrations (${backend})`, () => {
         rows,
       );
       expect(await storage.db.selectFrom('login_attempts').selectAll().execute()).toEqual([]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the bounce release (010) forward: every template becomes version 1 of its default variant', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '010_bounce_categories');
       const projectId = await addProject(storage.db);
       // Written in the placeholder syntax, one with braces Handlebars would not parse.
@@ -547,16 +523,11 @@ describe(`migrations (${backend})`, () => {
         subject: 'Hi Jane',
         template_version: null,
       });
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the template versions release (014) forward to message fields (015), keeping everything', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '014_template_versions');
       const projectId = await addProject(storage.db);
       const ids = [
@@ -629,16 +600,11 @@ describe(`migrations (${backend})`, () => {
           .values({ notification_id: ids[0]!, position: 1, content_id: 999_999 })
           .execute(),
       ).rejects.toThrow();
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the template versions release (014) forward to admin tokens (016), keeping every row', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '014_template_versions');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, { state: 'sent', subject: 'Kept', template_version: 1 });
@@ -705,16 +671,11 @@ describe(`migrations (${backend})`, () => {
       expect(
         await storage.db.selectFrom('audit_log').select(['token_name', 'status_code']).execute(),
       ).toEqual([{ token_name: 'ci', status_code: 200 }]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 
   it('moves a database of the admin tokens release (016) forward to read bounce reports (017), keeping everything', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '016_admin_tokens');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, { state: 'sent', sent_at: 1_700_000_000_000 });
@@ -744,18 +705,13 @@ describe(`migrations (${backend})`, () => {
       expect(await storage.db.selectFrom('inbound_reports').select('owner').execute()).toEqual([
         { owner: 'a' },
       ]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 });
 
 describe(`migrations (${backend}): cancel requests`, () => {
   it('moves a database of the bounce reports release (017) forward to cancel requests (018), keeping its mail and leases', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '017_inbound_reports');
       const projectId = await addProject(storage.db);
       await addNotification(storage.db, projectId, { state: 'sent', sent_at: 1_700_000_000_000 });
@@ -779,18 +735,13 @@ describe(`migrations (${backend}): cancel requests`, () => {
       expect(await requestCancel(storage.db, claim)).toBe(true);
       expect(await cancelRequestsFor(storage.db, 'old-worker')).toEqual([{ id: leased, attempts: 1 }]);
       expect(await cancelRequestsFor(storage.db, 'another-worker')).toEqual([]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 });
 
 describe(`migrations (${backend}): project turns`, () => {
   it('moves a database of the cancel requests release (018) forward to claims in turns (019), keeping its mail', async () => {
-    const database = await freshDatabase();
-    const storage = openStorage(loadConfig(testEnv(database)).database);
-    try {
+    await onFreshDatabase(async (storage) => {
       await migrateThrough(storage.db, '018_cancel_requests');
       const [busy, quiet] = [await addProject(storage.db), await addProject(storage.db)];
       const backlog: number[] = [];
@@ -810,10 +761,7 @@ describe(`migrations (${backend}): project turns`, () => {
         limit: 3,
       });
       expect(claimed.map((row) => row.id)).toEqual([backlog[0], waiting, backlog[1]]);
-    } finally {
-      await storage.close();
-      await database.drop();
-    }
+    });
   });
 });
 
