@@ -184,10 +184,7 @@ export class MailConsumer implements Consumer {
     if (this.stopping) return;
     const asked = await this.cancels.asked();
     if (asked === null || this.stopping) return;
-    const waiting = this.backlog.filter((job) => asked.about(job));
-    if (waiting.length > 0)
-      this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !asked.about(job)));
-    for (const parked of this.relays.unparkWhere((entry) => asked.about(entry.job))) waiting.push(parked.job);
+    const waiting = this.takeWaiting((job) => asked.about(job));
     const answering = this.cancels.answer(asked, waiting).then((back) => this.goOn(back));
     this.track(answering);
     await answering;
@@ -203,11 +200,16 @@ export class MailConsumer implements Consumer {
     const held = this.relays.parkedProjectIds();
     for (const job of [...this.backlog, ...this.cancels.loadingJobs]) held.add(job.row.project_id);
     if (!(await this.deletedProjects.look(held))) return;
-    const dropped = this.backlog.filter((job) => this.ofDeletedProject(job));
-    this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !this.ofDeletedProject(job)));
-    for (const parked of this.relays.unparkWhere((entry) => this.ofDeletedProject(entry.job)))
-      dropped.push(parked.job);
-    await this.dropped(dropped);
+    await this.dropped(this.takeWaiting((job) => this.ofDeletedProject(job)));
+  }
+
+  /** Takes the jobs `which` picks out of the backlog and the parked: none of them starts after this. */
+  private takeWaiting(which: (job: Job) => boolean): Job[] {
+    const taken = this.backlog.filter(which);
+    if (taken.length > 0)
+      this.backlog.splice(0, this.backlog.length, ...this.backlog.filter((job) => !which(job)));
+    for (const parked of this.relays.unparkWhere((entry) => which(entry.job))) taken.push(parked.job);
+    return taken;
   }
 
   private ofDeletedProject(job: Job): boolean {
