@@ -1,9 +1,11 @@
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { cliEnvironment, ConfigError, loadConfig, type Config } from '../config.js';
+import { cliEnvironment, loadConfig, type Config } from '../config.js';
 import { closeServices, openServices, type Services } from '../compose.js';
 import { createLogger } from '../logger.js';
+import { checkDatabaseExists } from './new-database.js';
 import { createOutput, type Output } from './output.js';
+
+export { checkDatabaseExists, createsDatabase } from './new-database.js';
 
 /**
  * Runs a command body against the same services the server uses, opened on the same database.
@@ -18,15 +20,24 @@ export async function withServices(
 ): Promise<void> {
   const config = cliConfig(command);
   const out = outputOf(command);
-  checkDatabaseExists(config, command, out);
+  const undo = await checkDatabaseExists(config, command, out);
   // Command output goes to stdout; the service log to stderr (warnings and worse, unless
   // HERALD_LOG_LEVEL says otherwise).
   const logger = createLogger(config.logLevel ?? 'warn', process.stderr);
-  const services = await openServices(config, logger);
+  let services: Services;
+  try {
+    services = await openServices(config, logger);
+  } catch (error) {
+    undo();
+    throw error;
+  }
+  let failed = true;
   try {
     await body(services, out);
+    failed = false;
   } finally {
     await closeServices(services);
+    if (failed) undo();
   }
 }
 
@@ -78,33 +89,4 @@ export function outputOf(command: Command): Output {
 /** The configuration of a command, with its `--data-dir` applied. */
 export function cliConfig(command: Command): Config {
   return loadConfig(cliEnvironment(command.optsWithGlobals<{ dataDir?: string }>().dataDir));
-}
-
-/** The commands that may make a new database: those that can succeed on an empty one. */
-const CREATES_DATABASE = new WeakSet<Command>();
-
-/** Marks a command that may be the first run on a new database (`herald project create`). */
-export function createsDatabase(command: Command): Command {
-  CREATES_DATABASE.add(command);
-  return command;
-}
-
-/**
- * A command run from the wrong directory would make an empty database there and report "No
- * projects yet", or that a project does not exist. Where there is no SQLite database yet, a
- * command that could only read or change what is in one is refused, with nothing created; one
- * that makes the first of something (`createsDatabase`) goes on, and says on stderr where the new
- * database is and how to point at another.
- */
-export function checkDatabaseExists(config: Config, command: Command, out: Output): void {
-  if (config.database.kind !== 'sqlite' || existsSync(config.database.file)) return;
-  const elsewhere = 'pass --data-dir DIR or set HERALD_DATA_DIR (or HERALD_DATABASE_URL)';
-  if (!CREATES_DATABASE.has(command))
-    throw new ConfigError(
-      `no database at ${config.database.file}: run herald where the server keeps its data, or ${elsewhere}`,
-    );
-  out.warn(
-    `no database at ${config.database.file}; creating a new one. ` +
-      `If your server keeps its data elsewhere, ${elsewhere}.`,
-  );
 }

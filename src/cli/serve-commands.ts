@@ -137,7 +137,7 @@ export function migrateCommand(): Command {
     .description('create or upgrade the database schema (safe to run from several processes at once)')
     .action(async (_options: unknown, command: Command) => {
       const config = cliConfig(command);
-      checkDatabaseExists(config, command, outputOf(command));
+      await checkDatabaseExists(config, command, outputOf(command));
       const storage = openStorage(config.database);
       let applied: readonly string[];
       try {

@@ -1,4 +1,13 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -52,6 +61,29 @@ describe('herald backup and --data-dir', () => {
     expect(JSON.parse(made.stderr)).toEqual({
       warning: expect.stringMatching(/^no database at .*herald\.db; creating a new one\. /),
     });
+  });
+
+  it('takes away the new database again when the first command fails', async () => {
+    const dataDir = path.join(root, 'failed-first');
+    const refusedName = await runHerald(['project', 'create', '--name', '', '--data-dir', dataDir], env);
+    expect(refusedName.code).toBe(1);
+    expect(refusedName.stderr).toContain('Project name must be');
+    expect(existsSync(dataDir)).toBe(false);
+    // Without HERALD_SECRET_KEY the first run also generates data-dir/secret.key: taken away too.
+    const shortPassword = await runHerald(
+      ['admin', 'create', '--email', 'ops@example.com', '--password-stdin', '--data-dir', dataDir],
+      {},
+      60_000,
+      'short\n',
+    );
+    expect(shortPassword.code).toBe(1);
+    expect(shortPassword.stderr).toContain('Password must be 10');
+    expect(existsSync(dataDir)).toBe(false);
+    // A directory that was there before is kept; only what the command made goes.
+    mkdirSync(dataDir);
+    writeFileSync(path.join(dataDir, 'notes.txt'), 'kept');
+    expect((await runHerald(['project', 'create', '--name', '', '--data-dir', dataDir], env)).code).toBe(1);
+    expect(readdirSync(dataDir)).toEqual(['notes.txt']);
   });
 
   it('copies a live SQLite database that restores with its data', async () => {
