@@ -16,6 +16,8 @@ const NOTICES: Record<string, string> = {
   disabled: 'Endpoint disabled. It gets no new events; its pending deliveries wait until it is enabled.',
   deleted: 'Endpoint deleted, with its delivery history.',
   test: 'Test event queued. This page updates by itself when it has been delivered.',
+  'test-waiting':
+    'A test event is already waiting for this endpoint, ahead of its other deliveries; no second one was queued. This page updates by itself when it has been delivered.',
   replayed: 'Replay queued: the same event, with the same webhook-id, goes out again.',
 };
 
@@ -81,7 +83,8 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
       const waiting = !paged && shown.some((d) => d.state === 'pending' || d.state === 'sending');
       // "Queued" is only said while it is true; once delivered, the attempts say the rest.
       const said = notice(request, NOTICES);
-      const stale = !waiting && (said === NOTICES.test || said === NOTICES.replayed);
+      const stale =
+        !waiting && (said === NOTICES.test || said === NOTICES['test-waiting'] || said === NOTICES.replayed);
       return {
         title: `Webhook deliveries · ${project.name}`,
         project,
@@ -172,8 +175,8 @@ export async function webhookRoutes(app: FastifyInstance, deps: DashboardDeps): 
   app.post<EndpointParams>('/projects/:id/webhooks/:endpointId/test', async (request, reply) => {
     const { project, endpoint } = await scoped(request.params);
     if (!endpoint.enabled) return refuseDisabled(request, reply, project, endpoint);
-    await webhooks.sendTest(project.id, endpoint.id);
-    return reply.redirect(`${base(project)}/${endpoint.id}?notice=test`, 303);
+    const queued = await webhooks.sendTest(project.id, endpoint.id);
+    return reply.redirect(`${base(project)}/${endpoint.id}?notice=${queued ? 'test' : 'test-waiting'}`, 303);
   });
 
   app.post<DeliveryParams>(

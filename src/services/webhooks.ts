@@ -8,6 +8,7 @@ import { recordEvents } from '../storage/webhook-events.js';
 import {
   deleteEndpoint,
   earliestPending,
+  hasPendingOfType,
   findDelivery,
   findEndpoint,
   insertEndpoint,
@@ -183,15 +184,18 @@ export class WebhookService {
 
   /**
    * Queues a `webhook.test` event for this endpoint alone, whatever its filter, ahead of the
-   * deliveries it has waiting: the next call to it is the test's.
+   * deliveries it has waiting: the next call to it is the test's. One test waits at a time: while
+   * one is pending, another is not queued (each would go ahead of the backlog, so clicks repeated
+   * at a failing endpoint would hold its real deliveries back), and `false` says so.
    */
-  async sendTest(projectRef: string | number, id: string | number): Promise<void> {
+  async sendTest(projectRef: string | number, id: string | number): Promise<boolean> {
     const endpoint = await this.endpointRow(projectRef, id);
     refuseDisabled(endpoint);
     const project = await this.projects.resolve(endpoint.project_id);
     const at = this.now();
-    await this.db.transaction().execute(async (tx) =>
-      recordEvents(tx, [
+    const queued = await this.db.transaction().execute(async (tx) => {
+      if (await hasPendingOfType(tx, endpoint.id, TEST_EVENT)) return false;
+      await recordEvents(tx, [
         {
           projectId: project.id,
           notificationId: null,
@@ -203,9 +207,11 @@ export class WebhookService {
           // reach it only after every delivery due before it.
           runAt: Math.min(at, ((await earliestPending(tx, endpoint.id)) ?? at) - 1),
         },
-      ]),
-    );
-    this.queued.fire();
+      ]);
+      return true;
+    });
+    if (queued) this.queued.fire();
+    return queued;
   }
 
   private async endpointRow(projectRef: string | number, id: string | number): Promise<WebhookEndpointRow> {

@@ -242,3 +242,21 @@ export async function earliestPending(db: Kysely<Database>, endpointId: number):
     .executeTakeFirst();
   return row?.due == null ? null : Number(row.due);
 }
+
+/** Whether an event of `type` is waiting (pending) for an endpoint: a test event already queued. */
+export async function hasPendingOfType(
+  db: Kysely<Database>,
+  endpointId: number,
+  type: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
+    .select('d.id')
+    .where('d.endpoint_id', '=', endpointId)
+    .where('d.state', '=', 'pending')
+    .where('ev.type', '=', type)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -181,6 +181,13 @@ describe(`webhook pages (${backend})`, () => {
     expect(page.body).toContain('Not attempted yet.');
     // Pending: the list refreshes itself.
     expect(page.body).toContain('hx-trigger="every 2s"');
+    // A second click while the first test waits queues nothing more, and says why.
+    const again = await post(`/projects/${projectA}/webhooks/${id}/test`);
+    expect(again.headers.location).toBe(`/projects/${projectA}/webhooks/${id}?notice=test-waiting`);
+    expect(await deliveriesOf(id)).toHaveLength(1);
+    expect((await get(again.headers.location!)).body).toContain(
+      'A test event is already waiting for this endpoint, ahead of its other deliveries',
+    );
 
     // A disabled endpoint is not called, so no test is queued for it.
     await post(`/projects/${projectA}/webhooks/${other.id}/disable`);
@@ -266,7 +273,9 @@ describe(`webhook pages (${backend})`, () => {
 
   it('pages deliveries newest first with a before cursor', async () => {
     const { id } = await createEndpoint(projectA);
-    for (let i = 0; i < 27; i++) await ctx.services.webhooks.sendTest(projectA, id);
+    await ctx.services.webhooks.sendTest(projectA, id);
+    const [test] = await deliveriesOf(id);
+    for (let i = 0; i < 26; i++) await ctx.services.webhooks.replay(projectA, id, test!.id);
     const ids = (await deliveriesOf(id)).map((d) => d.id).reverse();
     const first = await get(`/projects/${projectA}/webhooks/${id}`);
     expect(first.body.split('data-testid="delivery"').length - 1).toBe(25);

@@ -726,6 +726,43 @@ describe('webhook events from mail delivery', () => {
     expect(Number(queued!.run_at)).toBeGreaterThanOrEqual(hour - 1);
   });
 
+  it('keeps one test event waiting at a time, so repeated tests never hold the backlog back', async () => {
+    const { projectId } = await seedProject(stack.ctx.services);
+    const r = await receiver();
+    r.reply = (_n, hit) => (hit.event?.type === 'webhook.test' ? 204 : 500);
+    const endpoint = await h.hook(projectId, r);
+    await stack.ctx.services.storage.db.transaction().execute((tx) =>
+      recordEvents(
+        tx,
+        Array.from({ length: 6 }, (_, i) => ({
+          projectId,
+          notificationId: null,
+          type: 'notification.sent' as const,
+          data: () => ({ n: i }),
+          at: Date.now() - 60_000 + i,
+        })),
+      ),
+    );
+    await r.waitForHits(2, 'the backlog to be failing');
+    // The failing endpoint's one call in flight is held, so whatever is queued now stays pending.
+    const release = r.holdAnswers();
+    await r.waitForHits(3, 'a call to be held');
+    expect(await stack.ctx.services.webhooks.sendTest(projectId, endpoint.id)).toBe(true);
+    expect(await stack.ctx.services.webhooks.sendTest(projectId, endpoint.id)).toBe(false);
+    expect(await stack.ctx.services.webhooks.sendTest(projectId, endpoint.id)).toBe(false);
+    const tests = async () =>
+      (await h.deliveries(projectId, endpoint.id)).filter((d) => d.type === 'webhook.test');
+    expect(await tests()).toHaveLength(1);
+    release();
+    await waitUntil(() => r.of('webhook.test')[0], { what: 'the test event' });
+    await waitUntil(async () => ((await tests())[0]?.state === 'succeeded' ? true : undefined), {
+      what: 'the test delivery to be recorded',
+    });
+    // Once it has gone out, the next test is queued again.
+    expect(await stack.ctx.services.webhooks.sendTest(projectId, endpoint.id)).toBe(true);
+    expect(await tests()).toHaveLength(2);
+  });
+
   it('gives a disabled endpoint nothing new and resumes its pending deliveries when it is enabled', async () => {
     const { projectId, apiKey } = await seedProject(stack.ctx.services);
     const r = await receiver();
