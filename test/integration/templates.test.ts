@@ -284,6 +284,23 @@ describe('templates with logic, layouts, locales and versions', () => {
         `HTML body (layout), line 1, column 17: ${merge('MC:SUBJECT', 'send what it makes as a value')}`,
       ],
       [
+        () => templates.create(projectId, { name: 'mc-sp', subject: 'Hi', text: 'Dear *| FNAME |*,' }),
+        `text body, line 1, column 6: a Mailchimp merge tag (*| FNAME |*) would be sent as it is written: write {{FNAME}} and send its value (to show it as text, write its *| as {{"*|"}})`,
+      ],
+      [
+        () =>
+          templates.create(projectId, { name: 'mc-not', subject: 'Hi', text: '*|IFNOT:VIP|*x*|END:IF|*' }),
+        `text body, line 1, column 1: ${merge('IFNOT:VIP', 'write {{#unless VIP}}…{{/unless}}')}`,
+      ],
+      [
+        () => templates.create(projectId, { name: 'mc-else', subject: 'Hi', text: 'a *|ELSEIF:GOLD|*' }),
+        `text body, line 1, column 3: ${merge('ELSEIF:GOLD', 'write {{else if GOLD}}')}`,
+      ],
+      [
+        () => templates.create(projectId, { name: 'mc-eq', subject: 'Hi', text: '*|IF:VIP=Gold|*x' }),
+        `text body, line 1, column 1: ${merge('IF:VIP=Gold', 'send whether VIP=Gold holds as a value of its own (true or false) and test that with {{#if}}')}`,
+      ],
+      [
         () =>
           templates.create(projectId, {
             name: 'pm',
@@ -305,14 +322,16 @@ describe('templates with logic, layouts, locales and versions', () => {
     await templates.create(projectId, {
       name: 'shown',
       subject: 'Hi',
-      text: 'Write {{"*|"}}FNAME|* in Mailchimp{{!-- was *|FNAME|* --}}; 2*|3|*4; pm: {{pm}}',
+      text: 'Write {{"*|"}}FNAME|* in Mailchimp{{!-- was *|FNAME|* --}}; 2*|3|*4; pm: {{pm}}\n|*Item*|Price|*; a*|b|*',
     });
     const { message } = await delivered(apiKey, {
       template: 'shown',
       to: 'a@example.org',
       data: { pm: 'ok' },
     });
-    expect(message!.parsed.text?.trimEnd()).toBe('Write *|FNAME|* in Mailchimp; 2*|3|*4; pm: ok');
+    expect(message!.parsed.text?.trimEnd()).toBe(
+      'Write *|FNAME|* in Mailchimp; 2*|3|*4; pm: ok\n|*Item*|Price|*; a*|b|*',
+    );
   });
 
   it('refuses a template that does not parse, naming the part, line and column', async () => {

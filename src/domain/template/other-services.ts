@@ -9,21 +9,38 @@ import { TemplateSyntaxError } from './syntax-error.js';
  * nothing. Refused where a part is saved, as Liquid's tags are (liquid-tags.ts).
  */
 
-/** A merge tag; what it holds is bounded, so a part full of `*|` is read in linear time. */
-const MERGE_TAG = /\*\|([A-Za-z][\w:\- /.,]{0,100}?)\|\*/;
+/**
+ * A merge tag: an upper-case name, then for some (`*|IF:VIP=Gold|*`, `*|FEEDBLOCK:https://…|*`) a
+ * colon and an argument; Mailchimp writes them in capitals, which keeps Markdown's `|*Item*|Price|*`
+ * and `a*|b|*` text. What it holds is bounded, so a part full of `*|` is read in linear time.
+ */
+const MERGE_TAG = /\*\|\s{0,8}([A-Z][A-Z0-9_]{0,60}(?::[^|*]{0,200})?)\s{0,8}\|\*/;
 
-/** Mailchimp's conditional merge tags (`*|IF:VIP|*`, `*|ELSEIF:…|*`, `*|ELSE:|*`, `*|END:IF|*`). */
-const CONDITION = /^(?:IF|IFNOT|ELSEIF|ELSE|END):(\w*)/i;
+/** Mailchimp's conditional merge tags: `*|IF:VIP|*`, `*|IFNOT:…|*`, `*|ELSEIF:…|*`, `*|ELSE:|*`, `*|END:IF|*`. */
+const CONDITION = /^(IF|IFNOT|ELSEIF|ELSE|END):\s*([A-Za-z_]\w*)?\s*(.*)$/;
 
 /** What to write in Handlebars for a merge tag. */
 function advice(tag: string): string {
   const condition = CONDITION.exec(tag);
-  if (condition !== null) {
-    const value = condition[1] === '' || /^IF$/i.test(condition[1] ?? '') ? 'value' : condition[1];
-    return `write {{#if ${value}}}…{{else}}…{{/if}}`;
+  if (condition === null)
+    return /^\w+$/.test(tag) ? `write {{${tag}}} and send its value` : 'send what it makes as a value';
+  const [, kind, name, comparison] = condition;
+  if (kind !== 'ELSE' && kind !== 'END' && (name === undefined || (comparison ?? '').trim() !== ''))
+    // Handlebars compares nothing: what the tag tests is sent as a value of its own.
+    return `send whether ${tag.slice(tag.indexOf(':') + 1).trim() || 'it'} holds as a value of its own (true or false) and test that with {{#if}}`;
+  const value = name ?? '';
+  switch (kind) {
+    case 'IF':
+      return `write {{#if ${value}}}…{{else}}…{{/if}}`;
+    case 'IFNOT':
+      return `write {{#unless ${value}}}…{{/unless}}`;
+    case 'ELSEIF':
+      return `write {{else if ${value}}}`;
+    case 'ELSE':
+      return 'write {{else}}';
+    default:
+      return 'write {{/if}} (or {{/unless}})';
   }
-  if (/^\w+$/.test(tag)) return `write {{${tag}}} and send its value`;
-  return 'send what it makes as a value';
 }
 
 /**
@@ -37,9 +54,8 @@ export function refuseOtherServicesTags(source: string): void {
   const postmark = firstPath(program, (path) => !path.data && /^pm:/i.test(path.parts[0] ?? ''));
   const postmarkPlace = postmark === null ? null : placeOf(postmark);
   if (merge !== null && (postmarkPlace === null || before(merge.place, postmarkPlace))) {
-    const tag = merge.found[1] as string;
     throw new TemplateSyntaxError(
-      `a Mailchimp merge tag (*|${tag}|*) would be sent as it is written: ${advice(tag)} ` +
+      `a Mailchimp merge tag (${merge.found[0]}) would be sent as it is written: ${advice(merge.found[1] as string)} ` +
         '(to show it as text, write its *| as {{"*|"}})',
       merge.place,
     );
