@@ -70,11 +70,6 @@ function authenticate(deps: AdminDeps) {
 function jsonBodies(admin: FastifyInstance): void {
   admin.removeAllContentTypeParsers();
   admin.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    try {
-      refuseEncodedBody(request);
-    } catch (error) {
-      return done(error as Error, undefined);
-    }
     if (body.length === 0) return done(null, undefined);
     const text = bodyText(body as Buffer);
     if (text === null) return done(errors.invalidJson(NOT_UTF8_HINT), undefined);
@@ -84,8 +79,12 @@ function jsonBodies(admin: FastifyInstance): void {
   });
 }
 
-/** Asks a client that waits for `100 Continue` for its body (expect-continue.ts). */
+/**
+ * Refuses a compressed body (415) before it is read, or asks a client that waits for `100
+ * Continue` for its body (expect-continue.ts).
+ */
 async function continueAdmitted(request: FastifyRequest): Promise<void> {
+  refuseEncodedBody(request);
   sendContinue(request);
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { unreadableEncoding } from './read-body.js';
 
 /**
  * `Expect: 100-continue` (RFC 9110 §10.1.1), answered once the route is known instead of at once,
@@ -28,14 +29,16 @@ export function answerExpectContinue(app: FastifyInstance): void {
 
 /**
  * Tells a client that waits for it to send its body, unless the body it declared is over the
- * route's limit: the parser then answers `413` without reading it.
+ * route's limit or compressed: the parser then answers `413` or `415` without reading it.
  */
 export function sendContinue(request: FastifyRequest): void {
   const response = waiting.get(request.raw);
   if (response === undefined) return;
   waiting.delete(request.raw);
   const declared = Number(request.headers['content-length']);
-  if (!(declared > (request.routeOptions.bodyLimit ?? Infinity))) response.writeContinue();
+  if (declared > (request.routeOptions.bodyLimit ?? Infinity)) return;
+  if (unreadableEncoding(request.headers) !== null) return;
+  response.writeContinue();
 }
 
 declare module 'fastify' {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { errorCodes } from 'fastify';
 import { errors } from '../domain/errors.js';
 
@@ -52,13 +52,24 @@ export function readBody(payload: IncomingMessage, limit: number): Promise<Buffe
 }
 
 /**
+ * The Content-Encoding of a body Herald would not read (`gzip`, `br`, …), or null: none, only
+ * `identity`, or no body at all (a client's usual headers on a call without one).
+ */
+export function unreadableEncoding(headers: IncomingHttpHeaders): string | null {
+  const given = headers['content-encoding'];
+  if (given === undefined || headers['content-length'] === '0') return null;
+  const codings = given.split(',').map((coding) => coding.trim().toLowerCase());
+  return codings.some((coding) => coding !== '' && coding !== 'identity') ? given : null;
+}
+
+/**
  * Refuses a body sent with a content coding (`Content-Encoding: gzip`): bodies are read as they
- * are sent, and a compressed one would be answered as malformed JSON, which it is not.
+ * are sent, and a compressed one would be answered as malformed JSON, which it is not. The coding
+ * is named back in printable ASCII, at most 40 characters of it.
  */
 export function refuseEncodedBody(request: Pick<IncomingMessage, 'headers'>): void {
-  const given = request.headers['content-encoding'];
-  if (given === undefined) return;
-  const codings = given.split(',').map((coding) => coding.trim().toLowerCase());
-  if (codings.some((coding) => coding !== '' && coding !== 'identity'))
-    throw errors.unsupportedEncoding(given.length > 40 ? `${given.slice(0, 40)}…` : given);
+  const given = unreadableEncoding(request.headers);
+  if (given === null) return;
+  const shown = given.replace(/[^\x20-\x7e]/g, '?');
+  throw errors.unsupportedEncoding(shown.length > 40 ? `${shown.slice(0, 40)}…` : shown);
 }

@@ -225,6 +225,37 @@ describe('415 when the body is compressed', () => {
     expect(unknown.statusCode).toBe(401);
   });
 
+  it('does not refuse a call with no body, and names a coding in printable ASCII', async () => {
+    // A client's usual headers on a call without a body are not a compressed body.
+    const empty = await ctx.app.inject({
+      method: 'DELETE',
+      url: `${SEND_PATH}/req_nothing`,
+      headers: {
+        ...bearer(apiKey),
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+        'content-length': '0',
+      },
+      payload: '',
+    });
+    expect(empty.statusCode).toBe(404);
+    const odd = await ctx.app.inject({
+      method: 'POST',
+      url: SEND_PATH,
+      headers: {
+        ...bearer(apiKey),
+        'content-type': 'application/json',
+        'content-encoding': `x-\u00e9\u00ff${'z'.repeat(60)}`,
+      },
+      payload: VALID,
+    });
+    expect(odd.statusCode).toBe(415);
+    expect(odd.json()).toEqual({
+      error: 'Content-Encoding is not supported',
+      hint: hint(`x-??${'z'.repeat(36)}…`),
+    });
+  });
+
   it('takes a body said to be sent as it is (identity)', async () => {
     const response = await send(ctx.app, apiKey, VALID, { 'content-encoding': 'Identity' });
     expect(response.statusCode).toBe(202);

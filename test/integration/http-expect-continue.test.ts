@@ -29,10 +29,11 @@ async function expecting(
   token: string,
   length: number,
   type = 'application/json',
+  extraHeaders = '',
 ): Promise<RawConnection> {
   const conn = await rawConnection(listening.port, listening.sockets);
   conn.socket.write(
-    `${method} ${path} HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${token}\r\n` +
+    `${method} ${path} HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer ${token}\r\n${extraHeaders}` +
       `Content-Type: ${type}\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`,
   );
   return conn;
@@ -64,6 +65,18 @@ describe('Expect: 100-continue', () => {
       to: 'jane@example.org',
       data: { user_name: 'J' },
     });
+    // A compressed body is refused (415) before it is sent too, on either API.
+    const compressed = await expecting(
+      'POST',
+      '/api/v1/notifications',
+      apiKey,
+      100,
+      undefined,
+      'Content-Encoding: gzip\r\n',
+    );
+    expect(await finalStatus(compressed)).toBe('415');
+    expect(compressed.received).toMatch(/^HTTP\/1\.1 415 /);
+
     const taken = await expecting('POST', '/api/v1/notifications', apiKey, Buffer.byteLength(body));
     await asksForBody(taken);
     taken.socket.write(body);
@@ -75,6 +88,16 @@ describe('Expect: 100-continue', () => {
     const layout = await expecting('PUT', `${ADMIN}/projects/1/layouts/big`, secret, 3 * MiB);
     expect(await finalStatus(layout)).toBe('413');
     expect(layout.received).toMatch(/^HTTP\/1\.1 413 /);
+    const zipped = await expecting(
+      'POST',
+      `${ADMIN}/projects`,
+      secret,
+      100,
+      undefined,
+      'Content-Encoding: br\r\n',
+    );
+    expect(await finalStatus(zipped)).toBe('415');
+    expect(zipped.received).toMatch(/^HTTP\/1\.1 415 /);
 
     const body = JSON.stringify({ name: 'expecting' });
     const project = await expecting('POST', `${ADMIN}/projects`, secret, Buffer.byteLength(body));
