@@ -8,7 +8,7 @@ import { recordEvents } from '../storage/webhook-events.js';
 import {
   deleteEndpoint,
   earliestPending,
-  hasPendingOfType,
+  hasUntriedOfType,
   findDelivery,
   findEndpoint,
   insertEndpoint,
@@ -185,8 +185,9 @@ export class WebhookService {
   /**
    * Queues a `webhook.test` event for this endpoint alone, whatever its filter, ahead of the
    * deliveries it has waiting: the next call to it is the test's. One test waits at a time: while
-   * one is pending, another is not queued (each would go ahead of the backlog, so clicks repeated
-   * at a failing endpoint would hold its real deliveries back), and `false` says so.
+   * one has yet to be answered (queued, or on its first call), another is not queued (each would
+   * go ahead of the backlog, so clicks repeated at a failing endpoint would hold its real
+   * deliveries back), and `false` says so. A test that failed and waits to retry does not count.
    */
   async sendTest(projectRef: string | number, id: string | number): Promise<boolean> {
     const endpoint = await this.endpointRow(projectRef, id);
@@ -194,7 +195,7 @@ export class WebhookService {
     const project = await this.projects.resolve(endpoint.project_id);
     const at = this.now();
     const queued = await this.db.transaction().execute(async (tx) => {
-      if (await hasPendingOfType(tx, endpoint.id, TEST_EVENT)) return false;
+      if (await hasUntriedOfType(tx, endpoint.id, TEST_EVENT)) return false;
       await recordEvents(tx, [
         {
           projectId: project.id,

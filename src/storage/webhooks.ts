@@ -243,8 +243,12 @@ export async function earliestPending(db: Kysely<Database>, endpointId: number):
   return row?.due == null ? null : Number(row.due);
 }
 
-/** Whether an event of `type` is waiting (pending) for an endpoint: a test event already queued. */
-export async function hasPendingOfType(
+/**
+ * Whether an event of `type` has yet to be answered once by an endpoint: queued and never tried,
+ * or on its first call now (a claim counts the attempt). One that has been tried and waits to be
+ * tried again is an ordinary retry, and does not count.
+ */
+export async function hasUntriedOfType(
   db: Kysely<Database>,
   endpointId: number,
   type: string,
@@ -254,8 +258,13 @@ export async function hasPendingOfType(
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
     .select('d.id')
     .where('d.endpoint_id', '=', endpointId)
-    .where('d.state', '=', 'pending')
     .where('ev.type', '=', type)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('d.state', '=', 'pending'), eb('d.attempts', '=', 0)]),
+        eb.and([eb('d.state', '=', 'sending'), eb('d.attempts', '=', 1)]),
+      ]),
+    )
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
