@@ -57,9 +57,16 @@ export function readBody(payload: IncomingMessage, limit: number): Promise<Buffe
  */
 export function unreadableEncoding(headers: IncomingHttpHeaders): string | null {
   const given = headers['content-encoding'];
-  if (given === undefined || headers['content-length'] === '0') return null;
+  if (given === undefined || !hasBody(headers)) return null;
   const codings = given.split(',').map((coding) => coding.trim().toLowerCase());
   return codings.some((coding) => coding !== '' && coding !== 'identity') ? given : null;
+}
+
+/** Whether a request carries a body: chunked, or a length above zero (HTTP/1.1 framing). */
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  if (headers['transfer-encoding'] !== undefined) return true;
+  const length = headers['content-length'];
+  return length !== undefined && Number(length) > 0;
 }
 
 /**

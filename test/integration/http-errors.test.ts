@@ -276,6 +276,16 @@ describe('415 when the body is compressed', () => {
     expect(response.statusCode).toBe(415);
     expect(response.json()).toEqual({ error: 'Content-Encoding is not supported', hint: hint('gzip') });
     expect((await ctx.services.projects.list()).map((p) => p.name)).not.toContain('zipped');
+    // Calls without a body carry the client's usual headers and are answered as ever.
+    const headers = { authorization: `Bearer ${secret}`, 'content-encoding': 'gzip' };
+    const list = await ctx.app.inject({ method: 'GET', url: '/api/v1/admin/projects', headers });
+    expect(list.statusCode).toBe(200);
+    const gone = await ctx.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/admin/projects/nothing-here',
+      headers,
+    });
+    expect(gone.statusCode).toBe(404);
   });
 });
 
