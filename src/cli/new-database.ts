@@ -1,9 +1,11 @@
-import { rmSync, rmdirSync, statSync } from 'node:fs';
+import { lstatSync, rmSync, rmdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, type Config, type DatabaseConfig } from '../config.js';
 import { secretKeyFile } from '../security/secret-key.js';
+import { CHECK_KEY } from '../services/secret-check.js';
 import { openStorage } from '../storage/open.js';
+import { SqliteDatabase } from '../storage/sqlite/driver.js';
 import type { Output } from './output.js';
 
 /**
@@ -12,7 +14,9 @@ import type { Output } from './output.js';
  * there is no database yet, a command that could only read or change what is in one is refused,
  * with nothing created; one that makes the first of something (`createsDatabase`) goes on, says
  * on stderr where the new database is, and takes it away again if it fails (a name refused, a
- * password too short), so that a failed first command leaves nothing behind either.
+ * password too short), so that a failed first command leaves nothing behind either. Only while
+ * nothing else uses it: a server or another command that opened the new database meanwhile, or
+ * wrote to it, keeps it.
  */
 
 /** The commands that may make a new database: those that can succeed on an empty one. */
@@ -37,10 +41,21 @@ export async function checkDatabaseExists(config: Config, command: Command, out:
     return () => {};
   }
   const file = config.database.file;
-  if (present(file)) return () => {};
   const elsewhere = process.env.HERALD_DATABASE_URL
     ? 'check HERALD_DATABASE_URL'
     : 'pass --data-dir DIR or set HERALD_DATA_DIR (or HERALD_DATABASE_URL)';
+  const found = statOf(file);
+  if (found !== null) {
+    if (!found.isFile()) throw new ConfigError(`${file} is not a database file: ${elsewhere}`);
+    // A new database in WAL mode may hold everything in its -wal file yet, its own still empty.
+    const empty = found.size === 0 && (statOf(`${file}-wal`)?.size ?? 0) === 0;
+    if (empty && !CREATES_DATABASE.has(command))
+      throw new ConfigError(
+        `${file} is empty (0 bytes) and holds no Herald data: if it is a restored copy, the copy ` +
+          'failed; run herald migrate to set it up as a new database',
+      );
+    return () => {};
+  }
   if (!CREATES_DATABASE.has(command))
     throw new ConfigError(
       `no database at ${file}: run herald where the server keeps its data, or ${elsewhere}`,
@@ -49,38 +64,94 @@ export async function checkDatabaseExists(config: Config, command: Command, out:
     `no database at ${file}; creating a new one. If your server keeps its data elsewhere, ${elsewhere}.`,
   );
   return undoOf(
-    [file, `${file}-wal`, `${file}-shm`, `${file}-journal`, secretKeyFile(config.dataDir)],
+    file,
+    [`${file}-wal`, `${file}-shm`, `${file}-journal`, secretKeyFile(config.dataDir)],
     [path.dirname(file), config.dataDir],
+    out,
   );
 }
 
-/** Whether `file` exists; a file that cannot be looked at is said as such, not taken for none. */
-function present(file: string): boolean {
+/** What is at `file`, or null for nothing; one that cannot be looked at is said as such, not taken for none. */
+function statOf(file: string): Stats | null {
   try {
-    statSync(file);
-    return true;
+    return statSync(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
     throw new ConfigError(
       `cannot read ${file} (${code ?? 'error'}): run herald as the user the server runs as`,
     );
   }
 }
 
-/** Removes the files and then the (empty) directories of `files`/`dirs` that do not exist now. */
-function undoOf(files: readonly string[], dirs: readonly string[]): Undo {
-  const newFiles = files.filter((file) => !present(file));
+/** Whether anything is at `path`: a link counts, even one that leads nowhere. */
+function present(at: string): boolean {
+  try {
+    lstatSync(at);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Tables every new database has rows in: Herald's own bookkeeping, no one's data. */
+const BOOKKEEPING = new Set(['herald_migrations', 'herald_migrations_lock', 'sqlite_sequence']);
+
+/** What counts as written to a table: any row, but in `settings` only one other than the key check. */
+function rowQuery(table: string): string {
+  const name = `"${table.replaceAll('"', '""')}"`;
+  return table === 'settings'
+    ? `SELECT 1 FROM settings WHERE key <> '${CHECK_KEY}' LIMIT 1`
+    : `SELECT 1 FROM ${name} LIMIT 1`;
+}
+
+/**
+ * Why the new database at `file` must stay, or null: another connection has it open (its -wal or
+ * -shm file outlives the last connection only while one is open), or something wrote to it.
+ */
+function keptFor(file: string): string | null {
+  if (present(`${file}-wal`) || present(`${file}-shm`)) return 'another process has it open';
+  const db = new SqliteDatabase(file, { fileMustExist: true });
+  try {
+    const written = db
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+      .all()
+      .some(({ name }) => !BOOKKEEPING.has(name) && db.prepare(rowQuery(name)).get() !== undefined);
+    return written ? 'something was written to it meanwhile' : null;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Takes away the new database `file`, the `files` and then the (empty) directories of `dirs` that
+ * do not exist now, unless something else uses it by then. Never fails: the command's own error
+ * is the one to see, and what could not be taken away is said on stderr.
+ */
+function undoOf(file: string, files: readonly string[], dirs: readonly string[], out: Output): Undo {
+  const newFiles = files.filter((at) => !present(at));
   const newDirs = [...new Set(dirs)].filter((dir) => !present(dir));
   return () => {
-    for (const file of newFiles) rmSync(file, { force: true });
-    // Deepest first; a directory something else was put in meanwhile is left.
-    for (const dir of newDirs.sort((a, b) => b.length - a.length))
-      try {
-        rmdirSync(dir);
-      } catch {
-        // Not empty, or gone: left as it is.
+    try {
+      if (present(file)) {
+        const kept = keptFor(file);
+        if (kept !== null) {
+          out.warn(`kept the new database at ${file}: ${kept}`);
+          return;
+        }
+        rmSync(file, { force: true });
       }
+      for (const at of newFiles) rmSync(at, { force: true });
+      // Deepest first; a directory something else was put in meanwhile is left.
+      for (const dir of newDirs.sort((a, b) => b.length - a.length))
+        try {
+          rmdirSync(dir);
+        } catch {
+          // Not empty, or gone: left as it is.
+        }
+    } catch (error) {
+      out.warn(`could not take away the new database at ${file}: ${(error as Error).message}`);
+    }
   };
 }
 

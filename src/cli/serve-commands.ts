@@ -137,14 +137,17 @@ export function migrateCommand(): Command {
     .description('create or upgrade the database schema (safe to run from several processes at once)')
     .action(async (_options: unknown, command: Command) => {
       const config = cliConfig(command);
-      await checkDatabaseExists(config, command, outputOf(command));
+      const undo = await checkDatabaseExists(config, command, outputOf(command));
       const storage = openStorage(config.database);
       let applied: readonly string[];
       try {
         applied = await storage.migrate();
-      } finally {
+      } catch (error) {
         await storage.close();
+        undo();
+        throw error;
       }
+      await storage.close();
       outputOf(command).print(
         { migrated: true, database: storage.kind, applied },
         applied.length === 0

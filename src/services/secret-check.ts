@@ -5,7 +5,8 @@ import { generateSecretKey, readSecretKey, secretKeyFile } from '../security/sec
 import type { Database } from '../storage/schema.js';
 import { anySealedSecret, readSetting, writeSettingOnce } from '../storage/settings.js';
 
-const CHECK_KEY = 'secret_check';
+/** The setting that holds the check value: written by every first start, it is no one's data. */
+export const CHECK_KEY = 'secret_check';
 const CHECK_TEXT = 'herald';
 
 /** The purpose each kind of stored secret was sealed for: a check opens one the same way. */

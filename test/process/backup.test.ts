@@ -86,6 +86,27 @@ describe('herald backup and --data-dir', () => {
     expect(readdirSync(dataDir)).toEqual(['notes.txt']);
   });
 
+  it('says what is wrong with a database path that holds a directory or an empty file', async () => {
+    const dataDir = path.join(root, 'odd');
+    const file = path.join(dataDir, 'herald.db');
+    mkdirSync(file, { recursive: true });
+    const directory = await runHerald(['project', 'list', '--data-dir', dataDir], env);
+    expect(directory.code).toBe(1);
+    expect(directory.stderr).toBe(
+      `herald: ${file} is not a database file: pass --data-dir DIR or set HERALD_DATA_DIR (or HERALD_DATABASE_URL)\n`,
+    );
+    rmSync(file, { recursive: true });
+    // A restore whose copy failed leaves an empty file: not taken for an empty Herald.
+    writeFileSync(file, '');
+    const empty = await runHerald(['project', 'list', '--data-dir', dataDir], env);
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toContain(`${file} is empty (0 bytes) and holds no Herald data`);
+    expect(statSync(file).size).toBe(0);
+    // migrate sets it up as a new database, as it says.
+    expect((await runHerald(['migrate', '--data-dir', dataDir], env)).code).toBe(0);
+    expect((await runHerald(['project', 'list', '--data-dir', dataDir], env)).code).toBe(0);
+  });
+
   it('copies a live SQLite database that restores with its data', async () => {
     const dataDir = path.join(root, 'live');
     const created = await runHerald(
