@@ -318,11 +318,12 @@ describe('templates with logic, layouts, locales and versions', () => {
     for (const [save, reason] of refusals) expect(await refusal(save)).toBe(`Invalid template: ${reason}`);
     expect((await templates.list(projectId)).map((t) => t.name)).toEqual(['user_created']);
 
-    // Written as text, or in a comment, or with no name after it, `*|` goes out as it is.
+    // Written as text, or in a comment, or with no name after it, or with lines between its
+    // ends, `*|` goes out as it is.
     await templates.create(projectId, {
       name: 'shown',
       subject: 'Hi',
-      text: 'Write {{"*|"}}FNAME|* in Mailchimp{{!-- was *|FNAME|* --}}; 2*|3|*4; pm: {{pm}}\n|*Item*|Price|*; a*|b|*',
+      text: 'Write {{"*|"}}FNAME|* in Mailchimp{{!-- was *|FNAME|* --}}; 2*|3|*4; pm: {{pm}}\n|*Item*|Price|*; a*|b|*; *|A\n|*; *|IF:a\nb|*',
     });
     const { message } = await delivered(apiKey, {
       template: 'shown',
@@ -330,7 +331,7 @@ describe('templates with logic, layouts, locales and versions', () => {
       data: { pm: 'ok' },
     });
     expect(message!.parsed.text?.trimEnd()).toBe(
-      'Write *|FNAME|* in Mailchimp; 2*|3|*4; pm: ok\n|*Item*|Price|*; a*|b|*',
+      'Write *|FNAME|* in Mailchimp; 2*|3|*4; pm: ok\n|*Item*|Price|*; a*|b|*; *|A\n|*; *|IF:a\nb|*',
     );
   });
 
