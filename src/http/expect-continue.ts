@@ -22,22 +22,28 @@ export function answerExpectContinue(app: FastifyInstance): void {
   });
   app.addHook('preParsing', async (request, _reply, payload) => {
     if (waiting.has(request.raw) && request.routeOptions.config.continueWhenAdmitted !== true)
-      sendContinue(request);
+      answer(request, { refusesEncoded: false });
     return payload;
   });
 }
 
 /**
  * Tells a client that waits for it to send its body, unless the body it declared is over the
- * route's limit or compressed: the parser then answers `413` or `415` without reading it.
+ * route's limit or compressed: the route's parser then answers `413` or `415` without reading it.
+ * For a route that sets `continueWhenAdmitted`, all of which refuse a compressed body.
  */
 export function sendContinue(request: FastifyRequest): void {
+  answer(request, { refusesEncoded: true });
+}
+
+/** Sends the `100`, unless the route will refuse the body unread (over its limit, or compressed where `refusesEncoded`). */
+function answer(request: FastifyRequest, route: { readonly refusesEncoded: boolean }): void {
   const response = waiting.get(request.raw);
   if (response === undefined) return;
   waiting.delete(request.raw);
   const declared = Number(request.headers['content-length']);
   if (declared > (request.routeOptions.bodyLimit ?? Infinity)) return;
-  if (unreadableEncoding(request.headers) !== null) return;
+  if (route.refusesEncoded && unreadableEncoding(request.headers) !== null) return;
   response.writeContinue();
 }
 

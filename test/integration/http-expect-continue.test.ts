@@ -110,6 +110,20 @@ describe('Expect: 100-continue', () => {
     expect(wrongKey.received).toMatch(/^HTTP\/1\.1 401 /);
   });
 
+  it('asks for a compressed body on a route that does not refuse one unread', async () => {
+    // Only the two APIs refuse a compressed body before it comes; elsewhere the client is asked
+    // for it, not left to wait out its own timeout.
+    for (const [path, type] of [
+      ['/api/v1/nothing', 'application/json'],
+      ['/login', 'application/x-www-form-urlencoded'],
+    ] as const) {
+      const conn = await expecting('POST', path, 'none', 5, type, 'Content-Encoding: gzip\r\n');
+      await asksForBody(conn);
+      conn.socket.write('x=1&y');
+      expect(Number(await finalStatus(conn))).toBeGreaterThanOrEqual(300);
+    }
+  });
+
   it('answers a management call over its rate limit before asking for its body', async () => {
     const { secret } = await listening.ctx.services.adminTokens.create('expect-limited');
     for (let i = 0; i < ADMIN_RATE_LIMIT; i++) {
