@@ -1,4 +1,4 @@
-import { lstatSync, rmSync, rmdirSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readlinkSync, rmSync, rmdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, type Config, type DatabaseConfig } from '../config.js';
@@ -35,27 +35,25 @@ export type Undo = () => void;
  * Refuses a command that needs a database where there is none (see above); for one that may make
  * it, warns, and returns how to take the new one away again.
  */
-export async function checkDatabaseExists(config: Config, command: Command, out: Output): Promise<Undo> {
+export async function checkDatabaseExists(
+  config: Config,
+  command: Command,
+  out: Output,
+  options: { readonly setsUpEmpty?: boolean } = {},
+): Promise<Undo> {
   if (config.database.kind === 'postgres') {
     if (!CREATES_DATABASE.has(command)) await refuseWithoutSchema(config.database);
     return () => {};
   }
   const file = config.database.file;
-  const elsewhere = process.env.HERALD_DATABASE_URL
-    ? 'check HERALD_DATABASE_URL'
-    : 'pass --data-dir DIR or set HERALD_DATA_DIR (or HERALD_DATABASE_URL)';
   const found = statOf(file);
   if (found !== null) {
-    if (!found.isFile()) throw new ConfigError(`${file} is not a database file: ${elsewhere}`);
-    // A new database in WAL mode may hold everything in its -wal file yet, its own still empty.
-    const empty = found.size === 0 && (statOf(`${file}-wal`)?.size ?? 0) === 0;
-    if (empty && !CREATES_DATABASE.has(command))
-      throw new ConfigError(
-        `${file} is empty (0 bytes) and holds no Herald data: if it is a restored copy, the copy ` +
-          'failed; run herald migrate to set it up as a new database',
-      );
+    if (options.setsUpEmpty !== true) refuseEmptyDatabase(config);
     return () => {};
   }
+  const elsewhere = elsewhereAdvice();
+  if (present(file))
+    throw new ConfigError(`${file} is a link to ${readlinkSync(file)}, which does not exist: ${elsewhere}`);
   if (!CREATES_DATABASE.has(command))
     throw new ConfigError(
       `no database at ${file}: run herald where the server keeps its data, or ${elsewhere}`,
@@ -71,6 +69,33 @@ export async function checkDatabaseExists(config: Config, command: Command, out:
   );
 }
 
+function elsewhereAdvice(): string {
+  return process.env.HERALD_DATABASE_URL
+    ? 'check HERALD_DATABASE_URL'
+    : 'pass --data-dir DIR or set HERALD_DATA_DIR (or HERALD_DATABASE_URL)';
+}
+
+/**
+ * Refuses a SQLite database path that holds no Herald database to open: a directory, or an empty
+ * (0-byte) file, which SQLite would take for a new database, and a restore whose copy failed
+ * would start again from nothing, with a new secret key. Nothing there at all is left to the
+ * caller. `herald migrate` sets an empty file up as a new database; every other command, the
+ * server too, refuses it.
+ */
+export function refuseEmptyDatabase(config: Config): void {
+  if (config.database.kind !== 'sqlite') return;
+  const file = config.database.file;
+  const found = statOf(file);
+  if (found === null) return;
+  if (!found.isFile()) throw new ConfigError(`${file} is not a database file: ${elsewhereAdvice()}`);
+  // A new database in WAL mode may hold everything in its -wal file yet, its own still empty.
+  if (found.size === 0 && (statOf(`${file}-wal`)?.size ?? 0) === 0)
+    throw new ConfigError(
+      `${file} is empty (0 bytes) and holds no Herald data: if it is a restored copy, the copy ` +
+        'failed; run herald migrate to set it up as a new database',
+    );
+}
+
 /** What is at `file`, or null for nothing; one that cannot be looked at is said as such, not taken for none. */
 function statOf(file: string): Stats | null {
   try {
@@ -78,6 +103,8 @@ function statOf(file: string): Stats | null {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    if (code === 'ELOOP')
+      throw new ConfigError(`${file} is a link that leads back to itself: ${elsewhereAdvice()}`);
     throw new ConfigError(
       `cannot read ${file} (${code ?? 'error'}): run herald as the user the server runs as`,
     );

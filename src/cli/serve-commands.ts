@@ -5,11 +5,13 @@ import { ConfigError, StartupError, type Config } from '../config.js';
 import { backupSqlite } from '../storage/sqlite/backup.js';
 import type { Role } from '../config.js';
 import { checkDatabaseExists, cliConfig, createsDatabase, outputOf } from './context.js';
+import { refuseEmptyDatabase } from './new-database.js';
 import { createLogger } from '../logger.js';
 import type { HttpPlugin } from '../http/plugin.js';
 import type { startServer } from '../server.js';
 import type { FailedMessage, StopMessage } from '../worker-process.js';
 import { openStorage } from '../storage/open.js';
+import type { Storage } from '../storage/storage.js';
 import { secretKeyFile } from '../security/secret-key.js';
 import { secretKeyStanding } from '../services/secret-check.js';
 
@@ -57,6 +59,7 @@ export function serveCommand(): Command {
       .addOption(new Option('--notice-token <token>').hideHelp().argParser(noticeToken))
       .action(async (options: ServeOptions, command: Command) => {
         const config = cliConfig(command);
+        refuseEmptyDatabase(config);
         // Readable lines for a person at a terminal, JSON lines for anything that collects them.
         const logger = createLogger(config.logLevel ?? 'info', undefined, {
           pretty: process.stdout.isTTY === true,
@@ -137,13 +140,14 @@ export function migrateCommand(): Command {
     .description('create or upgrade the database schema (safe to run from several processes at once)')
     .action(async (_options: unknown, command: Command) => {
       const config = cliConfig(command);
-      const undo = await checkDatabaseExists(config, command, outputOf(command));
-      const storage = openStorage(config.database);
+      const undo = await checkDatabaseExists(config, command, outputOf(command), { setsUpEmpty: true });
+      let storage: Storage | undefined;
       let applied: readonly string[];
       try {
+        storage = openStorage(config.database);
         applied = await storage.migrate();
       } catch (error) {
-        await storage.close();
+        await storage?.close();
         undo();
         throw error;
       }

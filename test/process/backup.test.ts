@@ -6,6 +6,7 @@ import {
   readdirSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -101,10 +102,31 @@ describe('herald backup and --data-dir', () => {
     const empty = await runHerald(['project', 'list', '--data-dir', dataDir], env);
     expect(empty.code).toBe(1);
     expect(empty.stderr).toContain(`${file} is empty (0 bytes) and holds no Herald data`);
+    // Nor by a command that could make the first of something, nor by the server, which would
+    // start again from nothing with a new secret key.
+    for (const args of [
+      ['project', 'create', '--name', 'shop'],
+      ['serve', '--role', 'api'],
+    ]) {
+      const refused = await runHerald([...args, '--data-dir', dataDir], { ...env, HERALD_PORT: '0' });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`${file} is empty (0 bytes) and holds no Herald data`);
+    }
     expect(statSync(file).size).toBe(0);
     // migrate sets it up as a new database, as it says.
     expect((await runHerald(['migrate', '--data-dir', dataDir], env)).code).toBe(0);
     expect((await runHerald(['project', 'list', '--data-dir', dataDir], env)).code).toBe(0);
+
+    // A link that leads nowhere is named, not taken for a place to make a new database.
+    const linked = path.join(root, 'linked');
+    mkdirSync(linked);
+    symlinkSync(path.join(root, 'nowhere', 'herald.db'), path.join(linked, 'herald.db'));
+    const dangling = await runHerald(['project', 'create', '--name', 'shop', '--data-dir', linked], env);
+    expect(dangling.code).toBe(1);
+    expect(dangling.stderr).toContain(
+      `${path.join(linked, 'herald.db')} is a link to ${path.join(root, 'nowhere', 'herald.db')}, which does not exist`,
+    );
+    expect(readdirSync(linked)).toEqual(['herald.db']);
   });
 
   it('copies a live SQLite database that restores with its data', async () => {
