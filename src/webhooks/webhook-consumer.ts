@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { webhookBackoff } from '../domain/backoff.js';
-import { webhookAttempted, type WebhookAttempted } from '../domain/events.js';
+import { TEST_EVENT, webhookAttempted, type WebhookAttempted } from '../domain/events.js';
 import { mayUseLane, type LanePolicy } from '../domain/lanes.js';
 import type { OutboundPolicy } from '../domain/outbound.js';
 import type { LeaseQueue, RecordOutcomes } from '../queue/lease-queue.js';
@@ -40,6 +40,7 @@ export interface Called {
 
 interface Event {
   readonly webhook_id: string;
+  readonly type: string;
   readonly payload: string;
 }
 
@@ -204,7 +205,9 @@ export class WebhookConsumer implements Consumer {
         this.onRoom();
         this.onAttempt?.({ projectId: delivery.project_id, outcome: outcomeOf(result) });
         const policy = {
-          maxAttempts: this.options.maxAttempts,
+          // A test is answered once, and what it got is what the dashboard shows: retried, tests
+          // clicked at a failing endpoint would each be tried for as long as a real event.
+          maxAttempts: event.type === TEST_EVENT ? 1 : this.options.maxAttempts,
           backoff: webhookBackoff(this.options.retryBaseMs),
         };
         const next = webhookAttempted(delivery, result.ok, policy, this.now());
