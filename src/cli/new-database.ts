@@ -150,6 +150,13 @@ function keptFor(file: string): string | null {
   }
 }
 
+/** `dir` and those of its parents that do not exist, the directories making it would make. */
+function missingFrom(dir: string): string[] {
+  const missing: string[] = [];
+  for (let at = path.resolve(dir); !present(at); at = path.dirname(at)) missing.push(at);
+  return missing;
+}
+
 /**
  * Takes away the new database `file`, the `files` and then the (empty) directories of `dirs` that
  * do not exist now, unless something else uses it by then. Never fails: the command's own error
@@ -157,7 +164,7 @@ function keptFor(file: string): string | null {
  */
 function undoOf(file: string, files: readonly string[], dirs: readonly string[], out: Output): Undo {
   const newFiles = files.filter((at) => !present(at));
-  const newDirs = [...new Set(dirs)].filter((dir) => !present(dir));
+  const newDirs = [...new Set(dirs.flatMap(missingFrom))];
   return () => {
     try {
       if (present(file)) {

@@ -44,6 +44,14 @@ describe('a failed first command', () => {
     expect(out.said).toEqual([expect.stringContaining('creating a new one')]);
   });
 
+  it('takes away the parent directories it made for it, and no other', async () => {
+    const { undo } = await newDatabase('made/on/the/way');
+    expect(existsSync(path.join(root, 'made/on/the/way/herald.db'))).toBe(true);
+    undo();
+    expect(existsSync(path.join(root, 'made'))).toBe(false);
+    expect(existsSync(root)).toBe(true);
+  });
+
   it('keeps it while another process has it open', async () => {
     const { file, out, undo } = await newDatabase('open');
     const other = new SqliteDatabase(file);
