@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { errors } from '../domain/errors.js';
+import { errors, Messages } from '../domain/errors.js';
 import { notificationView } from '../domain/notification.js';
 import type { NotificationState } from '../domain/notification-state.js';
 import { parseDateTime } from '../domain/send-request.js';
@@ -16,6 +16,8 @@ const STATES: Record<string, readonly NotificationState[]> = {
   queued: ['queued', 'sending'],
   sent: ['sent'],
   failed: ['failed'],
+  // The failed ones that were canceled (their error is `Canceled`), as the delivery log filters.
+  canceled: ['failed'],
 };
 const MAX_PAGE = 100;
 /** product.md §12: a notification carries at most 20 metadata values, keys of 1–40 such characters. */
@@ -26,7 +28,9 @@ const MAX_TEXT_FILTER = 320;
 
 const SearchQuery = Type.Object(
   {
-    status: Type.Optional(Type.String({ description: 'queued, sent or failed.' })),
+    status: Type.Optional(
+      Type.String({ description: 'queued, sent, failed, or canceled (the failed that were canceled).' }),
+    ),
     recipient: Type.Optional(Type.String({ description: 'Part of the recipient address.' })),
     template: Type.Optional(Type.String({ description: "The template's name, exactly." })),
     from_date: Type.Optional(Type.String({ description: 'Accepted at or after this RFC 3339 time.' })),
@@ -109,10 +113,11 @@ export async function adminNotificationRoutes(app: FastifyInstance, deps: AdminD
       const q = request.query;
       const states = q.status === undefined ? undefined : STATES[q.status];
       if (q.status !== undefined && states === undefined)
-        throw errors.invalidField("Invalid 'status' (queued, sent or failed)");
+        throw errors.invalidField("Invalid 'status' (queued, sent, failed or canceled)");
       const page = await deps.notifications.search({
         projectId: (request.adminProject as Project).id,
         states,
+        errorMessage: q.status === 'canceled' ? Messages.canceled : undefined,
         recipient: text(q.recipient, 'recipient'),
         template: text(q.template, 'template'),
         from: time(q.from_date, 'from_date'),

@@ -30,6 +30,16 @@ beforeAll(async () => {
   project = a.name;
   const db = ctx.services.storage.db;
   const rows: [string, Parameters<typeof addNotification>[2]][] = [
+    [
+      'canceled-zed',
+      {
+        state: 'failed',
+        template: 'bye',
+        recipient: 'zed@example.org',
+        created_at: T0 - 1000,
+        error_message: 'Canceled',
+      },
+    ],
     ['welcome-jane', { state: 'sent', template: 'welcome', recipient: 'jane@example.org', created_at: T0 }],
     [
       'reset-jane',
@@ -75,6 +85,7 @@ describe(`notification search (${backend})`, () => {
       ids['welcome-sam'],
       ids['reset-jane'],
       ids['welcome-jane'],
+      ids['canceled-zed'],
     ]);
     expect(page.next_before).toBeNull();
     expect(page.notifications[0]).toMatchObject({
@@ -93,7 +104,9 @@ describe(`notification search (${backend})`, () => {
   it('filters by status (queued includes what is being sent), recipient, template and time, together', async () => {
     expect(found(await search('?status=queued'))).toEqual([ids['reset-ann'], ids['welcome-ann']]);
     expect(found(await search('?status=sent'))).toEqual([ids['welcome-sam'], ids['welcome-jane']]);
-    expect(found(await search('?status=failed'))).toEqual([ids['reset-jane']]);
+    // A canceled message is failed to its sender, and found on its own as canceled.
+    expect(found(await search('?status=failed'))).toEqual([ids['reset-jane'], ids['canceled-zed']]);
+    expect(found(await search('?status=canceled'))).toEqual([ids['canceled-zed']]);
     expect(found(await search('?recipient=jane'))).toEqual([ids['reset-jane'], ids['welcome-jane']]);
     expect(found(await search('?recipient=%40shop.example'))).toEqual([ids['welcome-sam']]);
     // LIKE's wildcards in the search are the characters themselves.
@@ -136,7 +149,7 @@ describe(`notification search (${backend})`, () => {
 
   it('refuses what it cannot search by, naming the parameter', async () => {
     const cases: [string, string][] = [
-      ['?status=sending', "Invalid 'status' (queued, sent or failed)"],
+      ['?status=sending', "Invalid 'status' (queued, sent, failed or canceled)"],
       ['?limit=0', "Invalid 'limit' (a whole number from 1 to 100)"],
       ['?limit=101', "Invalid 'limit' (a whole number from 1 to 100)"],
       ['?before=abc', `Invalid 'before' (a whole number from 1 to ${Number.MAX_SAFE_INTEGER})`],
