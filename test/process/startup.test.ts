@@ -144,5 +144,6 @@ describe('herald serve that cannot start', () => {
     const listed = await runHerald(['project', 'list'], env);
     expect(listed.code, listed.stderr).toBe(0);
     expectOneLine(await runHerald(['project', 'list'], wrong), refusal);
-  });
+    // Seven processes one after another: on a busy machine each can take seconds to start.
+  }, 120_000);
 });
