@@ -56,7 +56,9 @@ export function relayTests({ env, startWorker = true, waitMs = 20_000 }: RelayTe
 
   afterEach(async () => {
     // Every step runs whatever failed before it; the first failure is the test's.
-    const steps = [() => worker?.stop(), () => ctx?.close(), ...cleanups.splice(0)];
+    // The steps take the test's worker and context as they are now, before they are forgotten.
+    const [ownWorker, ownCtx] = [worker, ctx];
+    const steps = [() => ownWorker?.stop(), () => ownCtx?.close(), ...cleanups.splice(0)];
     worker = null;
     ctx = null;
     const failures: unknown[] = [];
