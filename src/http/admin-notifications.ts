@@ -3,22 +3,25 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { errors, Messages } from '../domain/errors.js';
 import { notificationView } from '../domain/notification.js';
-import type { NotificationState } from '../domain/notification-state.js';
 import { parseDateTime } from '../domain/send-request.js';
+import type { NotificationSearch } from '../services/notifications.js';
 import type { Project } from '../services/projects.js';
 import type { AdminDeps } from './admin-deps.js';
 import { ADMIN_SECURITY, answers, ProjectParams } from './admin-schemas.js';
 import { pageNumber } from './admin-settings.js';
 import { StatusResponse } from './schemas.js';
 
-/** The public states and the stored ones they stand for (`sending` is `queued` to everyone outside). */
-const STATES: Record<string, readonly NotificationState[]> = {
-  queued: ['queued', 'sending'],
-  sent: ['sent'],
-  failed: ['failed'],
-  // The failed ones that were canceled (their error is `Canceled`), as the delivery log filters.
-  canceled: ['failed'],
-};
+/**
+ * What each `status` searches for: a public state and the stored ones it stands for (`sending` is
+ * `queued` to everyone outside), or `canceled`, the failed ones whose error is `Canceled`, as the
+ * delivery log filters.
+ */
+const STATUS_SEARCH = new Map<string, Pick<NotificationSearch, 'states' | 'errorMessage'>>([
+  ['queued', { states: ['queued', 'sending'] }],
+  ['sent', { states: ['sent'] }],
+  ['failed', { states: ['failed'] }],
+  ['canceled', { states: ['failed'], errorMessage: Messages.canceled }],
+]);
 const MAX_PAGE = 100;
 /** product.md §12: a notification carries at most 20 metadata values, keys of 1–40 such characters. */
 const METADATA_KEY = /^metadata\.([A-Za-z0-9_.-]{1,40})$/;
@@ -111,13 +114,12 @@ export async function adminNotificationRoutes(app: FastifyInstance, deps: AdminD
     },
     async (request) => {
       const q = request.query;
-      const states = q.status === undefined ? undefined : STATES[q.status];
-      if (q.status !== undefined && states === undefined)
+      const status = q.status === undefined ? {} : STATUS_SEARCH.get(q.status);
+      if (status === undefined)
         throw errors.invalidField("Invalid 'status' (queued, sent, failed or canceled)");
       const page = await deps.notifications.search({
         projectId: (request.adminProject as Project).id,
-        states,
-        errorMessage: q.status === 'canceled' ? Messages.canceled : undefined,
+        ...status,
         recipient: text(q.recipient, 'recipient'),
         template: text(q.template, 'template'),
         from: time(q.from_date, 'from_date'),

@@ -150,6 +150,7 @@ describe(`notification search (${backend})`, () => {
   it('refuses what it cannot search by, naming the parameter', async () => {
     const cases: [string, string][] = [
       ['?status=sending', "Invalid 'status' (queued, sent, failed or canceled)"],
+      ['?status=constructor', "Invalid 'status' (queued, sent, failed or canceled)"],
       ['?limit=0', "Invalid 'limit' (a whole number from 1 to 100)"],
       ['?limit=101', "Invalid 'limit' (a whole number from 1 to 100)"],
       ['?before=abc', `Invalid 'before' (a whole number from 1 to ${Number.MAX_SAFE_INTEGER})`],
