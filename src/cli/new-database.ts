@@ -46,11 +46,7 @@ export async function checkDatabaseExists(
     return () => {};
   }
   const file = config.database.file;
-  const found = statOf(file);
-  if (found !== null) {
-    if (options.setsUpEmpty !== true) refuseEmptyDatabase(config);
-    return () => {};
-  }
+  if (databaseFileAt(file, { emptyIsNew: options.setsUpEmpty === true }) !== null) return () => {};
   const elsewhere = elsewhereAdvice();
   if (present(file))
     throw new ConfigError(`${file} is a link to ${readlinkSync(file)}, which does not exist: ${elsewhere}`);
@@ -83,17 +79,21 @@ function elsewhereAdvice(): string {
  * server too, refuses it.
  */
 export function refuseEmptyDatabase(config: Config): void {
-  if (config.database.kind !== 'sqlite') return;
-  const file = config.database.file;
+  if (config.database.kind === 'sqlite') databaseFileAt(config.database.file, { emptyIsNew: false });
+}
+
+/** What is at the database path `file`, or null for nothing; what is no database to open is refused (above). */
+function databaseFileAt(file: string, options: { readonly emptyIsNew: boolean }): Stats | null {
   const found = statOf(file);
-  if (found === null) return;
+  if (found === null) return null;
   if (!found.isFile()) throw new ConfigError(`${file} is not a database file: ${elsewhereAdvice()}`);
   // A new database in WAL mode may hold everything in its -wal file yet, its own still empty.
-  if (found.size === 0 && (statOf(`${file}-wal`)?.size ?? 0) === 0)
+  if (!options.emptyIsNew && found.size === 0 && (statOf(`${file}-wal`)?.size ?? 0) === 0)
     throw new ConfigError(
       `${file} is empty (0 bytes) and holds no Herald data: if it is a restored copy, the copy ` +
         'failed; run herald migrate to set it up as a new database',
     );
+  return found;
 }
 
 /** What is at `file`, or null for nothing; one that cannot be looked at is said as such, not taken for none. */

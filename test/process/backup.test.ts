@@ -96,6 +96,10 @@ describe('herald backup and --data-dir', () => {
     expect(directory.stderr).toBe(
       `herald: ${file} is not a database file: pass --data-dir DIR or set HERALD_DATA_DIR (or HERALD_DATABASE_URL)\n`,
     );
+    // migrate, which sets up an empty file, says the same of a directory.
+    const migrated = await runHerald(['migrate', '--data-dir', dataDir], env);
+    expect(migrated.code).toBe(1);
+    expect(migrated.stderr).toBe(directory.stderr);
     rmSync(file, { recursive: true });
     // A restore whose copy failed leaves an empty file: not taken for an empty Herald.
     writeFileSync(file, '');
