@@ -19,7 +19,8 @@ export type TemplatePreview = RenderedMessage & {
 /**
  * Renders unsaved template text with sample data, exactly as delivery would, in a layout if given.
  * A template that does not parse, or does not render, is an `error` with its place, not an
- * exception: the editor shows it next to the preview.
+ * exception: the editor shows it next to the preview. One that renders but that a save would
+ * refuse (another service's tags, sent as written) is shown with the save's refusal as its `error`.
  */
 export function previewTemplate(
   source: { subject: string; text: string; html?: string | null },
@@ -36,14 +37,14 @@ export function previewTemplate(
     );
   } catch (error) {
     if (!(error instanceof TemplateSyntaxError || error instanceof TemplateRenderError)) throw error;
-    return notRendered(syntaxProblem(source) ?? error.message, []);
+    return notRendered(saveRefusal(source) ?? error.message, []);
   }
   try {
     return {
       ...compiled.render(data),
       placeholders: compiled.placeholders,
       blank: compiled.blankPlaceholders(data),
-      error: null,
+      error: saveRefusal(source),
     };
   } catch (error) {
     if (!(error instanceof TemplateRenderError)) throw error;
@@ -56,8 +57,8 @@ function notRendered(error: string, placeholders: string[]): TemplatePreview {
   return { subject: '', text: '', html: null, placeholders, blank: [], error };
 }
 
-/** The first part that does not parse, named as a save would name it; null when all parse. */
-function syntaxProblem(source: { subject: string; text: string; html?: string | null }): string | null {
+/** What a save of this text would refuse in it, naming the part as a save does; null when nothing. */
+function saveRefusal(source: { subject: string; text: string; html?: string | null }): string | null {
   try {
     checkVariant({ subject: source.subject, text: source.text, html: source.html ?? null }, 'handlebars', '');
     return null;

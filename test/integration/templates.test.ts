@@ -427,6 +427,22 @@ describe('templates with logic, layouts, locales and versions', () => {
     });
   });
 
+  it('previews a template holding another service’s tags as it would be sent, with what a save would say', () => {
+    const preview = previewTemplate(
+      { subject: 'Hi {{name}}', text: 'Hello *|FNAME|*, {{name}}' },
+      { name: 'Jane' },
+    );
+    expect(preview).toMatchObject({
+      subject: 'Hi Jane',
+      text: 'Hello *|FNAME|*, Jane',
+      placeholders: ['name'],
+      error:
+        'Invalid template: text body, line 1, column 7: a Mailchimp merge tag (*|FNAME|*) would be sent as it is written: ' +
+        'write {{FNAME}} and send its value (to show it as text, write its *| as {{"*|"}})',
+    });
+    expect(previewTemplate({ subject: 'Hi', text: 'Hello {{name}}' }, { name: 'Jane' }).error).toBeNull();
+  });
+
   it('refuses a raw block when saved: Handlebars reads it as a section over the data', async () => {
     const { projectId } = await seedProject(ctx.services);
     expect(
