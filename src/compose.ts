@@ -3,7 +3,7 @@ import { Trouble } from './logger.js';
 import { ConfigError, type Config } from './config.js';
 import { parseGivenMailbox, type Mailbox } from './domain/address.js';
 import { SmtpMailer } from './mail/smtp.js';
-import { parseSmtpUrl, type SmtpTarget } from './mail/smtp-target.js';
+import { parseSmtpUrl, relayKey, type SmtpTarget } from './mail/smtp-target.js';
 import { Metrics } from './metrics/metrics.js';
 import { SEALED, SecretBox } from './security/cipher.js';
 import { resolveSecretKey } from './services/secret-check.js';
@@ -132,6 +132,11 @@ export async function openServices(
     throw new ConfigError(`HERALD_SMTP_URL: ${(error as Error).message}`);
   }
   const globalFallback = globalRelay(config.smtpFallbackUrl, 'HERALD_SMTP_FALLBACK_URL');
+  if (globalSmtp !== null && globalFallback !== null && relayKey(globalFallback) === relayKey(globalSmtp))
+    throw new ConfigError(
+      `HERALD_SMTP_FALLBACK_URL is the relay of HERALD_SMTP_URL (${relayKey(globalSmtp)}): ` +
+        'a fallback must be another host or port',
+    );
   const defaultFrom = config.smtpFrom === null ? null : parseGivenMailbox(config.smtpFrom);
   let listenerFailed = false;
   // What the listening connection (PostgreSQL) is for in this process, and what its loss costs.

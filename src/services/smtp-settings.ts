@@ -225,6 +225,15 @@ export class SmtpSettingsService {
       if (current === undefined) return none;
       const { fallback_host, fallback_port, fallback_security, fallback_username, fallback_password_enc } =
         current;
+      if (
+        fallback_host !== null &&
+        fallback_port !== null &&
+        relayKey({ host: relayHost(fallback_host), port: fallback_port }) === relayKey(primary)
+      )
+        throw errors.invalidInput(
+          `The fallback relay must be another host or port than the primary: the fallback kept, ` +
+            `${relayKey(primary)}, is the new primary (give another fallback relay, or remove it)`,
+        );
       return { fallback_host, fallback_port, fallback_security, fallback_username, fallback_password_enc };
     }
     if (input === null) return none;

@@ -74,14 +74,17 @@ export class Deliverer {
    * The relays a notification with this context may go to: the project's own (its primary and
    * fallback), else Herald's (HERALD_SMTP_URL and HERALD_SMTP_FALLBACK_URL). A project with a relay
    * of its own never falls back to Herald's: its own login and sender domain vouch for its mail.
-   * Null when no relay is used (capture, or none configured).
+   * Null when no relay is used (capture, or none configured). A fallback that is the primary itself
+   * is none: it would take each retry at once, from the relay that just refused it.
    */
   relaysOf(context: DeliveryContext): Relays | null {
     const choice = chooseTransport(context.smtp?.target ?? null, this.deps.globalSmtp, this.deps.production);
     if (choice.kind !== 'project' && choice.kind !== 'global') return null;
-    const fallback =
+    const primary = relayOf(choice.target);
+    const target =
       choice.kind === 'project' ? (context.smtp?.fallback ?? null) : (this.deps.globalFallback ?? null);
-    return { primary: relayOf(choice.target), fallback: fallback === null ? null : relayOf(fallback) };
+    const fallback = target === null ? null : relayOf(target);
+    return { primary, fallback: fallback?.relay === primary.relay ? null : fallback };
   }
 
   /** One attempt through the project's `role` relay (its fallback only where it has one). */

@@ -121,6 +121,25 @@ describe(`SMTP settings (${backend})`, () => {
     );
     expect(await ctx.services.smtpSettings.get(project.projectId)).toBeNull();
   });
+
+  it('refuse a new primary that is the fallback kept, which would send each retry to it again', async () => {
+    const settings = ctx.services.smtpSettings;
+    await settings.setFromUrl(project.name, 'smtp://mail.example', {
+      fallbackUrl: 'smtp://backup.example:2526',
+    });
+    expect(await refusal(() => settings.setFromUrl(project.name, 'smtp://Backup.example:2526'))).toBe(
+      'The fallback relay must be another host or port than the primary: the fallback kept, ' +
+        'backup.example:2526, is the new primary (give another fallback relay, or remove it)',
+    );
+    expect(await settings.get(project.projectId)).toMatchObject({
+      host: 'mail.example',
+      fallback: { host: 'backup.example', port: 2526 },
+    });
+    // Given with another fallback, or with none, it is taken.
+    await settings.setFromUrl(project.name, 'smtp://backup.example:2526', { fallbackUrl: '' });
+    expect(await settings.get(project.projectId)).toMatchObject({ host: 'backup.example', fallback: null });
+    expect(ok(await admin.delete(path('/smtp')))).toEqual({ cleared: true });
+  });
 });
 
 describe(`the suppression list (${backend})`, () => {

@@ -15,7 +15,7 @@ import { waitUntil } from '../helpers/wait.js';
  * tests' waits went through the fallback at once, without a back-off.
  */
 
-const { start, cleanup, sink, projectVia, send, finalStatus, attempts } = relayTests({
+const { start, cleanup, sink, projectVia, send, status, finalStatus, attempts } = relayTests({
   env: {
     HERALD_SMTP_TIMEOUT_MS: '2000',
     HERALD_DELIVERY_RETRY_BASE_MS: '60000',
@@ -85,6 +85,35 @@ describe('a fallback relay', () => {
     ]);
     expect(primary.messages).toHaveLength(0);
     expect(fallback.messages).toHaveLength(1);
+  });
+
+  it('is none when it is the primary itself: the retry waits its back-off', { timeout: 60_000 }, async () => {
+    const ctx = await start();
+    const primary = await sink();
+    primary.failNext = { count: 1, code: 451, message: '4.3.0 Temporary local problem' };
+    const other = await sink();
+    const { apiKey, projectId } = await projectVia(primary.url, other.url);
+    // Stored as a release that did not check a kept fallback against a new primary left it.
+    await ctx.services.storage.db
+      .updateTable('smtp_settings')
+      .set({ fallback_host: '127.0.0.1', fallback_port: primary.port })
+      .where('project_id', '=', projectId)
+      .execute();
+    const id = await send(apiKey);
+    const after = await waitUntil(
+      async () => {
+        const body = await status(apiKey, id);
+        return body.attempts >= 1 && (body.status !== 'queued' || body.next_attempt_at) ? body : undefined;
+      },
+      { what: 'the first attempt to be recorded' },
+    );
+    expect(after).toMatchObject({ status: 'queued', attempts: 1 });
+    // The back-off of a minute, not an attempt at once through the same relay.
+    expect(Date.parse(after.next_attempt_at!) - Date.now()).toBeGreaterThan(30_000);
+    expect(await attempts(id)).toEqual([
+      { relay: 'primary', outcome: 'retry', response: expect.stringMatching(/^SMTP 451/) },
+    ]);
+    expect(primary.messages).toHaveLength(0);
   });
 
   it("takes the message at once when the primary refuses Herald's login: a setting, not the message", async () => {

@@ -101,6 +101,21 @@ describe('herald serve that cannot start', () => {
     );
   });
 
+  it('refuses a HERALD_SMTP_FALLBACK_URL that is the relay of HERALD_SMTP_URL', async () => {
+    const result = await runHerald(
+      ['serve'],
+      testEnv(database, {
+        HERALD_SMTP_URL: 'smtp://relay.example:587',
+        HERALD_SMTP_FALLBACK_URL: 'smtp://backup:pass@Relay.example:587?security=starttls',
+        HERALD_PORT: '0',
+      }),
+    );
+    expectOneLine(
+      result,
+      /^herald: HERALD_SMTP_FALLBACK_URL is the relay of HERALD_SMTP_URL \(relay\.example:587\): a fallback must be another host or port$/,
+    );
+  });
+
   it('says in one line when the database cannot be reached, without its password', async () => {
     const result = await runHerald(
       ['serve'],
