@@ -212,9 +212,14 @@ export class SmtpMailer {
       // A connection refused, or a name not found, is classified as any failure to connect (its
       // command, for the relay's window) and said with the relay's address.
       const unreached = timedOut ? null : unreachedRelay(error, target);
+      // nodemailer labels `CONN` a connection closed at any step, a `421` to RCPT TO as well as a
+      // refused greeting: past the greeting the step is not known, and the reply is not a refusal
+      // of the sending host (a bounce's `blocked`).
+      const command = reached && failure.command === 'CONN' ? null : failure.command;
       throw new SmtpDeliveryError({
         ...failure,
         ...(unreached !== null && { message: unreached }),
+        command,
         reached,
         timedOut,
       });

@@ -14,6 +14,7 @@ import {
   unreachedRelay,
 } from '../../src/mail/smtp-failures.js';
 import { SmtpMailer } from '../../src/mail/smtp.js';
+import { classifyReply } from '../../src/domain/bounce/classify.js';
 import type { SmtpTarget } from '../../src/mail/smtp-target.js';
 import { Deadline } from '../../src/mail/deadline.js';
 import { RelayPool } from '../../src/mail/relay-pool.js';
@@ -420,12 +421,39 @@ describe('relay faults', () => {
     expect(send.failure).toMatchObject({ kind: 'transient', reached: false });
   });
 
+  it('reads a 421 to RCPT TO, then a close, as a reply of a step not known, never a refused connection', async () => {
+    const port = await rawServer((socket) => {
+      socket.write('220 mx.example ESMTP\r\n');
+      let buffered = '';
+      socket.on('data', (chunk: Buffer) => {
+        buffered += String(chunk);
+        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+          const line = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          // Pipelined, as Postfix offers it: MAIL FROM, RCPT TO and DATA go in one write.
+          if (line.startsWith('EHLO')) socket.write('250-mx.example\r\n250 PIPELINING\r\n');
+          else if (line.startsWith('MAIL')) socket.write('250 2.1.0 Ok\r\n');
+          else if (line.startsWith('RCPT')) socket.end('421 4.0.0 Server closing connection\r\n');
+        }
+      });
+    });
+    const send = await failureOf(
+      mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
+    );
+    expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: true, command: null });
+    const { smtpCode, message, command } = send.failure;
+    expect(classifyReply({ code: smtpCode, text: message, command })).toMatchObject({
+      type: 'soft',
+      category: 'system_error',
+    });
+  });
+
   it('reports a greeting other than 220 as not reached', async () => {
     const port = await rawServer((socket) => socket.end('421 4.7.0 Too many connections\r\n'));
     const send = await failureOf(
       mailer.send(target(port), { from: 'a@herald.example', to: 'b@example.org' }, Buffer.from('x')),
     );
-    expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: false });
+    expect(send.failure).toMatchObject({ kind: 'transient', smtpCode: 421, reached: false, command: 'CONN' });
   });
 });
 
