@@ -6,7 +6,7 @@ import { checkTemplateBounds } from '../domain/template/handlebars.js';
 import { refuseLiquidTags } from '../domain/template/liquid-tags.js';
 import { refuseOtherServicesTags } from '../domain/template/other-services.js';
 import { refuseContentVariable } from '../domain/template/layout-content.js';
-import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
+import { comesBefore, TemplateSyntaxError } from '../domain/template/syntax-error.js';
 
 /** Names are bounded like the `template` field of a send request, so every template can be sent. */
 export const TEMPLATE_LIMITS = {
@@ -102,10 +102,24 @@ export function compileChecked(source: string, mode: RenderMode, engine: Templat
  * (refuseOtherServicesTags). Names the part as compileChecked does.
  */
 export function refuseForeignTags(source: string, mode: RenderMode, label = ''): void {
-  checkPart(mode, label, () => {
-    refuseLiquidTags(source);
-    refuseOtherServicesTags(source);
-  });
+  checkPart(mode, label, () => firstRefusal(source, [refuseLiquidTags, refuseOtherServicesTags]));
+}
+
+/**
+ * Runs every check on a part and throws the problem that comes first in its text, whichever check
+ * found it: an author fixing a pasted template from the top meets its problems in that order.
+ */
+function firstRefusal(source: string, checks: readonly ((source: string) => void)[]): void {
+  let first: TemplateSyntaxError | null = null;
+  for (const check of checks) {
+    try {
+      check(source);
+    } catch (error) {
+      if (!(error instanceof TemplateSyntaxError)) throw error;
+      if (first === null || comesBefore(error.place, first.place)) first = error;
+    }
+  }
+  if (first !== null) throw first;
 }
 
 /**
@@ -130,10 +144,10 @@ export function checkVariant(
   for (const [mode, source] of parts) compileChecked(source, mode, engine, label);
   if (engine !== 'handlebars') return;
   for (const [mode, source, stored] of parts)
-    if (!sameText(source, stored)) {
-      checkPart(mode, label, () => refuseContentVariable(source));
-      refuseForeignTags(source, mode, label);
-    }
+    if (!sameText(source, stored))
+      checkPart(mode, label, () =>
+        firstRefusal(source, [refuseContentVariable, refuseLiquidTags, refuseOtherServicesTags]),
+      );
 }
 
 /**

@@ -427,6 +427,24 @@ describe('templates with logic, layouts, locales and versions', () => {
     });
   });
 
+  it("names the first of another service's tags in a part's text, whichever service's it is", async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const saveText = (text: string) =>
+      refusal(() => ctx.services.templates.create(projectId, { name: 'pasted', subject: 'Hi', text }));
+    expect(await saveText('<p>*|FNAME|* {% if vip %}x{% endif %}</p>')).toMatch(
+      /^Invalid template: text body, line 1, column 4: a Mailchimp merge tag \(\*\|FNAME\|\*\)/,
+    );
+    expect(await saveText('{% if vip %}x{% endif %} *|FNAME|*')).toMatch(
+      /^Invalid template: text body, line 1, column 1: a Liquid tag \(\{% if %\}\)/,
+    );
+    expect(await saveText('Hi\n{{{ pm:unsubscribe }}}\n{{@content}}')).toMatch(
+      /^Invalid template: text body, line 2, column \d+: pm:unsubscribe is Postmark's/,
+    );
+    expect(await saveText('Hi\n{{@content}} {% if a %}{% endif %}')).toMatch(
+      /^Invalid template: text body, line 2, column \d+: @content renders as nothing/,
+    );
+  });
+
   it('previews a template holding another service’s tags as it would be sent, with what a save would say', () => {
     const preview = previewTemplate(
       { subject: 'Hi {{name}}', text: 'Hello *|FNAME|*, {{name}}' },

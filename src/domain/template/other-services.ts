@@ -1,6 +1,6 @@
 import { parseTemplate } from './handlebars.js';
 import { firstInText, firstPath, placeOf } from './source-walk.js';
-import { TemplateSyntaxError } from './syntax-error.js';
+import { comesBefore, TemplateSyntaxError } from './syntax-error.js';
 
 /**
  * Placeholders of other services that Handlebars reads without a word and that would reach the
@@ -54,7 +54,7 @@ export function refuseOtherServicesTags(source: string): void {
   const merge = firstInText(program.body, (text) => MERGE_TAG.exec(text));
   const postmark = firstPath(program, (path) => !path.data && /^pm:/i.test(path.parts[0] ?? ''));
   const postmarkPlace = postmark === null ? null : placeOf(postmark);
-  if (merge !== null && (postmarkPlace === null || before(merge.place, postmarkPlace))) {
+  if (merge !== null && (postmarkPlace === null || comesBefore(merge.place, postmarkPlace))) {
     throw new TemplateSyntaxError(
       `a Mailchimp merge tag (${merge.found[0]}) would be sent as it is written: ${advice(merge.found[1] as string)} ` +
         '(to show it as text, write its *| as {{"*|"}})',
@@ -67,8 +67,4 @@ export function refuseOtherServicesTags(source: string): void {
         'send it as a value of yours (an unsubscribe link as {{{unsubscribe_url}}}, say)',
       postmarkPlace,
     );
-}
-
-function before(a: { line: number; column: number }, b: { line: number; column: number }): boolean {
-  return a.line < b.line || (a.line === b.line && a.column < b.column);
 }
