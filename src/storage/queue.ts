@@ -1,10 +1,12 @@
 import {
   sql,
+  type Expression,
+  type ExpressionBuilder,
   type Kysely,
   type SelectQueryBuilder,
-  type UpdateQueryBuilder,
-  type UpdateResult,
+  type SqlBool,
 } from 'kysely';
+import { insertInterruptedAttempts } from './delivery-attempts.js';
 import { Precompiled } from './precompiled.js';
 import type { Database, NotificationRow, WebhookDeliveryRow } from './schema.js';
 
@@ -27,6 +29,20 @@ export interface Queue<Table extends QueueTable = QueueTable> {
    * (product.md §8). The webhook queue is claimed per endpoint, which is fair already.
    */
   readonly inTurns: boolean;
+  /**
+   * Records the attempts of rows taken back from a worker that stopped holding them (a crash, a
+   * stop that outlived its timeout): each was claimed, its attempt counted, and the attempt may
+   * have been under way. Without it nothing is recorded (a webhook call is made again with the
+   * same webhook-id, which says as much to its receiver).
+   */
+  readonly interrupted?: (db: Kysely<Database>, rows: readonly ReturnedLease[], now: number) => Promise<void>;
+}
+
+/** A row taken back from a stopped worker: its attempt, and when it was claimed. */
+export interface ReturnedLease {
+  readonly id: number;
+  readonly attempts: number;
+  readonly claimedAt: number;
 }
 
 export type QueueTable = 'notifications' | 'webhook_deliveries';
@@ -44,6 +60,7 @@ export const NOTIFICATION_QUEUE: Queue<'notifications'> = {
   // claim (its canceler gone before an answer) is void (cancel-requests.ts).
   claimResets: { cancel_request: null },
   inTurns: true,
+  interrupted: insertInterruptedAttempts,
 };
 export const WEBHOOK_QUEUE: Queue<'webhook_deliveries'> = {
   table: 'webhook_deliveries',
@@ -198,10 +215,11 @@ export async function unheldLeases(
  * counted stays counted: the message may or may not have reached the relay.
  */
 export async function reclaimExpiredLeases(db: Kysely<Database>, now: number): Promise<number> {
-  return returnLeases(db, now, (qb) =>
-    qb
-      .where('lease_until', '<', now)
-      .where('lease_owner', 'not in', db.selectFrom('workers').select('owner')),
+  return returnLeases(db, now, (eb) =>
+    eb.and([
+      eb('lease_until', '<', now),
+      eb('lease_owner', 'not in', db.selectFrom('workers').select('owner')),
+    ]),
   );
 }
 
@@ -212,31 +230,68 @@ export async function reclaimOwners(
   now: number,
 ): Promise<number> {
   if (owners.length === 0) return 0;
-  return returnLeases(tx, now, (qb) => qb.where('lease_owner', 'in', owners));
+  return returnLeases(tx, now, (eb) => eb('lease_owner', 'in', owners));
 }
 
+/** Rows returned, and their attempts recorded, per statement. */
+const RETURN_SLICE = 500;
+
 /**
- * Returns the leased rows `which` picks to their queues, the attempt counted staying counted.
- * Each keeps the time it fell due, so it is taken again before mail that fell due after it: mail
- * in flight when its worker died goes first, not behind everything queued since. Returns how many.
+ * Returns the leased rows `which` picks to their queues, the attempt counted staying counted, and
+ * records what the queue records of them (`Queue.interrupted`). Each keeps the time it fell due, so
+ * it is taken again before mail that fell due after it: mail in flight when its worker died goes
+ * first, not behind everything queued since. Returns how many.
  */
 async function returnLeases(
   db: Kysely<Database>,
   now: number,
-  which: (
-    qb: UpdateQueryBuilder<LeaseDatabase, QueueTable, QueueTable, UpdateResult>,
-  ) => UpdateQueryBuilder<LeaseDatabase, QueueTable, QueueTable, UpdateResult>,
+  which: (eb: ExpressionBuilder<LeaseDatabase, QueueTable>) => Expression<SqlBool>,
 ): Promise<number> {
   let returned = 0;
   for (const queue of QUEUES) {
     const table: QueueTable = queue.table;
-    const result = await leaseDb(db)
-      .updateTable(table)
-      .set({ state: queue.ready, lease_owner: null, lease_until: null, updated_at: now })
+    const leases = leaseDb(db);
+    const back = { state: queue.ready, lease_owner: null, lease_until: null, updated_at: now };
+    if (queue.interrupted === undefined) {
+      const result = await leases
+        .updateTable(table)
+        .set(back)
+        .where('state', '=', LEASED)
+        .where(which)
+        .executeTakeFirst();
+      returned += Number(result.numUpdatedRows);
+      continue;
+    }
+    // Read before they are returned: a claim's time is its rows' updated_at until then.
+    const held = await leases
+      .selectFrom(table)
+      .select(['id', 'attempts', 'updated_at'])
       .where('state', '=', LEASED)
-      .$call(which)
-      .executeTakeFirst();
-    returned += Number(result.numUpdatedRows);
+      .where(which)
+      .execute();
+    // In slices, each statement's parameters well within either backend's bound.
+    for (let at = 0; at < held.length; at += RETURN_SLICE) {
+      const slice = held.slice(at, at + RETURN_SLICE);
+      const taken = await leases
+        .updateTable(table)
+        .set(back)
+        .where(
+          'id',
+          'in',
+          slice.map((row) => row.id),
+        )
+        .where('state', '=', LEASED)
+        .where(which)
+        .returning('id')
+        .execute();
+      // Only the rows returned now: one its owner finished meanwhile is not in `taken`.
+      const ids = new Set(taken.map((row) => row.id));
+      const rows = slice
+        .filter((row) => ids.has(row.id))
+        .map((row) => ({ id: row.id, attempts: row.attempts, claimedAt: row.updated_at }));
+      if (rows.length > 0) await queue.interrupted(db, rows, now);
+      returned += rows.length;
+    }
   }
   return returned;
 }

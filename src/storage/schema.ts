@@ -166,7 +166,8 @@ export interface DeliveryAttemptsTable {
   attempt: number;
   started_at: number;
   finished_at: number;
-  outcome: 'sent' | 'retry' | 'failed';
+  /** `interrupted`: its worker stopped before the outcome was stored (delivery-attempts.ts). */
+  outcome: 'sent' | 'retry' | 'failed' | 'interrupted';
   smtp_code: number | null;
   response: string | null;
   transport: string | null;

@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/roles.js';
-import { insertAttempt } from '../../src/storage/delivery-attempts.js';
+import {
+  INTERRUPTED_RESPONSE,
+  insertAttempt,
+  insertInterruptedAttempts,
+} from '../../src/storage/delivery-attempts.js';
 import { MASK } from '../../src/domain/sensitive.js';
 import { RENDER_LIMITS } from '../../src/domain/template/budget.js';
 import { backend } from '../helpers/database.js';
@@ -129,6 +133,24 @@ describe(`message page (${backend})`, () => {
     });
     const shown = await open(request_id);
     expect(shown.body).toContain('<strong>Attempt 1: failed (to be retried)</strong>');
+  });
+
+  it('shows an attempt its worker never finished as interrupted, saying the relay may have it', async () => {
+    const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
+    const { id } = await ctx.services.storage.db
+      .selectFrom('notifications')
+      .select('id')
+      .where('request_id', '=', request_id)
+      .executeTakeFirstOrThrow();
+    await insertInterruptedAttempts(
+      ctx.services.storage.db,
+      [{ id, attempts: 1, claimedAt: Date.now() }],
+      Date.now(),
+    );
+    const shown = await open(request_id);
+    expect(shown.body).toContain('<li class="interrupted">');
+    expect(shown.body).toContain('<strong>Attempt 1: interrupted (may have reached the relay)</strong>');
+    expect(shown.body).toContain(INTERRUPTED_RESPONSE);
   });
 
   it('marks a captured message as captured, and a failed one in capture mode as failed only', async () => {

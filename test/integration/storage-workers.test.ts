@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { INTERRUPTED_RESPONSE, listAttempts } from '../../src/storage/delivery-attempts.js';
+import { reclaimExpiredLeases } from '../../src/storage/queue.js';
 import { beat, listHeartbeats, reclaimFromDeadWorkers, removeWorker } from '../../src/storage/workers.js';
 import {
   addNotification,
@@ -24,6 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => fx?.close());
 beforeEach(async () => {
+  await fx.db.deleteFrom('delivery_attempts').execute();
   await fx.db.deleteFrom('notifications').execute();
   await fx.db.deleteFrom('workers').execute();
 });
@@ -32,10 +35,23 @@ beforeEach(async () => {
 const sending = (owner: string) =>
   addNotification(fx.db, projectId, {
     state: 'sending',
+    attempts: 2,
     run_at: NOW - 60_000,
+    updated_at: NOW - 1000,
     lease_owner: owner,
     lease_until: NOW + 600_000,
   });
+
+/** The attempts recorded of a message, as they are listed. */
+const attemptsOf = async (id: number) =>
+  (await listAttempts(fx.db, id)).map(({ attempt, started_at, finished_at, outcome, response, relay }) => ({
+    attempt,
+    started_at,
+    finished_at,
+    outcome,
+    response,
+    relay,
+  }));
 
 describe(`worker heartbeats (${backend})`, () => {
   it('keep one row per worker whose value moves with each beat', async () => {
@@ -72,6 +88,29 @@ describe(`worker heartbeats (${backend})`, () => {
     expect(await notification(fx.db, theirs)).toMatchObject({ state: 'sending', lease_owner: 'alive' });
     expect(await notification(fx.db, done)).toMatchObject({ state: 'sent' });
     expect((await listHeartbeats(fx.db)).map((row) => row.owner)).toEqual(['alive']);
+    // Each attempt the dead worker held is on record, from its claim to its return: the relay may
+    // have received it, and the next attempt may send it again.
+    for (const id of mine)
+      expect(await attemptsOf(id)).toEqual([
+        {
+          attempt: 2,
+          started_at: NOW - 1000,
+          finished_at: later,
+          outcome: 'interrupted',
+          response: INTERRUPTED_RESPONSE,
+          relay: null,
+        },
+      ]);
+    expect(await attemptsOf(theirs)).toEqual([]);
+    expect(await attemptsOf(done)).toEqual([]);
+  });
+
+  it('record the attempts of leases that ran out with no worker holding them, once', async () => {
+    const orphan = await sending('gone');
+    expect(await reclaimExpiredLeases(fx.db, NOW + 600_001)).toBe(1);
+    expect(await reclaimExpiredLeases(fx.db, NOW + 600_002)).toBe(0);
+    expect(await notification(fx.db, orphan)).toMatchObject({ state: 'queued', lease_owner: null });
+    expect(await attemptsOf(orphan)).toMatchObject([{ attempt: 2, outcome: 'interrupted' }]);
   });
 
   it('leave a worker that beat again after it was judged alone: its row and its leases', async () => {

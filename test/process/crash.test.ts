@@ -169,10 +169,13 @@ describe('herald serve under failure', () => {
       expect([...delivered.keys()].sort()).toEqual([...ids].sort());
       expect([...delivered.values()].every((n) => n === 1)).toBe(true);
       // The dead worker's stopped heartbeat gave them back: the killed process's claim counts as an
-      // attempt (it may have reached the relay), but only the attempt that finished has an outcome.
+      // attempt, on record as interrupted (it may have reached the relay), before the one sent.
       const { notification, attempts } = await services.notifications.detail(ids[0]!);
       expect(notification.attempts).toBe(2);
-      expect(attempts.map((a) => a.outcome)).toEqual(['sent']);
+      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, 'interrupted'],
+        [2, 'sent'],
+      ]);
       second.child.kill('SIGTERM');
       expect((await once(second.child, 'exit'))[0]).toBe(0);
     },
