@@ -93,10 +93,13 @@ export async function templateRoutes(app: FastifyInstance, deps: DashboardDeps):
     } catch (error) {
       return { subject: '', text: '', html: null, placeholders: [], blank: [], error: refusal(error) };
     }
+    // A part as it is stored is held to no rule it was saved before, as a save of it is not.
+    const saved = await templates.storedVariant(project.id, values.name, values.locale);
     const rendered = previewTemplate(
       { subject: values.subject, text: values.text, html: values.html },
       'data' in parsed ? parsed.data : {},
       layout,
+      saved,
     );
     return { ...rendered, error: 'error' in parsed ? parsed.error : rendered.error };
   };

@@ -232,7 +232,7 @@ export class SmtpSettingsService {
       )
         throw errors.invalidInput(
           `The fallback relay must be another host or port than the primary: the fallback kept, ` +
-            `${relayKey(primary)}, is the new primary (give another fallback relay, or remove it)`,
+            `${relayKey(primary)}, is the primary (give another fallback relay, or remove it)`,
         );
       return { fallback_host, fallback_port, fallback_security, fallback_username, fallback_password_enc };
     }

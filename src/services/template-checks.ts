@@ -123,11 +123,8 @@ function firstRefusal(source: string, checks: readonly ((source: string) => void
 }
 
 /**
- * Every part of a variant must compile, and a template's part must neither read `@content`, which
- * only renders as nothing (refuseContentVariable), nor hold another service's tags, which are sent
- * as written or render as nothing (refuseForeignTags). `locale` names the variant in the error. A part the same as in
- * `saved` (the variant as stored) is not held to those rules, so a template saved before them can
- * still have its other parts changed, a variant removed, or be put again as it is.
+ * Every part of a variant must compile, and keep to the rules of a save (checkSaveRules). `locale`
+ * names the variant in the error.
  */
 export function checkVariant(
   content: VariantContent,
@@ -136,18 +133,44 @@ export function checkVariant(
   saved?: VariantContent,
 ): void {
   const label = locale === '' ? '' : ` (${locale})`;
+  for (const [mode, source] of partsOf(content)) compileChecked(source, mode, engine, label);
+  checkSaveRules(content, engine, locale, saved);
+}
+
+/**
+ * A Handlebars part saved must neither read `@content`, which only renders as nothing
+ * (refuseContentVariable), nor hold another service's tags, which are sent as written or render as
+ * nothing (refuseLiquidTags, refuseOtherServicesTags); the first of them in its text is named. A
+ * part the same as in `saved` (the variant as stored) is not held to these rules, so a template
+ * saved before them can still have its other parts changed, a variant removed, or be put again as
+ * it is. Its parts must have compiled (checkVariant).
+ */
+export function checkSaveRules(
+  content: VariantContent,
+  engine: TemplateEngine,
+  locale: string,
+  saved?: VariantContent,
+): void {
+  if (engine !== 'handlebars') return;
+  const label = locale === '' ? '' : ` (${locale})`;
+  for (const [mode, source, stored] of partsOf(content, saved))
+    if (!sameText(source, stored))
+      checkPart(mode, label, () =>
+        firstRefusal(source, [refuseContentVariable, refuseLiquidTags, refuseOtherServicesTags]),
+      );
+}
+
+/** A variant's parts, each with its stored form in `saved`; an empty HTML part is none. */
+function partsOf(
+  content: VariantContent,
+  saved?: VariantContent,
+): [RenderMode, string, string | null | undefined][] {
   const parts: [RenderMode, string, string | null | undefined][] = [
     ['subject', content.subject, saved?.subject],
     ['text', content.text, saved?.text],
   ];
   if (content.html !== null && content.html !== '') parts.push(['html', content.html, saved?.html]);
-  for (const [mode, source] of parts) compileChecked(source, mode, engine, label);
-  if (engine !== 'handlebars') return;
-  for (const [mode, source, stored] of parts)
-    if (!sameText(source, stored))
-      checkPart(mode, label, () =>
-        firstRefusal(source, [refuseContentVariable, refuseLiquidTags, refuseOtherServicesTags]),
-      );
+  return parts;
 }
 
 /**

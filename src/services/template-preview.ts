@@ -5,7 +5,7 @@ import { closestName } from '../domain/suggest.js';
 import { TemplateRenderError } from '../domain/template/budget.js';
 import { checkTemplateBounds } from '../domain/template/handlebars.js';
 import { TemplateSyntaxError } from '../domain/template/syntax-error.js';
-import { checkVariant } from './template-checks.js';
+import { checkSaveRules, checkVariant, type VariantContent } from './template-checks.js';
 import type { TemplateService } from './templates.js';
 
 /** What a template is to the person looking at it: its preview, or what it says about a message. */
@@ -20,31 +20,32 @@ export type TemplatePreview = RenderedMessage & {
  * Renders unsaved template text with sample data, exactly as delivery would, in a layout if given.
  * A template that does not parse, or does not render, is an `error` with its place, not an
  * exception: the editor shows it next to the preview. One that renders but that a save would
- * refuse (another service's tags, sent as written) is shown with the save's refusal as its `error`.
+ * refuse (another service's tags, sent as written) is shown with the save's refusal as its `error`;
+ * `saved`, the variant as stored, is what a save compares it with (template-checks.ts).
  */
 export function previewTemplate(
   source: { subject: string; text: string; html?: string | null },
   data: Readonly<Record<string, unknown>>,
   layout: LayoutSource | null = null,
+  saved?: VariantContent,
 ): TemplatePreview {
+  const content = { subject: source.subject, text: source.text, html: source.html ?? null };
   let compiled: CompiledMessage;
   try {
     // Held to what a save takes before anything is parsed: the editor previews as the author types.
-    for (const part of [source.subject, source.text, source.html ?? '']) checkTemplateBounds(part);
-    compiled = new CompiledMessage(
-      { subject: source.subject, text: source.text, html: source.html ?? null },
-      layout,
-    );
+    for (const part of [content.subject, content.text, content.html ?? '']) checkTemplateBounds(part);
+    compiled = new CompiledMessage(content, layout);
   } catch (error) {
     if (!(error instanceof TemplateSyntaxError || error instanceof TemplateRenderError)) throw error;
-    return notRendered(saveRefusal(source) ?? error.message, []);
+    return notRendered(refusalOf(() => checkVariant(content, 'handlebars', '', saved)) ?? error.message, []);
   }
   try {
     return {
       ...compiled.render(data),
       placeholders: compiled.placeholders,
       blank: compiled.blankPlaceholders(data),
-      error: saveRefusal(source),
+      // It compiled: only the rules of a save are left to check.
+      error: refusalOf(() => checkSaveRules(content, 'handlebars', '', saved)),
     };
   } catch (error) {
     if (!(error instanceof TemplateRenderError)) throw error;
@@ -57,10 +58,10 @@ function notRendered(error: string, placeholders: string[]): TemplatePreview {
   return { subject: '', text: '', html: null, placeholders, blank: [], error };
 }
 
-/** What a save of this text would refuse in it, naming the part as a save does; null when nothing. */
-function saveRefusal(source: { subject: string; text: string; html?: string | null }): string | null {
+/** What a check of a save refuses, as the save names it; null when it passes. */
+function refusalOf(check: () => void): string | null {
   try {
-    checkVariant({ subject: source.subject, text: source.text, html: source.html ?? null }, 'handlebars', '');
+    check();
     return null;
   } catch (error) {
     if (error instanceof HeraldError) return error.message;

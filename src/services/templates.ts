@@ -374,6 +374,15 @@ export class TemplateService {
     return current === undefined ? null : localizedTemplate(current);
   }
 
+  /**
+   * A variant of a template as its current version stores it (what a save compares a part with,
+   * template-checks.ts); undefined when the template or the variant is not there.
+   */
+  async storedVariant(projectId: number, name: string, locale: string): Promise<VariantContent | undefined> {
+    const current = await findCurrentTemplate(this.db, projectId, name);
+    return current === undefined ? undefined : variantsOf(current).get(locale);
+  }
+
   /** The names of a project's templates. */
   async names(projectId: number): Promise<string[]> {
     return (await templateRows.list(this.db, projectId)).map((template: TemplateRow) => template.name);

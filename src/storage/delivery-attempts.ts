@@ -50,8 +50,8 @@ export async function listAttempts(
  * a stop that outlived its timeout, a store that refused the outcome until the worker gave up).
  */
 export const INTERRUPTED_RESPONSE =
-  'Its worker stopped before the outcome of this attempt was stored: the relay may have received ' +
-  'the message, and the next attempt may deliver it a second time';
+  'Its worker stopped before the outcome of this attempt was stored: the attempt may have been under ' +
+  'way and the relay may have received the message, so the next attempt may deliver it a second time';
 
 /**
  * Records the attempts of notifications taken back from a stopped worker (queue.ts `returnLeases`),

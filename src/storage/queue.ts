@@ -233,6 +233,11 @@ export async function reclaimOwners(
   return returnLeases(tx, now, (eb) => eb('lease_owner', 'in', owners));
 }
 
+/** Runs `work` in a transaction: `db`'s own when it is one, else a new one. */
+function inTransaction<T>(db: Kysely<Database>, work: (tx: Kysely<Database>) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db) : db.transaction().execute(work);
+}
+
 /** Rows returned, and their attempts recorded, per statement. */
 const RETURN_SLICE = 500;
 
@@ -252,7 +257,8 @@ async function returnLeases(
     const table: QueueTable = queue.table;
     const leases = leaseDb(db);
     const back = { state: queue.ready, lease_owner: null, lease_until: null, updated_at: now };
-    if (queue.interrupted === undefined) {
+    const record = queue.interrupted;
+    if (record === undefined) {
       const result = await leases
         .updateTable(table)
         .set(back)
@@ -262,7 +268,8 @@ async function returnLeases(
       returned += Number(result.numUpdatedRows);
       continue;
     }
-    // Read before they are returned: a claim's time is its rows' updated_at until then.
+    // Read before they are returned: a claim's time is its rows' updated_at until then. Returned
+    // and recorded in one transaction, so that none goes back to the queue without its record.
     const held = await leases
       .selectFrom(table)
       .select(['id', 'attempts', 'updated_at'])
@@ -272,25 +279,26 @@ async function returnLeases(
     // In slices, each statement's parameters well within either backend's bound.
     for (let at = 0; at < held.length; at += RETURN_SLICE) {
       const slice = held.slice(at, at + RETURN_SLICE);
-      const taken = await leases
-        .updateTable(table)
-        .set(back)
-        .where(
-          'id',
-          'in',
-          slice.map((row) => row.id),
-        )
-        .where('state', '=', LEASED)
-        .where(which)
-        .returning('id')
-        .execute();
-      // Only the rows returned now: one its owner finished meanwhile is not in `taken`.
-      const ids = new Set(taken.map((row) => row.id));
-      const rows = slice
-        .filter((row) => ids.has(row.id))
-        .map((row) => ({ id: row.id, attempts: row.attempts, claimedAt: row.updated_at }));
-      if (rows.length > 0) await queue.interrupted(db, rows, now);
-      returned += rows.length;
+      const ids = slice.map((row) => row.id);
+      returned += await inTransaction(db, async (tx) => {
+        const taken = await leaseDb(tx)
+          .updateTable(table)
+          .set(back)
+          .where('id', 'in', ids)
+          .where('state', '=', LEASED)
+          .where(which)
+          .returning(['id', 'attempts'])
+          .execute();
+        // Only the rows returned now (one its owner finished meanwhile is not), each with the
+        // attempt it holds now; one claimed again after it was read is given the return's time.
+        const read = new Map(slice.map((row) => [row.id, row]));
+        const rows = taken.map(({ id, attempts }) => {
+          const before = read.get(id);
+          return { id, attempts, claimedAt: before?.attempts === attempts ? before.updated_at : now };
+        });
+        if (rows.length > 0) await record(tx, rows, now);
+        return rows.length;
+      });
     }
   }
   return returned;

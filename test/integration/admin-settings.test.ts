@@ -129,7 +129,7 @@ describe(`SMTP settings (${backend})`, () => {
     });
     expect(await refusal(() => settings.setFromUrl(project.name, 'smtp://Backup.example:2526'))).toBe(
       'The fallback relay must be another host or port than the primary: the fallback kept, ' +
-        'backup.example:2526, is the new primary (give another fallback relay, or remove it)',
+        'backup.example:2526, is the primary (give another fallback relay, or remove it)',
     );
     expect(await settings.get(project.projectId)).toMatchObject({
       host: 'mail.example',

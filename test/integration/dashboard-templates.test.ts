@@ -245,3 +245,32 @@ describe('restoring a version from the history', () => {
     expect(page.body).toContain(`Version ${current.version} is the current content; nothing changed.`);
   });
 });
+
+describe('the template preview', () => {
+  const PREVIEW = () => `/projects/${projectId}/templates/preview`;
+  const MERGE_TAG = 'a Mailchimp merge tag (*|FNAME|*) would be sent as it is written';
+
+  it('says what a save would refuse in text that renders, except in a part as it is stored', async () => {
+    const legacy = 'Hello *|FNAME|*, {{user_name}}';
+    await suite.ctx.services.templates.create(projectId, {
+      name: 'legacy',
+      subject: 'Hi',
+      text: 'Hello LEGACY, {{user_name}}',
+    });
+    // A part written past the check of a save, as one saved before the rule is stored.
+    for (const table of ['templates', 'template_variants'] as const)
+      await suite.ctx.services.storage.db
+        .updateTable(table)
+        .set({ text_body: legacy })
+        .where('text_body', '=', 'Hello LEGACY, {{user_name}}')
+        .execute();
+    const fields = { subject: 'Hi again', text: legacy, html: '', data: '{"user_name":"Jane"}', layout: '' };
+    const stored = await suite.client.post(PREVIEW(), { ...fields, name: 'legacy', mode: 'edit' }, csrf);
+    expect(stored.statusCode).toBe(200);
+    expect(stored.body).toContain('Hello *|FNAME|*, Jane');
+    expect(stored.body).not.toContain(MERGE_TAG);
+    const pasted = await suite.client.post(PREVIEW(), { ...fields, name: 'pasted', mode: 'new' }, csrf);
+    expect(pasted.body).toContain('Hello *|FNAME|*, Jane');
+    expect(pasted.body).toContain(MERGE_TAG);
+  });
+});

@@ -459,6 +459,11 @@ describe('templates with logic, layouts, locales and versions', () => {
         'write {{FNAME}} and send its value (to show it as text, write its *| as {{"*|"}})',
     });
     expect(previewTemplate({ subject: 'Hi', text: 'Hello {{name}}' }, { name: 'Jane' }).error).toBeNull();
+    // A part as it is stored is not held to the rule, as a save of it is not.
+    const saved = { subject: 'Hi {{name}}', text: 'Hello *|FNAME|*, {{name}}', html: null };
+    expect(
+      previewTemplate({ subject: 'Hello {{name}}', text: saved.text }, { name: 'Jane' }, null, saved),
+    ).toMatchObject({ subject: 'Hello Jane', error: null });
   });
 
   it('refuses a raw block when saved: Handlebars reads it as a section over the data', async () => {
