@@ -374,10 +374,7 @@ export class TemplateService {
     return current === undefined ? null : localizedTemplate(current);
   }
 
-  /**
-   * A variant of a template as its current version stores it (what a save compares a part with,
-   * template-checks.ts); undefined when the template or the variant is not there.
-   */
+  /** A variant as the current version stores it, what a save compares its parts with; undefined: none. */
   async storedVariant(projectId: number, name: string, locale: string): Promise<VariantContent | undefined> {
     const current = await findCurrentTemplate(this.db, projectId, name);
     return current === undefined ? undefined : variantsOf(current).get(locale);

@@ -39,6 +39,17 @@ afterAll(async () => {
 const open = (requestId: string, query = '') =>
   app.inject({ url: `/messages/${requestId}${query}`, cookies: { herald_session: session } });
 
+/** A send of `welcome`, with its request id and its row's id (to record attempts of it). */
+async function sendWelcome(): Promise<{ request_id: string; id: number }> {
+  const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
+  const { id } = await ctx.services.storage.db
+    .selectFrom('notifications')
+    .select('id')
+    .where('request_id', '=', request_id)
+    .executeTakeFirstOrThrow();
+  return { request_id, id };
+}
+
 /** A send of `welcome` to `to`, due in a day: a message a cancel can still stop. */
 const sendScheduled = async (to: string) =>
   (
@@ -114,12 +125,7 @@ describe(`message page (${backend})`, () => {
   });
 
   it('shows an attempt to be retried as failed, with the time it ended, not as the time of the retry', async () => {
-    const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
-    const { id } = await ctx.services.storage.db
-      .selectFrom('notifications')
-      .select('id')
-      .where('request_id', '=', request_id)
-      .executeTakeFirstOrThrow();
+    const { request_id, id } = await sendWelcome();
     await insertAttempt(ctx.services.storage.db, {
       notification_id: id,
       attempt: 1,
@@ -136,12 +142,7 @@ describe(`message page (${backend})`, () => {
   });
 
   it('shows an attempt its worker never finished as interrupted, saying the relay may have it', async () => {
-    const { request_id } = await sendOk(ctx.app, apiKey, { template: 'welcome', to: 'jane@example.org' });
-    const { id } = await ctx.services.storage.db
-      .selectFrom('notifications')
-      .select('id')
-      .where('request_id', '=', request_id)
-      .executeTakeFirstOrThrow();
+    const { request_id, id } = await sendWelcome();
     await insertInterruptedAttempts(
       ctx.services.storage.db,
       [{ id, attempts: 1, claimedAt: Date.now() }],
