@@ -289,6 +289,15 @@ describe('templates with logic, layouts, locales and versions', () => {
       ],
       [
         () =>
+          templates.create(projectId, {
+            name: 'mc-nbsp',
+            subject: 'Hi',
+            text: 'Dear *|\u00a0FNAME\u00a0|*,',
+          }),
+        `text body, line 1, column 6: a Mailchimp merge tag (*|\u00a0FNAME\u00a0|*) would be sent as it is written: write {{FNAME}} and send its value (to show it as text, write its *| as {{"*|"}})`,
+      ],
+      [
+        () =>
           templates.create(projectId, { name: 'mc-not', subject: 'Hi', text: '*|IFNOT:VIP|*x*|END:IF|*' }),
         `text body, line 1, column 1: ${merge('IFNOT:VIP', 'write {{#unless VIP}}…{{/unless}}')}`,
       ],
