@@ -3,6 +3,7 @@ import { compilePart, type TemplateEngine } from '../domain/message.js';
 import type { RenderMode } from '../domain/render.js';
 import { MAX_TEMPLATE_NAME_LENGTH } from '../domain/send-request.js';
 import { checkTemplateBounds } from '../domain/template/handlebars.js';
+import { refuseHiddenInNames } from '../domain/template/hidden-in-names.js';
 import { refuseLiquidTags } from '../domain/template/liquid-tags.js';
 import { refuseOtherServicesTags } from '../domain/template/other-services.js';
 import { refuseContentVariable } from '../domain/template/layout-content.js';
@@ -99,10 +100,13 @@ export function compileChecked(source: string, mode: RenderMode, engine: Templat
 /**
  * Refuses a part holding another service's tags, which would be sent as written or render as
  * nothing: Liquid's (refuseLiquidTags), Mailchimp's merge tags and Postmark's `pm:` values
- * (refuseOtherServicesTags). Names the part as compileChecked does.
+ * (refuseOtherServicesTags); or reading a name with a character no one sees, which renders blank
+ * (refuseHiddenInNames). Names the part as compileChecked does.
  */
 export function refuseForeignTags(source: string, mode: RenderMode, label = ''): void {
-  checkPart(mode, label, () => firstRefusal(source, [refuseLiquidTags, refuseOtherServicesTags]));
+  checkPart(mode, label, () =>
+    firstRefusal(source, [refuseLiquidTags, refuseOtherServicesTags, refuseHiddenInNames]),
+  );
 }
 
 /**
@@ -140,7 +144,8 @@ export function checkVariant(
 /**
  * A Handlebars part saved must neither read `@content`, which only renders as nothing
  * (refuseContentVariable), nor hold another service's tags, which are sent as written or render as
- * nothing (refuseLiquidTags, refuseOtherServicesTags); the first of them in its text is named. A
+ * nothing (refuseLiquidTags, refuseOtherServicesTags), nor read a name with a character no one
+ * sees, which renders blank (refuseHiddenInNames); the first of them in its text is named. A
  * part the same as in `saved` (the variant as stored) is not held to these rules, so a template
  * saved before them can still have its other parts changed, a variant removed, or be put again as
  * it is. Its parts must have compiled (checkVariant).
@@ -156,7 +161,12 @@ export function checkSaveRules(
   for (const [mode, source, stored] of partsOf(content, saved))
     if (!sameText(source, stored))
       checkPart(mode, label, () =>
-        firstRefusal(source, [refuseContentVariable, refuseLiquidTags, refuseOtherServicesTags]),
+        firstRefusal(source, [
+          refuseContentVariable,
+          refuseLiquidTags,
+          refuseOtherServicesTags,
+          refuseHiddenInNames,
+        ]),
       );
 }
 

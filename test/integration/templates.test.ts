@@ -344,6 +344,37 @@ describe('templates with logic, layouts, locales and versions', () => {
     );
   });
 
+  it('refuses a name with a character no one sees where saved, in a template and in a layout', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates, layouts } = ctx.services;
+    const hidden = (name: string, code: string) =>
+      `the name ${name} holds a character that cannot be seen (${code}), so no value's key matches it ` +
+      'and it renders blank: type the name again';
+    const refusals: [() => Promise<unknown>, string][] = [
+      [
+        () => templates.create(projectId, { name: 'zw', subject: 'Hi {{\u200bname}}', text: 'x' }),
+        `subject, line 1, column 6: ${hidden('name', 'U+200B')}`,
+      ],
+      [
+        () =>
+          templates.create(projectId, {
+            name: 'lrm',
+            subject: 'Hi',
+            text: 'a\n{{#if vip\u200e}}gold{{/if}}',
+          }),
+        `text body, line 2, column 7: ${hidden('vip', 'U+200E')}`,
+      ],
+      [
+        () => layouts.create(projectId, { name: 'shy', html: '{{{content}}} {{com\u00adpany}}', text: null }),
+        `HTML body (layout), line 1, column 17: ${hidden('company', 'U+00AD')}`,
+      ],
+    ];
+    for (const [save, reason] of refusals) expect(await refusal(save)).toBe(`Invalid template: ${reason}`);
+    expect((await templates.list(projectId)).map((t) => t.name)).toEqual(['user_created']);
+    // Seen characters are names' own: an accented name, or one in another script, is saved.
+    await templates.create(projectId, { name: 'seen', subject: '{{prénom}} {{名前}}', text: 'x' });
+  });
+
   it('refuses a template that does not parse, naming the part, line and column', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates } = ctx.services;
