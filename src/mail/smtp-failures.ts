@@ -201,7 +201,8 @@ export function classifySmtpError(error: unknown, security?: SmtpTarget['securit
       kind: 'transient',
       message: bounded(
         `The relay refused STARTTLS (${oneLine(oneReply(err.response ?? ''))}), which these SMTP settings require ` +
-          '(security=starttls, or auto with a user): if it takes TLS on connect, use security=tls',
+          '(security=starttls, or auto with a user): if it takes TLS on connect, use security=tls; ' +
+          'if it has no TLS at all, security=none sends the login in clear, for a network you trust',
       ),
       smtpCode: code,
       command: 'STARTTLS',

@@ -484,7 +484,7 @@ describe('credentials and STARTTLS', () => {
     // Transient, as a refused login is: mail queued while the settings are fixed is not lost.
     expect(refused.failure).toMatchObject({ kind: 'transient', smtpCode: 500, command: 'STARTTLS' });
     expect(refused.failure.message).toMatch(
-      /^The relay refused STARTTLS \(5\d\d .*\), which these SMTP settings require \(security=starttls, or auto with a user\): if it takes TLS on connect, use security=tls$/,
+      /^The relay refused STARTTLS \(5\d\d .*\), which these SMTP settings require \(security=starttls, or auto with a user\): if it takes TLS on connect, use security=tls; if it has no TLS at all, security=none sends the login in clear, for a network you trust$/,
     );
   });
 
