@@ -40,7 +40,12 @@ export function checkRelay(
 ): void {
   const { host, port, security } = relay;
   if (host === '' || host.length > 253 || /[\s/@]/.test(host))
-    throw errors.invalidInput(`${what} host is not valid`);
+    throw errors.invalidInput(
+      // A URL pasted where its host goes (`smtp://user@mail.example.org:587`) is the usual mistake.
+      /[/@]/.test(host)
+        ? `${what} host is not valid: give the host name alone (mail.example.org), without smtp://, a user or a port`
+        : `${what} host is not valid`,
+    );
   if (!Number.isInteger(port) || port < 1 || port > 65535)
     throw errors.invalidInput(`${what} port must be between 1 and 65535`);
   if (!isSmtpSecurity(security))

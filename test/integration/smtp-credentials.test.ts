@@ -51,3 +51,17 @@ describe('stored SMTP password', () => {
     expect((await ctx.services.smtpSettings.forDelivery(projectId))?.target.password).toBe('s3cret');
   });
 });
+
+describe('SMTP host', () => {
+  it('refused as a URL says to give the host name alone', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const alone =
+      'SMTP host is not valid: give the host name alone (mail.example.org), without smtp://, a user or a port';
+    for (const host of ['smtp://mail.example.org', 'mailer@mail.example.org', 'mail.example.org/'])
+      await expect(ctx.services.smtpSettings.set(projectId, { ...BASE, host })).rejects.toThrow(alone);
+    await expect(ctx.services.smtpSettings.set(projectId, { ...BASE, host: 'mail example' })).rejects.toThrow(
+      /^SMTP host is not valid$/,
+    );
+    expect(await ctx.services.smtpSettings.get(projectId)).toBeNull();
+  });
+});
