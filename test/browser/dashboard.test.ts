@@ -356,6 +356,34 @@ describe('dashboard journey in a real browser', () => {
     await context.close();
   });
 
+  it('keeps times and addresses whole on a 375 px screen, where a table scrolls', async () => {
+    const { context, page: phone } = await h.newPage({ width: 375, height: 812 });
+    await context.addCookies(await page.context().cookies());
+    /** How many lines an element's text takes. */
+    const linesOf = (selector: string) =>
+      phone
+        .locator(selector)
+        .first()
+        .evaluate((element) => {
+          const range = document.createRange();
+          range.selectNodeContents(element);
+          return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+        });
+    await phone.goto(`/projects/${projectId}`);
+    expect(await linesOf('table.table tbody td:first-child a')).toBe(1);
+    const scrolls = await phone
+      .locator('.table-wrap')
+      .first()
+      .evaluate((wrap) => wrap.scrollWidth > wrap.clientWidth);
+    expect(scrolls).toBe(true);
+    await screenshot(phone, 'project-375');
+    await phone.goto('/projects');
+    // noreply@staging.shop.example: one line, not pieces of a few characters.
+    expect(await linesOf('table.table tbody td:first-child .muted')).toBe(1);
+    await screenshot(phone, 'projects-375');
+    await context.close();
+  });
+
   it('logs out, and logs in again with a new session id', async () => {
     const before = (await page.context().cookies()).find((c) => c.name === 'herald_session')!.value;
     await page.getByRole('button', { name: 'Log out' }).click();
