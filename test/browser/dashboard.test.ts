@@ -365,7 +365,7 @@ describe('dashboard journey in a real browser', () => {
         .locator(selector)
         .first()
         .evaluate((element) => {
-          const range = document.createRange();
+          const range = element.ownerDocument.createRange();
           range.selectNodeContents(element);
           return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
         });
