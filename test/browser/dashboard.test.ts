@@ -276,6 +276,9 @@ describe('dashboard journey in a real browser', () => {
   it('saves SMTP settings, verifies them and sends test emails through them', async () => {
     await page.goto(`/projects/${projectId}/smtp`);
     await expect(page.getByText('Capture mode.').isVisible()).resolves.toBe(true);
+    // User and password side by side, their boxes on one line.
+    const top = async (label: string) => (await page.getByLabel(label, { exact: true }).boundingBox())?.y;
+    expect(await top('Password')).toBe(await top('User optional'));
     await page.getByLabel('Host').fill('127.0.0.1');
     await page.getByLabel('Port').fill(String(sink.port));
     await page.getByLabel('Security').selectOption('none');
