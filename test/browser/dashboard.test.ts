@@ -210,6 +210,12 @@ describe('dashboard journey in a real browser', () => {
     await reloadUntil(page, async () => (await page.getByTestId('api-logs').count()) > 0, 'the 401 entry');
     expect(await page.getByTestId('api-logs').locator('tbody tr').count()).toBe(1);
     expect(await page.getByTestId('api-logs').innerText()).toContain('Invalid or missing API key');
+    // A lookup of a message that does not exist names the id it asked for, with no link to it.
+    await page.goto('/api-logs?status=404');
+    await reloadUntil(page, async () => (await page.getByTestId('api-logs').count()) > 0, 'the 404 entry');
+    const lookup = page.getByTestId('api-logs').locator('tr', { hasText: 'unknown-id' });
+    expect(await lookup.innerText()).toContain('unknown-…');
+    expect(await lookup.getByRole('link', { name: /unknown/ }).count()).toBe(0);
 
     await page.goto('/api-logs');
     const logRow = page
