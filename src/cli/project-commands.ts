@@ -87,6 +87,24 @@ export function projectCommands(): Command {
     );
 
   project
+    .command('delete')
+    .description(
+      'delete a project and everything of it: key, templates, layouts, SMTP settings, webhooks, suppressions, ' +
+        'notifications (API and audit log entries stay)',
+    )
+    .argument('<project>', 'name or id')
+    .option('--force', 'also when mail of it is queued or being sent: that mail is never sent')
+    .action(
+      servicesAction(async ({ projects }, out, ref: string, options: { force?: boolean }) => {
+        const deleted = await projects.delete(ref, { force: options.force === true });
+        out.print(
+          { deleted: true, id: deleted.id, name: deleted.name },
+          `Deleted project ${deleted.name} and everything of it; its API key no longer works.`,
+        );
+      }),
+    );
+
+  project
     .command('list')
     .description('list projects')
     .action(

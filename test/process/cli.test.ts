@@ -571,6 +571,48 @@ describe('herald CLI', () => {
     });
   });
 
+  it(
+    'deletes a project: refused while its mail waits, unless forced; its key refused at once',
+    { timeout: 60_000 },
+    async () => {
+      const created = await herald('project', 'create', '--name', 'scratch');
+      const key = String(created.api_key);
+      await herald(
+        'template',
+        'create',
+        '--project',
+        'scratch',
+        '--name',
+        'hi',
+        '--subject',
+        'Hi',
+        '--text',
+        'Hello',
+      );
+      const queued = await app.inject({
+        method: 'POST',
+        url: '/api/v1/notifications',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { template: 'hi', to: 'jane@example.org' },
+      });
+      expect(queued.statusCode).toBe(202);
+      const waiting = await heraldFails('project', 'delete', 'scratch');
+      expect(waiting.code).toBe(1);
+      expect(waiting.stderr).toContain(
+        'Project scratch has 1 notification queued or being sent; wait until they are sent, or delete with force to discard them',
+      );
+      expect(await herald('project', 'delete', 'scratch', '--force')).toEqual({
+        deleted: true,
+        id: created.id,
+        name: 'scratch',
+      });
+      expect((await send(key)).statusCode).toBe(401);
+      expect((await heraldFails('project', 'show', 'scratch')).stderr).toContain(
+        'Project not found: scratch',
+      );
+    },
+  );
+
   // Thirteen processes of the CLI, one after another: more than the default timeout on a busy machine.
   it('reports errors on stderr with a non-zero exit', { timeout: 120_000 }, async () => {
     const missing = await heraldFails('project', 'show', 'nope', '--json');
