@@ -23,6 +23,7 @@ export function senderMissing(deps: DashboardDeps, project: Project, smtp: SmtpS
 const NOTICES: Record<string, string> = {
   welcome: 'Welcome to Herald. Create a project to get an API key.',
   saved: 'Project settings saved.',
+  deleted: 'Project deleted; its API key no longer works.',
 };
 /** The welcome after setup where projects exist already (made with the CLI before it). */
 const WELCOME_WITH_PROJECTS =
@@ -107,7 +108,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
   const overview = formPage(
     deps,
     'project',
-    async (state: { id: number; values?: Fields; error?: string }, request) => {
+    async (state: { id: number; values?: Fields; error?: string; deleteRefused?: boolean }, request) => {
       const project = await projects.get(state.id);
       const [usage, counts, recent, smtp, templates] = await Promise.all([
         deps.usage.forProject(project),
@@ -128,6 +129,7 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
         noSender: senderMissing(deps, project, smtp),
         values: state.values ?? formValues(project),
         error: state.error ?? null,
+        deleteRefused: state.deleteRefused === true,
         notice: notice(request, NOTICES),
       };
     },
@@ -138,6 +140,28 @@ export async function projectRoutes(app: FastifyInstance, deps: DashboardDeps): 
   );
 
   settingsForm(app, '/projects/:id', (id, form) => projects.update(id, projectInput(form)), overview);
+
+  app.post<{ Params: { id: string } }>('/projects/:id/delete', async (request, reply) => {
+    const id = idParam(request.params.id);
+    const form = fieldsOf(request.body);
+    const project = await projects.get(id);
+    if (text(form, 'confirm_name') !== project.name) {
+      const error = `Type the project's name, ${project.name}, to confirm: nothing was deleted.`;
+      return overview(request, reply, { id, error, deleteRefused: true }, 400);
+    }
+    try {
+      await projects.delete(id, { force: text(form, 'force') === 'yes' });
+    } catch (error) {
+      // Mail of it is queued or being sent: said as the CLI and the admin API say it.
+      return overview(
+        request,
+        reply,
+        { id, error: refusal(error, 'PROJECT_NOT_FOUND'), deleteRefused: true },
+        409,
+      );
+    }
+    return reply.redirect('/projects?notice=deleted', 303);
+  });
 
   app.post<{ Params: { id: string } }>('/projects/:id/rotate-key', async (request, reply) => {
     const id = idParam(request.params.id);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { csrfOf, dashboardSuite } from '../helpers/dashboard.js';
+import { send, sendOk } from '../helpers/http.js';
+import { seedProject } from '../helpers/services.js';
 
 /**
  * The projects' pages: a project whose mail has no From at all accepts sends that all fail, and
@@ -94,5 +96,54 @@ describe('names the dashboard could not open', () => {
     expect((await suite.client.get(`/projects/${project.id}/templates/edit/user.created`)).statusCode).toBe(
       200,
     );
+  });
+});
+
+describe('deleting a project', () => {
+  it('asks for its name, refuses while its mail waits unless told, and ends its key', async () => {
+    const { projectId, apiKey, name } = await seedProject(suite.ctx.services, { name: 'doomed' });
+    await sendOk(suite.ctx.app, apiKey);
+    const overview = await suite.client.get(`/projects/${projectId}`);
+    expect(overview.body).toContain(`action="/projects/${projectId}/delete"`);
+    const csrf = csrfOf(overview);
+
+    const unconfirmed = await suite.client.post(
+      `/projects/${projectId}/delete`,
+      { confirm_name: 'Doomed' },
+      csrf,
+    );
+    expect(unconfirmed.statusCode).toBe(400);
+    expect(unconfirmed.body).toContain(
+      'Type the project&#39;s name, doomed, to confirm: nothing was deleted.',
+    );
+    expect(unconfirmed.body).toMatch(/<details class="danger-zone" open>\s*<summary>Delete project…/);
+
+    const waiting = await suite.client.post(`/projects/${projectId}/delete`, { confirm_name: name }, csrf);
+    expect(waiting.statusCode).toBe(409);
+    expect(waiting.body).toContain('Project doomed has 1 notification queued or being sent');
+    expect(await suite.ctx.services.projects.get(projectId)).toMatchObject({ name });
+
+    const deleted = await suite.client.post(
+      `/projects/${projectId}/delete`,
+      { confirm_name: name, force: 'yes' },
+      csrf,
+    );
+    expect(deleted.statusCode).toBe(303);
+    expect(deleted.headers.location).toBe('/projects?notice=deleted');
+    expect((await suite.client.get('/projects?notice=deleted')).body).toContain(
+      'Project deleted; its API key no longer works.',
+    );
+    expect(
+      (await send(suite.ctx.app, apiKey, { template: 'user_created', to: 'a@example.org' })).statusCode,
+    ).toBe(401);
+    expect((await suite.client.get(`/projects/${projectId}`)).statusCode).toBe(404);
+  });
+
+  it('is refused without the form token', async () => {
+    const { projectId, name } = await seedProject(suite.ctx.services, { name: 'kept' });
+    expect(
+      (await suite.client.post(`/projects/${projectId}/delete`, { confirm_name: name }, null)).statusCode,
+    ).toBe(403);
+    expect(await suite.ctx.services.projects.get(projectId)).toMatchObject({ name });
   });
 });
