@@ -99,13 +99,19 @@ export function compileChecked(source: string, mode: RenderMode, engine: Templat
 
 /**
  * Refuses a part holding another service's tags, which would be sent as written or render as
- * nothing: Liquid's (refuseLiquidTags), Mailchimp's merge tags and Postmark's `pm:` values
- * (refuseOtherServicesTags); or reading a name with a character no one sees, which renders blank
- * (refuseHiddenInNames). Names the part as compileChecked does.
+ * nothing: Postmark's layout placeholder `{{{@content}}}` (refuseContentVariable), Liquid's tags
+ * (refuseLiquidTags), Mailchimp's merge tags and Postmark's `pm:` values (refuseOtherServicesTags);
+ * or reading a name with a character no one sees, which renders blank (refuseHiddenInNames). Names
+ * the part as compileChecked does.
  */
 export function refuseForeignTags(source: string, mode: RenderMode, label = ''): void {
   checkPart(mode, label, () =>
-    firstRefusal(source, [refuseLiquidTags, refuseOtherServicesTags, refuseHiddenInNames]),
+    firstRefusal(source, [
+      refuseContentVariable,
+      refuseLiquidTags,
+      refuseOtherServicesTags,
+      refuseHiddenInNames,
+    ]),
   );
 }
 

@@ -344,7 +344,7 @@ describe('templates with logic, layouts, locales and versions', () => {
     );
   });
 
-  it('refuses a name with a character no one sees where saved, in a template and in a layout', async () => {
+  it('refuses names that would render blank where saved: hidden characters, and @content in a layout', async () => {
     const { projectId } = await seedProject(ctx.services);
     const { templates, layouts } = ctx.services;
     const hidden = (name: string, code: string) =>
@@ -371,6 +371,16 @@ describe('templates with logic, layouts, locales and versions', () => {
     ];
     for (const [save, reason] of refusals) expect(await refusal(save)).toBe(`Invalid template: ${reason}`);
     expect((await templates.list(projectId)).map((t) => t.name)).toEqual(['user_created']);
+    // Postmark's layout placeholder, in a layout, is named as what it is.
+    expect(
+      await refusal(() =>
+        layouts.create(projectId, { name: 'pm', html: '<main>{{{@content}}}</main>', text: null }),
+      ),
+    ).toBe(
+      'Invalid template: HTML body (layout), line 1, column 10: @content renders as nothing: Herald puts a ' +
+        "template's body into its layout at {{{content}}} (HTML) or {{content}} (text), without the @",
+    );
+    expect(await layouts.list(projectId)).toEqual([]);
     // Seen characters are names' own: an accented name, or one in another script, is saved.
     await templates.create(projectId, { name: 'seen', subject: '{{prénom}} {{名前}}', text: 'x' });
   });
