@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { ConfigError, StartupError, type Config, type Role } from './config.js';
 import { closeServices, openServices, type Services } from './compose.js';
 import { createBounceReaders, createJanitor, createWorker, type Worker } from './roles.js';
@@ -12,6 +12,7 @@ import { describeImap } from './domain/imap-url.js';
 import { describeSmtpTarget } from './mail/smtp-target.js';
 import type { HttpPlugin } from './http/plugin.js';
 import type { Janitor } from './services/janitor.js';
+import { makeDirectory } from './storage/directory.js';
 import { newNoticeToken } from './storage/postgres/work-notices.js';
 import { countProjectSmtpSettings } from './storage/smtp-settings.js';
 import type { Logger } from 'pino';
@@ -54,7 +55,7 @@ async function describeTransport(services: Services): Promise<string> {
 /** The data directory holds the generated secret and the embedded database: it must be writable. */
 function checkDataDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirectory(dir, 0o700);
     accessSync(dir, constants.W_OK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? String(error);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { StartupError } from '../config.js';
+import { makeDirectory } from '../storage/directory.js';
 
 const SECRET_FILE = 'secret.key';
 
@@ -35,7 +36,7 @@ export function readSecretKey(configured: string | null, dataDir: string): strin
  */
 export function generateSecretKey(dataDir: string): string {
   const file = secretKeyFile(dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  makeDirectory(dataDir);
   const secret = randomBytes(32).toString('hex');
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' });

@@ -57,6 +57,16 @@ describe('herald serve that cannot start', () => {
     expectOneLine(result, new RegExp(`^herald: the data directory ${dataDir} is not writable \\(ENOTDIR\\)`));
   });
 
+  it('names a data directory under one that refuses new entries, rather than hanging', async () => {
+    // /proc answers ENOENT to a new directory, where a recursive mkdir tried again without end.
+    const result = await runHerald(['serve'], {
+      ...testEnv(database),
+      HERALD_DATA_DIR: '/proc/herald-data',
+      HERALD_PORT: '0',
+    });
+    expectOneLine(result, /^herald: the data directory \/proc\/herald-data is not writable \(ENOENT\)/);
+  });
+
   it.each<[string, Record<string, string>, RegExp]>([
     [
       'an address that is none',

@@ -1,6 +1,7 @@
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, sql } from 'kysely';
+import { makeDirectory } from '../directory.js';
 import { isLockTimeout } from '../lock-timeout.js';
 import type { Database } from '../schema.js';
 import type { Storage } from '../storage.js';
@@ -68,7 +69,7 @@ function restrictToOwner(file: string): void {
 }
 
 export function openSqlite(file: string, options: SqliteOptions = {}): Storage {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  makeDirectory(path.dirname(file), 0o700);
   restrictToOwner(file);
   const connection = new SqliteDatabase(file);
   // Readers never wait for the writer, and a transaction begun with BEGIN IMMEDIATE never waits
