@@ -5,13 +5,7 @@ import type { Database, TemplateLayoutRow } from '../storage/schema.js';
 import { deleteLayout, layoutRows, layoutUsers } from '../storage/template-layouts.js';
 import { isUniqueViolation } from '../storage/unique-violation.js';
 import type { ProjectService } from './projects.js';
-import {
-  checkName,
-  checkSizes,
-  compileChecked,
-  invalidTemplate,
-  refuseForeignTags,
-} from './template-checks.js';
+import { checkName, checkSizes, checkSavedPart, invalidTemplate } from './template-checks.js';
 
 /** How many of the templates that use a layout its refused deletion names. */
 const NAMED_USERS = 5;
@@ -41,6 +35,9 @@ function toLayout(row: TemplateLayoutRow): Layout {
   };
 }
 
+/** A layout's part changed is held to every rule of a save, and named as the layout's. */
+const LAYOUT_PART = { label: ' (layout)', rules: true } as const;
+
 const blankToNull = (value: string | null | undefined) => (value === '' ? null : value);
 
 /**
@@ -56,16 +53,14 @@ function checkLayout(
   if (html === null && text === null) throw errors.invalidInput('A layout needs an HTML or a text frame');
   checkSizes({ html, text });
   if (html !== null && !unchanged.html) {
-    compileChecked(html, 'html', 'handlebars', ' (layout)');
-    refuseForeignTags(html, 'html', ' (layout)');
+    checkSavedPart(html, 'html', 'handlebars', LAYOUT_PART);
     if (!hasContentPlaceholder(html, 'html'))
       throw invalidTemplate(
         "a layout's HTML must have {{{content}}} where the template's HTML body goes, outside {{#each}}, {{#with}} and sections",
       );
   }
   if (text !== null && !unchanged.text) {
-    compileChecked(text, 'text', 'handlebars', ' (layout)');
-    refuseForeignTags(text, 'text', ' (layout)');
+    checkSavedPart(text, 'text', 'handlebars', LAYOUT_PART);
     if (!hasContentPlaceholder(text, 'text'))
       throw invalidTemplate(
         "a layout's text must have {{content}} where the template's text body goes, outside {{#each}}, {{#with}} and sections",

@@ -87,32 +87,31 @@ function checkPart(mode: RenderMode, label: string, check: () => void): void {
 }
 
 /**
- * Compiles one part. A Handlebars part is held to the bounds of its tags first
- * (checkTemplateBounds), since its parse and compile block the event loop.
+ * What a Handlebars part saved must not do: read `@content`, which only renders as nothing (a
+ * template's body goes into its layout at `{{{content}}}`: refuseContentVariable); hold another
+ * service's tags, which are sent as written or render as nothing (refuseLiquidTags,
+ * refuseOtherServicesTags); read a name with a character no one sees, which renders blank
+ * (refuseHiddenInNames).
  */
-export function compileChecked(source: string, mode: RenderMode, engine: TemplateEngine, label = ''): void {
-  checkPart(mode, label, () => {
-    if (engine === 'handlebars') checkTemplateBounds(source);
-    compilePart(source, mode, engine);
-  });
-}
+const SAVE_RULES = [refuseContentVariable, refuseLiquidTags, refuseOtherServicesTags, refuseHiddenInNames];
 
 /**
- * Refuses a part holding another service's tags, which would be sent as written or render as
- * nothing: Postmark's layout placeholder `{{{@content}}}` (refuseContentVariable), Liquid's tags
- * (refuseLiquidTags), Mailchimp's merge tags and Postmark's `pm:` values (refuseOtherServicesTags);
- * or reading a name with a character no one sees, which renders blank (refuseHiddenInNames). Names
- * the part as compileChecked does.
+ * A part saved must compile, and, held to the rules of a save, keep to them (SAVE_RULES); of its
+ * problems the one that comes first in its text is named, whether the compile or a rule found it.
+ * A Handlebars part is held to the bounds of its tags before anything parses it
+ * (checkTemplateBounds), since a parse and a compile hold the event loop.
  */
-export function refuseForeignTags(source: string, mode: RenderMode, label = ''): void {
-  checkPart(mode, label, () =>
-    firstRefusal(source, [
-      refuseContentVariable,
-      refuseLiquidTags,
-      refuseOtherServicesTags,
-      refuseHiddenInNames,
-    ]),
-  );
+export function checkSavedPart(
+  source: string,
+  mode: RenderMode,
+  engine: TemplateEngine,
+  options: { readonly label?: string; readonly rules: boolean },
+): void {
+  checkPart(mode, options.label ?? '', () => {
+    if (engine === 'handlebars') checkTemplateBounds(source);
+    const compiles = (part: string) => void compilePart(part, mode, engine);
+    firstRefusal(source, options.rules && engine === 'handlebars' ? [compiles, ...SAVE_RULES] : [compiles]);
+  });
 }
 
 /**
@@ -133,8 +132,10 @@ function firstRefusal(source: string, checks: readonly ((source: string) => void
 }
 
 /**
- * Every part of a variant must compile, and keep to the rules of a save (checkSaveRules). `locale`
- * names the variant in the error.
+ * Every part of a variant must compile and keep to the rules of a save (checkSavedPart), checked in
+ * order: subject, text, HTML. A part the same as in `saved` (the variant as stored) is not held to
+ * the rules, so a template saved before them can still have its other parts changed, a variant
+ * removed, or be put again as it is. `locale` names the variant in the error.
  */
 export function checkVariant(
   content: VariantContent,
@@ -143,18 +144,13 @@ export function checkVariant(
   saved?: VariantContent,
 ): void {
   const label = locale === '' ? '' : ` (${locale})`;
-  for (const [mode, source] of partsOf(content)) compileChecked(source, mode, engine, label);
-  checkSaveRules(content, engine, locale, saved);
+  for (const [mode, source, stored] of partsOf(content, saved))
+    checkSavedPart(source, mode, engine, { label, rules: !sameText(source, stored) });
 }
 
 /**
- * A Handlebars part saved must neither read `@content`, which only renders as nothing
- * (refuseContentVariable), nor hold another service's tags, which are sent as written or render as
- * nothing (refuseLiquidTags, refuseOtherServicesTags), nor read a name with a character no one
- * sees, which renders blank (refuseHiddenInNames); the first of them in its text is named. A
- * part the same as in `saved` (the variant as stored) is not held to these rules, so a template
- * saved before them can still have its other parts changed, a variant removed, or be put again as
- * it is. Its parts must have compiled (checkVariant).
+ * The rules of a save alone (SAVE_RULES), as checkVariant holds a variant whose parts compile to
+ * them: what a preview shows beside its rendering.
  */
 export function checkSaveRules(
   content: VariantContent,
@@ -165,15 +161,7 @@ export function checkSaveRules(
   if (engine !== 'handlebars') return;
   const label = locale === '' ? '' : ` (${locale})`;
   for (const [mode, source, stored] of partsOf(content, saved))
-    if (!sameText(source, stored))
-      checkPart(mode, label, () =>
-        firstRefusal(source, [
-          refuseContentVariable,
-          refuseLiquidTags,
-          refuseOtherServicesTags,
-          refuseHiddenInNames,
-        ]),
-      );
+    if (!sameText(source, stored)) checkPart(mode, label, () => firstRefusal(source, SAVE_RULES));
 }
 
 /** A variant's parts, each with its stored form in `saved`; an empty HTML part is none. */

@@ -495,6 +495,43 @@ describe('templates with logic, layouts, locales and versions', () => {
     );
   });
 
+  it('names the first problem of a template brought over from another service, the subject first, wherever it was found', async () => {
+    const { projectId } = await seedProject(ctx.services);
+    const { templates } = ctx.services;
+    // A helper Herald does not have is found by the compile, a merge tag by a rule of a save: the
+    // author meets them in the order of the template, not of the checks.
+    const brought = {
+      name: 'brought',
+      subject: 'Hi *|FNAME|*',
+      text: 'Hello *|FNAME|*,\n{{#equals plan "pro"}}pro{{/equals}}',
+    };
+    expect(await refusal(() => templates.create(projectId, brought))).toMatch(
+      /^Invalid template: subject, line 1, column 4: a Mailchimp merge tag \(\*\|FNAME\|\*\)/,
+    );
+    expect(await refusal(() => templates.create(projectId, { ...brought, subject: 'Hi {{FNAME}}' }))).toMatch(
+      /^Invalid template: text body, line 1, column 7: a Mailchimp merge tag \(\*\|FNAME\|\*\)/,
+    );
+    expect(
+      await refusal(() =>
+        templates.create(projectId, {
+          ...brought,
+          subject: 'Hi {{FNAME}}',
+          text: 'Hello {{FNAME}},\n{{#equals plan "pro"}}pro{{/equals}}',
+        }),
+      ),
+    ).toMatch(/^Invalid template: text body, line 2, column 1: unknown helper 'equals'/);
+    // And in a layout: its compile and its rules weighed by place alike.
+    expect(
+      await refusal(() =>
+        ctx.services.layouts.create(projectId, {
+          name: 'brought',
+          html: '{{{content}}} *|LIST:COMPANY|* {{formatDate now}}',
+          text: null,
+        }),
+      ),
+    ).toMatch(/^Invalid template: HTML body \(layout\), line 1, column 15: a Mailchimp merge tag/);
+  });
+
   it('previews a template holding another service’s tags as it would be sent, with what a save would say', () => {
     const preview = previewTemplate(
       { subject: 'Hi {{name}}', text: 'Hello *|FNAME|*, {{name}}' },

@@ -176,16 +176,24 @@ type Expression = hbs.AST.Expression;
  * with the line and column of the first problem.
  */
 export function parseTemplate(source: string): hbs.AST.Program {
+  const program = parseSyntax(source);
+  refuseUnsupported(program);
+  return program;
+}
+
+/**
+ * Parses `source` as Handlebars reads it, refusing only what does not parse: for the checks that
+ * look for other problems beside what Herald does not run (an unknown helper, a partial), which
+ * the compile names, so that the first of all of them in the text is the one named.
+ */
+export function parseSyntax(source: string): hbs.AST.Program {
   // Outside the try: Handlebars failing to load is not the template's fault.
   const { env } = environment();
-  let program: hbs.AST.Program;
   try {
-    program = env.parse(source);
+    return env.parse(source);
   } catch (error) {
     throw syntaxError(error, lexerPlace(), () => innermostOpenBlock(source, ...parserTables()));
   }
-  refuseUnsupported(program);
-  return program;
 }
 
 /**

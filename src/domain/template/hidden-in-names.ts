@@ -1,4 +1,4 @@
-import { parseTemplate } from './handlebars.js';
+import { parseSyntax } from './handlebars.js';
 import { firstPath, placeOf } from './source-walk.js';
 import { TemplateSyntaxError } from './syntax-error.js';
 
@@ -13,7 +13,7 @@ const HIDDEN = /\p{Cf}/u;
 
 /** Refuses a part that reads a name holding a character no one sees, at the first place it does. */
 export function refuseHiddenInNames(source: string): void {
-  const found = firstPath(parseTemplate(source), (path) => HIDDEN.test(path.original));
+  const found = firstPath(parseSyntax(source), (path) => HIDDEN.test(path.original));
   if (found === null) return;
   const hidden = HIDDEN.exec(found.original)?.[0] ?? '';
   const code = `U+${(hidden.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;

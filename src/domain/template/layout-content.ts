@@ -1,4 +1,4 @@
-import { parseTemplate } from './handlebars.js';
+import { parseSyntax } from './handlebars.js';
 import { firstPath, placeOf } from './source-walk.js';
 import { TemplateSyntaxError } from './syntax-error.js';
 
@@ -19,7 +19,7 @@ const SAME_CONTEXT = new Set(['if', 'unless']);
  * in the body's place.
  */
 export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): boolean {
-  const stack: hbs.AST.Program[] = [parseTemplate(source)];
+  const stack: hbs.AST.Program[] = [parseSyntax(source)];
   while (stack.length > 0) {
     for (const node of (stack.pop() as hbs.AST.Program).body) {
       if (node.type === 'MustacheStatement') {
@@ -52,7 +52,7 @@ export function hasContentPlaceholder(source: string, mode: 'text' | 'html'): bo
  */
 export function refuseContentVariable(source: string): void {
   const found = firstPath(
-    parseTemplate(source),
+    parseSyntax(source),
     (path) => path.data && path.parts[0]?.toLowerCase() === 'content',
   );
   if (found === null) return;

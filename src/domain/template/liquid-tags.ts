@@ -1,4 +1,4 @@
-import { parseTemplate } from './handlebars.js';
+import { parseSyntax } from './handlebars.js';
 import { firstInText, sourceText } from './source-walk.js';
 import { TemplateSyntaxError } from './syntax-error.js';
 
@@ -51,7 +51,7 @@ function advice(tag: string): string {
 export function refuseLiquidTags(source: string): void {
   // A tag cut off at the end of a text comes after any whole one in it (no `%` follows it).
   const first = firstInText(
-    parseTemplate(source).body,
+    parseSyntax(source).body,
     (text, rest) => LIQUID_TAG.exec(text) ?? (closedLater(rest) ? LIQUID_TAG_CUT.exec(text) : null),
   );
   if (first === null) return;

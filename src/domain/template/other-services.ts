@@ -1,4 +1,4 @@
-import { parseTemplate } from './handlebars.js';
+import { parseSyntax } from './handlebars.js';
 import { firstInText, firstPath, placeOf } from './source-walk.js';
 import { comesBefore, TemplateSyntaxError } from './syntax-error.js';
 
@@ -50,7 +50,7 @@ function advice(tag: string): string {
  * `{{"*|"}}`.
  */
 export function refuseOtherServicesTags(source: string): void {
-  const program = parseTemplate(source);
+  const program = parseSyntax(source);
   const merge = firstInText(program.body, (text) => MERGE_TAG.exec(text));
   const postmark = firstPath(program, (path) => !path.data && /^pm:/i.test(path.parts[0] ?? ''));
   const postmarkPlace = postmark === null ? null : placeOf(postmark);
