@@ -12,8 +12,8 @@ import { comesBefore, TemplateSyntaxError } from './syntax-error.js';
 /**
  * A merge tag: an upper-case name, then for some (`*|IF:VIP=Gold|*`, `*|FEEDBLOCK:https://…|*`) a
  * colon and an argument; Mailchimp writes them in capitals, which keeps Markdown's `|*Item*|Price|*`
- * and `a*|b|*` text. Spaces around the name may be no-break spaces, as editors write them. A tag is on one line; what it holds is bounded, so a part full of `*|` is
- * read in linear time.
+ * and `a*|b|*` text. Spaces around the name may be no-break spaces, as editors write them. A tag
+ * is on one line; what it holds is bounded, so a part full of `*|` is read in linear time.
  */
 const MERGE_TAG = /\*\|[ \t\u00a0]{0,8}([A-Z][A-Z0-9_]{0,60}(?::[^|*\r\n]{0,200})?)[ \t\u00a0]{0,8}\|\*/;
 
